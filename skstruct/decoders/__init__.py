@@ -1,0 +1,19 @@
+"""Decoders: inference over one family of structured outputs.
+
+A decoder takes part scores and answers inference questions (MAP, log-partition and
+marginals, top-K, loss-augmented MAP). See :class:`Decoder` for the interface.
+"""
+
+from ._base import Decoder, check_capability
+from ._brute_force import BruteForceDecoder
+from ._chain import ChainDecoder, ChainParts, ChainScores, chain_parts
+
+__all__ = [
+    "BruteForceDecoder",
+    "ChainDecoder",
+    "ChainParts",
+    "ChainScores",
+    "Decoder",
+    "chain_parts",
+    "check_capability",
+]

@@ -1,0 +1,89 @@
+"""The interface every decoder implements."""
+
+from sklearn.base import BaseEstimator
+
+__all__ = ["Decoder", "check_capability"]
+
+
+class Decoder(BaseEstimator):
+    """Base class of decoders: inference over one family of structured outputs.
+
+    A decoder knows one output family (chains, multilabel sets, trees, ...) and nothing
+    about features. It receives *part scores* in the family's score container and answers
+    inference questions about the distribution or the argmax they define. The operations a
+    decoder supports are listed in its ``capabilities``:
+
+    ``"map"``
+        :meth:`map`: the highest-scoring output of every example.
+    ``"marginals"``
+        :meth:`log_partition` and :meth:`marginals`: log Σ_y exp θ_y and the expected part
+        indicators E_p[a_y] under p(y) ∝ exp θ_y.
+    ``"top_k"``
+        :meth:`top_k`: the ``k`` best distinct outputs, sorted by score.
+    ``"loss_augmented_map"``
+        :meth:`loss_augmented_map`: argmax_y θ_y + Δ(y_true, y) for a task loss Δ.
+    ``"parts"``
+        :meth:`parts` and :meth:`score`: the indicator vector a_y of given outputs and
+        their scores θ_y = ⟨η, a_y⟩.
+
+    Outputs are *encoded*: integer states ``0 .. n_states - 1``, stacked batch-first.
+    Decoders are scikit-learn estimators only so that their hyper-parameters are reachable
+    with ``get_params`` / ``set_params`` (``decoder__param`` in a grid search); they hold
+    no fitted state.
+    """
+
+    capabilities = frozenset()
+
+    def _unsupported(self, capability):
+        raise NotImplementedError(
+            f"{type(self).__name__} does not implement {capability!r}; its capabilities are "
+            f"{sorted(self.capabilities)}."
+        )
+
+    def map(self, scores, *, return_score=False):
+        """Highest-scoring output of every example."""
+        self._unsupported("map")
+
+    def log_partition(self, scores):
+        """log Σ_y exp θ_y for every example."""
+        self._unsupported("marginals")
+
+    def marginals(self, scores):
+        """Log-partition and expected part indicators of every example."""
+        self._unsupported("marginals")
+
+    def top_k(self, scores, k):
+        """The ``k`` best distinct outputs of every example."""
+        self._unsupported("top_k")
+
+    def loss_augmented_map(self, scores, y_true, task_loss):
+        """argmax_y θ_y + Δ(y_true, y) for every example."""
+        self._unsupported("loss_augmented_map")
+
+    def parts(self, scores, y):
+        """Part indicators a_y of the outputs ``y`` (laid out like ``scores``)."""
+        self._unsupported("parts")
+
+    def score(self, scores, y):
+        """Scores θ_y = ⟨η, a_y⟩ of the outputs ``y``, one per example."""
+        return self.parts(scores, y).dot(scores)
+
+
+def check_capability(decoder, capability, needed_by):
+    """Raise a clear error when ``decoder`` cannot answer ``capability``.
+
+    Parameters
+    ----------
+    decoder : Decoder
+    capability : str
+        One of the names listed in :class:`Decoder`.
+    needed_by : str
+        What needs it (a training loss, an estimator method), for the message.
+    """
+    capabilities = getattr(decoder, "capabilities", frozenset())
+    if capability not in capabilities:
+        raise ValueError(
+            f"{needed_by} needs the decoder operation {capability!r}, which "
+            f"{type(decoder).__name__} does not provide (it provides "
+            f"{sorted(capabilities)})."
+        )

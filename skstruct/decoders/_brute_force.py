@@ -1,0 +1,135 @@
+"""Inference by enumeration: the reference every decoder is tested against."""
+
+import itertools
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ._base import Decoder
+from ._chain import ChainParts, ChainScores
+
+__all__ = ["BruteForceDecoder"]
+
+
+def _chain_outputs(scores, i):
+    """All labelings of chain ``i`` with their part vectors, by enumeration.
+
+    Returns
+    -------
+    outputs : ndarray of shape (n_outputs, length)
+    unary : ndarray of shape (n_outputs, length, n_states)
+    pairwise : ndarray of shape (n_outputs, n_states * n_states + 2 * n_states)
+        Transition counts, first-state and last-state indicators.
+    """
+    a, b = scores.offsets[i], scores.offsets[i + 1]
+    n_states = scores.n_states
+    outputs = np.array(list(itertools.product(range(n_states), repeat=b - a)))
+    eye = np.eye(n_states)
+    unary = eye[outputs]
+    pairwise = np.zeros((len(outputs), n_states * n_states + 2 * n_states))
+    for row, y in enumerate(outputs):
+        for prev, cur in zip(y[:-1], y[1:]):
+            pairwise[row, prev * n_states + cur] += 1
+        pairwise[row, n_states * n_states + y[0]] += 1
+        pairwise[row, n_states * n_states + n_states + y[-1]] += 1
+    return outputs, unary, pairwise
+
+
+def _chain_theta(scores, i, unary, pairwise):
+    a, b = scores.offsets[i], scores.offsets[i + 1]
+    eta_pair = np.concatenate((scores.transition.ravel(), scores.start, scores.end))
+    return np.einsum("nts,ts->n", unary, scores.unary[a:b]) + pairwise @ eta_pair
+
+
+class BruteForceDecoder(Decoder):
+    """Answers every inference question by enumerating all outputs.
+
+    Exponential in the size of the output: meant for tiny instances, as the reference
+    implementation that tests compare the compiled decoders with. Supports the score
+    containers of the chain family.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.decoders import BruteForceDecoder, ChainScores
+    >>> scores = ChainScores(np.array([[1., 0.], [0., 2.]]), np.array([0, 2]),
+    ...                      np.zeros((2, 2)), np.zeros(2), np.zeros(2))
+    >>> BruteForceDecoder().map(scores)
+    array([0, 1])
+    """
+
+    capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts"})
+
+    def _enumerate(self, scores):
+        if not isinstance(scores, ChainScores):
+            raise TypeError(f"BruteForceDecoder does not know {type(scores).__name__}.")
+        for i in range(scores.n_sequences):
+            outputs, unary, pairwise = _chain_outputs(scores, i)
+            yield i, outputs, unary, pairwise, _chain_theta(scores, i, unary, pairwise)
+
+    def map(self, scores, *, return_score=False):
+        labels, best = [], []
+        for _, outputs, _, _, theta in self._enumerate(scores):
+            labels.append(outputs[np.argmax(theta)])
+            best.append(theta.max())
+        labels = np.concatenate(labels)
+        return (labels, np.array(best)) if return_score else labels
+
+    def log_partition(self, scores):
+        return np.array([logsumexp(theta) for *_, theta in self._enumerate(scores)])
+
+    def marginals(self, scores):
+        n_states = scores.n_states
+        log_z, unary, pairwise = [], [], []
+        for _, _, unary_parts, pair_parts, theta in self._enumerate(scores):
+            lz = logsumexp(theta)
+            p = np.exp(theta - lz)
+            log_z.append(lz)
+            unary.append(np.einsum("n,nts->ts", p, unary_parts))
+            pairwise.append(p @ pair_parts)
+        pairwise = np.array(pairwise)
+        s2 = n_states * n_states
+        parts = ChainParts(
+            np.concatenate(unary),
+            pairwise[:, :s2].reshape(-1, n_states, n_states),
+            pairwise[:, s2 : s2 + n_states],
+            pairwise[:, s2 + n_states :],
+            scores.offsets,
+        )
+        return np.array(log_z), parts
+
+    def top_k(self, scores, k):
+        paths = np.full((scores.unary.shape[0], k), -1, dtype=np.int64)
+        top = np.full((scores.n_sequences, k), -np.inf)
+        for i, outputs, _, _, theta in self._enumerate(scores):
+            order = np.argsort(-theta, kind="stable")[:k]
+            a, b = scores.offsets[i], scores.offsets[i + 1]
+            paths[a:b, : len(order)] = outputs[order].T
+            top[i, : len(order)] = theta[order]
+        return paths, top
+
+    def loss_augmented_map(self, scores, y_true, task_loss):
+        labels = []
+        for i, outputs, _, _, theta in self._enumerate(scores):
+            a, b = scores.offsets[i], scores.offsets[i + 1]
+            gold = np.tile(y_true[a:b], len(outputs))
+            offsets = np.arange(len(outputs) + 1) * (b - a)
+            delta = task_loss(gold, outputs.ravel(), offsets)
+            labels.append(outputs[np.argmax(theta + delta)])
+        return np.concatenate(labels)
+
+    def parts(self, scores, y):
+        n_states = scores.n_states
+        y = np.asarray(y)
+        unary = np.eye(n_states)[y]
+        n_seq = scores.n_sequences
+        transition = np.zeros((n_seq, n_states, n_states))
+        start = np.zeros((n_seq, n_states))
+        end = np.zeros((n_seq, n_states))
+        for i in range(n_seq):
+            seq = y[scores.offsets[i] : scores.offsets[i + 1]]
+            for prev, cur in zip(seq[:-1], seq[1:]):
+                transition[i, prev, cur] += 1
+            start[i, seq[0]] = 1
+            end[i, seq[-1]] = 1
+        return ChainParts(unary, transition, start, end, scores.offsets)

@@ -1,0 +1,337 @@
+"""First-order linear chains: score and part containers and the chain decoder."""
+
+import numpy as np
+
+from ..losses._task import ZeroOneLoss
+from . import _chain_kernels as kernels
+from ._base import Decoder
+
+__all__ = ["ChainScores", "ChainParts", "ChainDecoder"]
+
+
+class ChainScores:
+    """Part scores η of a batch of first-order chains.
+
+    The score of a label sequence y of length L is
+    θ_y = start[y_0] + Σ_t unary[t, y_t] + Σ_{t≥1} transition[y_{t-1}, y_t] + end[y_{L-1}].
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_tokens, n_states)
+        Unary scores of all tokens of all sequences, stacked.
+    offsets : ndarray of shape (n_sequences + 1,)
+        Sequence ``i`` owns rows ``offsets[i]:offsets[i + 1]`` (at least one row).
+    transition : ndarray of shape (n_states, n_states)
+        ``transition[i, j]`` scores state ``i`` followed by state ``j``.
+    start, end : ndarray of shape (n_states,)
+        Scores of the first and of the last state of a sequence.
+    """
+
+    def __init__(self, unary, offsets, transition, start, end):
+        self.unary = np.ascontiguousarray(unary, dtype=np.float64)
+        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        n_states = self.unary.shape[1]
+        self.transition = np.ascontiguousarray(transition, dtype=np.float64)
+        self.start = np.ascontiguousarray(start, dtype=np.float64)
+        self.end = np.ascontiguousarray(end, dtype=np.float64)
+        if self.transition.shape != (n_states, n_states):
+            raise ValueError(
+                f"transition has shape {self.transition.shape}; expected "
+                f"({n_states}, {n_states}) for {n_states} states."
+            )
+        if self.start.shape != (n_states,) or self.end.shape != (n_states,):
+            raise ValueError(f"start and end must have shape ({n_states},).")
+        if self.offsets[0] != 0 or self.offsets[-1] != self.unary.shape[0]:
+            raise ValueError("offsets must start at 0 and end at n_tokens.")
+        if np.any(np.diff(self.offsets) <= 0):
+            raise ValueError("Every sequence needs at least one token (empty sequence).")
+
+    @property
+    def n_states(self):
+        return self.unary.shape[1]
+
+    @property
+    def n_sequences(self):
+        return self.offsets.shape[0] - 1
+
+    @property
+    def n_examples(self):
+        return self.n_sequences
+
+    @property
+    def lengths(self):
+        return np.diff(self.offsets)
+
+    def replace(self, *, unary=None):
+        """A copy with the unary scores replaced (pairwise scores shared)."""
+        return ChainScores(
+            self.unary if unary is None else unary,
+            self.offsets,
+            self.transition,
+            self.start,
+            self.end,
+        )
+
+    def _kernel_args(self):
+        return self.unary, self.offsets, self.transition, self.start, self.end
+
+
+class ChainParts:
+    """Part vectors a = [m; n] of a batch of chains: indicators or marginals.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_tokens, n_states)
+        Unary parts m (one-hot rows for indicators, probabilities for marginals).
+    transition : ndarray of shape (n_sequences, n_states, n_states)
+        Transition counts of each sequence (expected counts for marginals).
+    start, end : ndarray of shape (n_sequences, n_states)
+        First and last state of each sequence (their probabilities for marginals).
+    offsets : ndarray of shape (n_sequences + 1,)
+    """
+
+    def __init__(self, unary, transition, start, end, offsets):
+        self.unary = unary
+        self.transition = transition
+        self.start = start
+        self.end = end
+        self.offsets = offsets
+
+    def __sub__(self, other):
+        return ChainParts(
+            self.unary - other.unary,
+            self.transition - other.transition,
+            self.start - other.start,
+            self.end - other.end,
+            self.offsets,
+        )
+
+    def scale(self, weights):
+        """Multiply the parts of example ``i`` by ``weights[i]``."""
+        weights = np.asarray(weights, dtype=np.float64)
+        per_token = np.repeat(weights, np.diff(self.offsets))
+        return ChainParts(
+            self.unary * per_token[:, None],
+            self.transition * weights[:, None, None],
+            self.start * weights[:, None],
+            self.end * weights[:, None],
+            self.offsets,
+        )
+
+    def dot(self, scores):
+        """Per-example inner products ⟨a_i, η_i⟩ with a :class:`ChainScores`.
+
+        Returns
+        -------
+        ndarray of shape (n_sequences,)
+        """
+        per_token = np.einsum("ts,ts->t", self.unary, scores.unary)
+        unary = np.add.reduceat(per_token, self.offsets[:-1])
+        pairwise = np.einsum("nij,ij->n", self.transition, scores.transition)
+        return unary + pairwise + self.start @ scores.start + self.end @ scores.end
+
+
+def chain_parts(y, offsets, n_states):
+    """Indicator parts of encoded label sequences.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_tokens,), int
+        Encoded labels of all tokens, stacked.
+    offsets : ndarray of shape (n_sequences + 1,)
+    n_states : int
+
+    Returns
+    -------
+    ChainParts
+    """
+    y = np.asarray(y, dtype=np.int64)
+    n_tokens = y.shape[0]
+    n_seq = offsets.shape[0] - 1
+    unary = np.zeros((n_tokens, n_states))
+    unary[np.arange(n_tokens), y] = 1.0
+    seq_of_token = np.repeat(np.arange(n_seq), np.diff(offsets))
+    follows = np.ones(n_tokens, dtype=bool)
+    follows[offsets[:-1]] = False
+    t = np.flatnonzero(follows)
+    flat = (seq_of_token[t] * n_states + y[t - 1]) * n_states + y[t]
+    transition = np.bincount(flat, minlength=n_seq * n_states * n_states).astype(np.float64)
+    start = np.zeros((n_seq, n_states))
+    start[np.arange(n_seq), y[offsets[:-1]]] = 1.0
+    end = np.zeros((n_seq, n_states))
+    end[np.arange(n_seq), y[offsets[1:] - 1]] = 1.0
+    return ChainParts(
+        unary, transition.reshape(n_seq, n_states, n_states), start, end, offsets
+    )
+
+
+class ChainDecoder(Decoder):
+    """Exact inference on first-order linear chains.
+
+    Viterbi for MAP, forward-backward for the log-partition and marginals, list Viterbi for
+    the ``k`` best sequences. All operations run over a whole batch of sequences in one
+    compiled call, one sequence per parallel iteration.
+
+    Parameters
+    ----------
+    log_space : {"auto", True, False}, default="auto"
+        How forward-backward guards against overflow. ``"auto"`` rescales probabilities
+        at each position (fast) when the spread of the transition and end scores is below
+        200, and works in log space otherwise; ``True`` always works in log space.
+        ``False`` always rescales; it is exact up to rounding only below that spread.
+
+    Notes
+    -----
+    Time per sequence of length L with S states: O(L S²) for MAP, log-partition and
+    marginals, O(L S² k) for the ``k`` best. Memory O(n_tokens · S) per batch.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.decoders import ChainDecoder, ChainScores
+    >>> scores = ChainScores(unary=np.array([[1., 0.], [0., 2.], [3., 0.]]),
+    ...                      offsets=np.array([0, 3]), transition=np.zeros((2, 2)),
+    ...                      start=np.zeros(2), end=np.zeros(2))
+    >>> ChainDecoder().map(scores)
+    array([0, 1, 0])
+    """
+
+    capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts"})
+
+    _parameter_constraints = {"log_space": [bool, "auto"]}
+
+    def __init__(self, log_space="auto"):
+        self.log_space = log_space
+
+    def map(self, scores, *, return_score=False):
+        """Viterbi decoding.
+
+        Parameters
+        ----------
+        scores : ChainScores
+        return_score : bool, default=False
+
+        Returns
+        -------
+        labels : ndarray of shape (n_tokens,), int64
+            The best label sequences, stacked.
+        best : ndarray of shape (n_sequences,)
+            Their scores, when ``return_score`` is True.
+        """
+        labels, best = kernels.viterbi(*scores._kernel_args())
+        return (labels, best) if return_score else labels
+
+    def _forward_backward(self, scores, with_marginals):
+        if self.log_space == "auto":
+            spread = max(np.ptp(scores.transition), np.ptp(scores.end))
+            log_space = not spread <= kernels.SCALED_RANGE_LIMIT
+        else:
+            log_space = bool(self.log_space)
+        kernel = kernels.forward_backward_log if log_space else kernels.forward_backward_scaled
+        return kernel(*scores._kernel_args(), with_marginals)
+
+    def log_partition(self, scores):
+        """log Σ_y exp θ_y of every sequence.
+
+        Returns
+        -------
+        ndarray of shape (n_sequences,)
+        """
+        return self._forward_backward(scores, False)[0]
+
+    def marginals(self, scores):
+        """Forward-backward: log-partition and marginals.
+
+        Returns
+        -------
+        log_z : ndarray of shape (n_sequences,)
+        marginals : ChainParts
+            Unary marginals p(y_t = s) of shape (n_tokens, n_states), expected transition
+            counts Σ_t p(y_{t-1} = i, y_t = j) per sequence, and the first and last state
+            marginals. They are the gradient of ``log_z`` with respect to the scores.
+        """
+        log_z, unary, transition = self._forward_backward(scores, True)
+        offsets = scores.offsets
+        parts = ChainParts(
+            unary, transition, unary[offsets[:-1]], unary[offsets[1:] - 1], offsets
+        )
+        return log_z, parts
+
+    def top_k(self, scores, k):
+        """The ``k`` best distinct label sequences.
+
+        Parameters
+        ----------
+        scores : ChainScores
+        k : int >= 1
+
+        Returns
+        -------
+        paths : ndarray of shape (n_tokens, k), int64
+            Column ``r`` stacks the ``r``-th best sequences; -1 where a sequence has fewer
+            than ``k + 1`` possible labelings.
+        path_scores : ndarray of shape (n_sequences, k)
+            Non-increasing along each row; -inf where fewer exist.
+        """
+        k = int(k)
+        if k < 1:
+            raise ValueError(f"k must be >= 1; got {k}.")
+        return kernels.top_k_viterbi(*scores._kernel_args(), k)
+
+    def loss_augmented_map(self, scores, y_true, task_loss):
+        """argmax_y θ_y + Δ(y_true, y) for every sequence.
+
+        Decomposable losses (those with ``unary_costs``) add their per-token costs to the
+        unary scores and run Viterbi. The 0/1 loss takes the better of ``y_true`` and the
+        best other sequence (top-2).
+
+        Parameters
+        ----------
+        scores : ChainScores
+        y_true : ndarray of shape (n_tokens,), int
+            Encoded gold labels, stacked.
+        task_loss : TaskLoss
+
+        Returns
+        -------
+        ndarray of shape (n_tokens,), int64
+        """
+        if hasattr(task_loss, "unary_costs"):
+            costs = task_loss.unary_costs(y_true, scores.offsets, scores.n_states)
+            return self.map(scores.replace(unary=scores.unary + costs))
+        if isinstance(task_loss, ZeroOneLoss):
+            return self._zero_one_augmented_map(scores, y_true)
+        raise ValueError(
+            f"ChainDecoder cannot do loss-augmented MAP with {type(task_loss).__name__}: "
+            "it is neither decomposable over tokens nor the 0/1 loss."
+        )
+
+    def _zero_one_augmented_map(self, scores, y_true):
+        paths, top = self.top_k(scores, 2)
+        gold = self.score(scores, y_true)
+        lengths = scores.lengths
+        best_is_gold = np.logical_and.reduceat(paths[:, 0] == y_true, scores.offsets[:-1])
+        best_other = np.where(np.repeat(best_is_gold, lengths), paths[:, 1], paths[:, 0])
+        other_score = np.where(best_is_gold, top[:, 1], top[:, 0])
+        keep_gold = gold >= other_score + 1.0
+        return np.where(np.repeat(keep_gold, lengths), y_true, best_other)
+
+    def parts(self, scores, y):
+        """Indicator parts of the encoded label sequences ``y`` (n_tokens,)."""
+        return chain_parts(y, scores.offsets, scores.n_states)
+
+    def score(self, scores, y):
+        """θ_y of every sequence for encoded labels ``y`` of shape (n_tokens,).
+
+        Returns
+        -------
+        ndarray of shape (n_sequences,)
+        """
+        y = np.asarray(y, dtype=np.int64)
+        offsets = scores.offsets
+        first, last = y[offsets[:-1]], y[offsets[1:] - 1]
+        unary = np.add.reduceat(scores.unary[np.arange(y.shape[0]), y], offsets[:-1])
+        pair = scores.transition[y[:-1], y[1:]]
+        pair[offsets[1:-1] - 1] = 0.0
+        pairwise = np.add.reduceat(np.concatenate((pair, [0.0])), offsets[:-1])
+        return unary + pairwise + scores.start[first] + scores.end[last]

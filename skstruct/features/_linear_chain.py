@@ -1,0 +1,79 @@
+"""The linear feature map of first-order chains."""
+
+import numpy as np
+
+from ..decoders._chain import ChainScores
+from ._sparse import matmul
+
+__all__ = ["LinearChainFeatures"]
+
+
+class LinearChainFeatures:
+    """Part scores of a linear-chain model, and the transpose of the map.
+
+    The parameter vector w concatenates the unary weights W (n_features, n_states), the
+    transition scores (n_states, n_states), and the start and end scores (n_states,). The
+    unary scores of the tokens are X @ W; the pairwise scores are parameters themselves.
+
+    Parameters
+    ----------
+    n_features : int
+    n_states : int
+    """
+
+    def __init__(self, n_features, n_states):
+        self.n_features = int(n_features)
+        self.n_states = int(n_states)
+
+    @property
+    def n_params(self):
+        s = self.n_states
+        return self.n_features * s + s * s + 2 * s
+
+    def unpack(self, w):
+        """Views of ``w``: (W (n_features, n_states), transition, start, end)."""
+        f, s = self.n_features, self.n_states
+        cut = np.cumsum([f * s, s * s, s])
+        unary, transition, start, end = np.split(w, cut)
+        return unary.reshape(f, s), transition.reshape(s, s), start, end
+
+    def pack(self, unary, transition, start, end):
+        """The inverse of :meth:`unpack`."""
+        return np.concatenate(
+            [np.ravel(unary), np.ravel(transition), np.ravel(start), np.ravel(end)]
+        )
+
+    def scores(self, batch, w):
+        """Part scores of every sequence of ``batch``.
+
+        Parameters
+        ----------
+        batch : SequenceBatch
+        w : ndarray of shape (n_params,)
+
+        Returns
+        -------
+        ChainScores
+        """
+        unary, transition, start, end = self.unpack(w)
+        return ChainScores(matmul(batch.X, unary), batch.offsets, transition, start, end)
+
+    def transpose(self, batch, grad):
+        """Gradient with respect to w from a gradient with respect to the part scores.
+
+        Parameters
+        ----------
+        batch : SequenceBatch
+        grad : ChainParts
+            Per-example gradients with respect to the part scores.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+        """
+        return self.pack(
+            matmul(batch.XT, grad.unary),
+            grad.transition.sum(axis=0),
+            grad.start.sum(axis=0),
+            grad.end.sum(axis=0),
+        )

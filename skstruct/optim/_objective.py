@@ -1,0 +1,74 @@
+"""The regularized empirical risk that optimizers minimize."""
+
+import numpy as np
+
+__all__ = ["RegularizedRisk"]
+
+
+class RegularizedRisk:
+    """F(w) = (1 / Σ_i s_i) Σ_i s_i ℓ(A_i w; y_i) + (α / 2) ‖w‖².
+
+    Composes a feature map (w → part scores A_i w and back), a decoder, and a training
+    loss ℓ. A full-batch evaluation is one matrix product for all part scores, one batched
+    decoder call, and one transposed product for the gradient.
+
+    Parameters
+    ----------
+    features : feature map
+        Provides ``scores(batch, w)``, ``transpose(batch, grad_parts)`` and ``n_params``.
+    batch : SequenceBatch
+        The training inputs.
+    y : ndarray
+        Encoded training outputs.
+    decoder : Decoder
+    loss : TrainingLoss
+    alpha : float
+        L2 regularization strength α ≥ 0.
+    sample_weight : ndarray of shape (n_examples,)
+        Non-negative example weights s_i; the data term is their weighted mean, so that an
+        integer weight is the same as repeating the example.
+    """
+
+    def __init__(self, features, batch, y, decoder, loss, alpha, sample_weight):
+        self.features = features
+        self.batch = batch
+        self.y = y
+        self.decoder = decoder
+        self.loss = loss
+        self.alpha = float(alpha)
+        self.sample_weight = np.asarray(sample_weight, dtype=np.float64)
+        self._weights = self.sample_weight / self.sample_weight.sum()
+        self._uniform = bool(np.all(self.sample_weight == self.sample_weight[0]))
+        self._gold = None
+
+    @property
+    def n_params(self):
+        return self.features.n_params
+
+    def data_term(self, w):
+        """Per-example losses ℓ_i and the weighted gradient of the data term."""
+        scores = self.features.scores(self.batch, w)
+        if self._gold is None:
+            self._gold = self.decoder.parts(scores, self.y)
+        values, grad_parts = self.loss(self.decoder, scores, self.y, gold=self._gold)
+        if self._uniform:
+            grad = self.features.transpose(self.batch, grad_parts) * self._weights[0]
+        else:
+            grad = self.features.transpose(self.batch, grad_parts.scale(self._weights))
+        return values, grad
+
+    def value_and_gradient(self, w):
+        """F(w) and ∇F(w).
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_params,)
+
+        Returns
+        -------
+        value : float
+        gradient : ndarray of shape (n_params,)
+        """
+        values, grad = self.data_term(w)
+        value = float(self._weights @ values) + 0.5 * self.alpha * float(w @ w)
+        return value, grad + self.alpha * w

@@ -1,0 +1,243 @@
+"""Validation and batch-first storage of sequence data.
+
+Users pass sequences as a list of per-sequence 2-D feature arrays (dense or sparse) and a
+list of per-sequence label arrays. Every compiled kernel instead works on one stacked matrix
+of all tokens and an ``offsets`` array that marks where each sequence starts.
+"""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["SequenceBatch", "check_sequences", "split_sequences"]
+
+
+class SequenceBatch:
+    """Token features of many sequences, stacked batch-first.
+
+    Parameters
+    ----------
+    X : ndarray or scipy.sparse CSR matrix of shape (n_tokens, n_features)
+        Features of all tokens of all sequences, one sequence after the other.
+    offsets : ndarray of shape (n_sequences + 1,), dtype int64
+        Sequence ``i`` owns rows ``offsets[i]:offsets[i + 1]``; ``offsets[0] == 0``.
+
+    Notes
+    -----
+    For sparse ``X`` the transpose (as CSR) is built once, on first use, and reused by every
+    gradient evaluation.
+    """
+
+    def __init__(self, X, offsets):
+        self.X = X
+        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        self._XT = None
+
+    @property
+    def n_sequences(self):
+        return self.offsets.shape[0] - 1
+
+    @property
+    def n_tokens(self):
+        return int(self.offsets[-1])
+
+    @property
+    def n_features(self):
+        return self.X.shape[1]
+
+    @property
+    def lengths(self):
+        return np.diff(self.offsets)
+
+    @property
+    def is_sparse(self):
+        return sp.issparse(self.X)
+
+    @property
+    def XT(self):
+        """The transpose of ``X`` as a CSR matrix (sparse) or a transposed view (dense)."""
+        if self._XT is None:
+            self._XT = self.X.T.tocsr() if self.is_sparse else self.X.T
+        return self._XT
+
+    def take(self, indices):
+        """Return the sub-batch of the sequences at ``indices``, in that order."""
+        indices = np.asarray(indices, dtype=np.int64)
+        starts, stops = self.offsets[indices], self.offsets[indices + 1]
+        rows = _ranges(starts, stops)
+        offsets = np.concatenate(([0], np.cumsum(stops - starts)))
+        return SequenceBatch(self.X[rows], offsets)
+
+
+def _ranges(starts, stops):
+    """Concatenate ``arange(start, stop)`` for every pair, without a Python loop."""
+    lengths = stops - starts
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    shifts = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    return np.arange(total, dtype=np.int64) + shifts
+
+
+def split_sequences(stacked, offsets):
+    """Split a stacked per-token array back into a list of per-sequence arrays.
+
+    Parameters
+    ----------
+    stacked : ndarray of shape (n_tokens, ...)
+    offsets : ndarray of shape (n_sequences + 1,)
+
+    Returns
+    -------
+    list of ndarray
+        ``n_sequences`` views, the ``i``-th of shape ``(lengths[i], ...)``.
+    """
+    return np.split(stacked, offsets[1:-1])
+
+
+def _as_sequence_list(X, name):
+    if isinstance(X, np.ndarray):
+        if X.ndim == 3:
+            return list(X)
+        if X.dtype != object or X.ndim != 1:
+            raise TypeError(
+                f"{name} must be a list of 2-D arrays, one (n_tokens, n_features) array per "
+                f"sequence; got an ndarray of shape {X.shape}. For a single sequence pass "
+                f"[{name}]."
+            )
+        return list(X)
+    if sp.issparse(X) or isinstance(X, (str, bytes)) or not hasattr(X, "__len__"):
+        raise TypeError(
+            f"{name} must be a list of 2-D arrays, one (n_tokens, n_features) array per "
+            f"sequence; got {type(X).__name__}."
+        )
+    return list(X)
+
+
+def _stack_sparse(blocks, n_features):
+    csr = [b.tocsr() if sp.issparse(b) else sp.csr_matrix(b) for b in blocks]
+    nnz = np.array([b.nnz for b in csr], dtype=np.int64)
+    index_dtype = np.int32 if max(nnz.sum(), n_features) < 2**31 - 1 else np.int64
+    data = np.concatenate([b.data for b in csr]).astype(np.float64, copy=False)
+    indices = np.concatenate([b.indices for b in csr]).astype(index_dtype, copy=False)
+    row_starts = np.concatenate(([0], np.cumsum(nnz)[:-1]))
+    indptr = np.concatenate(
+        [b.indptr[:-1] + start for b, start in zip(csr, row_starts)] + [[nnz.sum()]]
+    ).astype(index_dtype)
+    n_tokens = indptr.shape[0] - 1
+    return sp.csr_matrix((data, indices, indptr), shape=(n_tokens, n_features))
+
+
+def check_sequences(X, y=None, *, n_features=None, estimator=None):
+    """Validate sequence data and stack it batch-first.
+
+    Parameters
+    ----------
+    X : list of array-like or sparse matrices of shape (n_tokens_i, n_features)
+        One feature matrix per sequence. A 3-D array is read as equal-length sequences.
+    y : list of array-like of shape (n_tokens_i,), default=None
+        One label array per sequence, labels of any hashable type.
+    n_features : int, default=None
+        Expected number of features (the fitted ``n_features_in_`` at predict time).
+    estimator : str, default=None
+        Name used in error messages.
+
+    Returns
+    -------
+    batch : SequenceBatch
+        Stacked float64 features (CSR if any sequence is sparse, dense otherwise).
+    y_flat : ndarray of shape (n_tokens,) or None
+        The labels of all tokens, concatenated in sequence order.
+
+    Raises
+    ------
+    ValueError
+        On empty input, empty sequences, NaN or infinite features, inconsistent numbers of
+        features, a wrong number of features, or X and y of different lengths.
+    TypeError
+        When X is not a list of 2-D arrays.
+    """
+    where = f" in {estimator}" if estimator else ""
+    blocks = _as_sequence_list(X, "X")
+    if len(blocks) == 0:
+        raise ValueError(f"X contains no sequences{where}; at least one is required.")
+    blocks = [b if sp.issparse(b) else np.asarray(b) for b in blocks]
+    for i, block in enumerate(blocks):
+        if block.ndim != 2:
+            raise ValueError(
+                f"Sequence {i} of X has {block.ndim} dimension(s); each sequence must be a "
+                f"2-D (n_tokens, n_features) array{where}."
+            )
+        if block.shape[0] == 0:
+            raise ValueError(f"Sequence {i} of X is empty{where}; sequences need >= 1 token.")
+    widths = np.array([b.shape[1] for b in blocks])
+    if np.any(widths != widths[0]):
+        bad = int(np.flatnonzero(widths != widths[0])[0])
+        raise ValueError(
+            f"Sequence {bad} of X has {widths[bad]} features but sequence 0 has "
+            f"{widths[0]}{where}."
+        )
+    if n_features is not None and widths[0] != n_features:
+        raise ValueError(
+            f"X has {widths[0]} features, but {estimator or 'the estimator'} was fitted "
+            f"with {n_features} features."
+        )
+    lengths = np.array([b.shape[0] for b in blocks], dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    if any(sp.issparse(b) for b in blocks):
+        stacked = _stack_sparse(blocks, int(widths[0]))
+        values = stacked.data
+    else:
+        try:
+            stacked = np.ascontiguousarray(np.concatenate(blocks), dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"X must contain numbers{where}: {exc}") from exc
+        values = stacked
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"X contains NaN or infinity{where}.")
+    batch = SequenceBatch(stacked, offsets)
+    if y is None:
+        return batch, None
+    return batch, _check_labels(y, lengths, where)
+
+
+def _check_labels(y, lengths, where):
+    label_seqs = _as_sequence_list(y, "y") if not isinstance(y, np.ndarray) else list(y)
+    if len(label_seqs) != lengths.shape[0]:
+        raise ValueError(
+            f"X has {lengths.shape[0]} sequences but y has {len(label_seqs)}{where}."
+        )
+    label_seqs = [np.asarray(labels) for labels in label_seqs]
+    for i, labels in enumerate(label_seqs):
+        if labels.ndim != 1:
+            kind = "a scalar" if labels.ndim == 0 else f"{labels.ndim}-D"
+            raise ValueError(
+                f"y[{i}] is {kind}; y must be a list of 1-D label arrays, one per "
+                f"sequence{where}."
+            )
+        if labels.shape[0] != lengths[i]:
+            raise ValueError(
+                f"Sequence {i} has {lengths[i]} tokens in X but {labels.shape[0]} labels "
+                f"in y{where}."
+            )
+    return np.concatenate(label_seqs)
+
+
+def check_sample_weight_sequences(sample_weight, n_sequences):
+    """Validate per-sequence weights: finite, non-negative, not all zero."""
+    if sample_weight is None:
+        return np.ones(n_sequences)
+    if isinstance(sample_weight, numbers.Number):
+        sample_weight = np.full(n_sequences, float(sample_weight))
+    sample_weight = np.asarray(sample_weight, dtype=np.float64)
+    if sample_weight.shape != (n_sequences,):
+        raise ValueError(
+            f"sample_weight has shape {sample_weight.shape}; expected ({n_sequences},), "
+            "one weight per sequence."
+        )
+    if not np.all(np.isfinite(sample_weight)) or np.any(sample_weight < 0):
+        raise ValueError("sample_weight must be finite and non-negative.")
+    if sample_weight.sum() <= 0:
+        raise ValueError("sample_weight must not be all zero.")
+    return sample_weight
