@@ -106,6 +106,13 @@ class ChainParts:
             self.offsets,
         )
 
+    def __isub__(self, other):
+        self.unary -= other.unary
+        self.transition -= other.transition
+        self.start -= other.start
+        self.end -= other.end
+        return self
+
     def scale(self, weights):
         """Multiply the parts of example ``i`` by ``weights[i]``."""
         weights = np.asarray(weights, dtype=np.float64)

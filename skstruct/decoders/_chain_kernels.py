@@ -90,7 +90,6 @@ def forward_backward_scaled(unary, offsets, trans, start, end, with_marginals):
     trans_max = trans.max()
     end_max = end.max()
     expo = np.exp(trans - trans_max)
-    expo_t = np.ascontiguousarray(expo.T)
     exp_end = np.exp(end - end_max)
     alpha = np.empty((n_tokens, n_states))
     phi = np.empty((n_tokens, n_states))
@@ -116,13 +115,16 @@ def forward_backward_scaled(unary, offsets, trans, start, end, with_marginals):
             top = unary[t, 0]
             for j in range(1, n_states):
                 top = max(top, unary[t, j])
+            for j in range(n_states):
+                alpha[t, j] = 0.0
+            for i in range(n_states):
+                a_i = alpha[t - 1, i]
+                for j in range(n_states):
+                    alpha[t, j] += a_i * expo[i, j]
             total = 0.0
             for j in range(n_states):
                 phi[t, j] = np.exp(unary[t, j] - top)
-                s = 0.0
-                for i in range(n_states):
-                    s += alpha[t - 1, i] * expo_t[j, i]
-                alpha[t, j] = s * phi[t, j]
+                alpha[t, j] *= phi[t, j]
                 total += alpha[t, j]
             norm[t] = total
             for j in range(n_states):

@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..decoders._chain import ChainScores
-from ._sparse import matmul
+from ._sparse import matmul, transpose_matmul
 
 __all__ = ["LinearChainFeatures"]
 
@@ -72,7 +72,7 @@ class LinearChainFeatures:
         ndarray of shape (n_params,)
         """
         return self.pack(
-            matmul(batch.XT, grad.unary),
+            transpose_matmul(batch.X, grad.unary),
             grad.transition.sum(axis=0),
             grad.start.sum(axis=0),
             grad.end.sum(axis=0),

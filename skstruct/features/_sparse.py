@@ -1,13 +1,20 @@
-"""Compiled products of a CSR matrix with a dense matrix."""
+"""Compiled products of a CSR matrix (or its transpose) with a dense matrix."""
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 
-__all__ = ["csr_matmul", "matmul"]
+__all__ = ["csr_matmul", "csr_transpose_matmul", "matmul", "transpose_matmul"]
+
+#: Largest memory (bytes) for per-thread partial results of the transposed product; above
+#: it the product runs over the columns of the matrix instead (no private buffers).
+_SCATTER_BUFFER_LIMIT = 256 * 2**20
+
+_NJIT = dict(cache=True, nogil=True)
 
 
-@njit(parallel=True, cache=True, nogil=True)
+@njit(parallel=True, **_NJIT)
 def _csr_matmul(data, indices, indptr, dense):
     n_rows = indptr.shape[0] - 1
     n_cols = dense.shape[1]
@@ -18,6 +25,27 @@ def _csr_matmul(data, indices, indptr, dense):
             col = indices[p]
             for c in range(n_cols):
                 out[row, c] += value * dense[col, c]
+    return out
+
+
+@njit(parallel=True, **_NJIT)
+def _csr_transpose_matmul(data, indices, indptr, dense, n_out, n_chunks):
+    # Each chunk of rows scatters into its own buffer: rows are read in order, and the
+    # output (n_out, n_cols) is far smaller than ``dense`` for token-level data.
+    n_rows = indptr.shape[0] - 1
+    n_cols = dense.shape[1]
+    partial = np.zeros((n_chunks, n_out, n_cols))
+    step = (n_rows + n_chunks - 1) // n_chunks
+    for chunk in prange(n_chunks):
+        for row in range(chunk * step, min(n_rows, (chunk + 1) * step)):
+            for p in range(indptr[row], indptr[row + 1]):
+                value = data[p]
+                col = indices[p]
+                for c in range(n_cols):
+                    partial[chunk, col, c] += value * dense[row, c]
+    out = partial[0].copy()
+    for chunk in range(1, n_chunks):
+        out += partial[chunk]
     return out
 
 
@@ -37,8 +65,37 @@ def csr_matmul(matrix, dense):
     return _csr_matmul(matrix.data, matrix.indices, matrix.indptr, dense)
 
 
+def csr_transpose_matmul(matrix, dense):
+    """``matrix.T @ dense`` for a CSR ``matrix``, without forming the transpose.
+
+    Parameters
+    ----------
+    matrix : scipy.sparse CSR matrix of shape (n_rows, n_out)
+    dense : ndarray of shape (n_rows, n_cols)
+
+    Returns
+    -------
+    ndarray of shape (n_out, n_cols)
+    """
+    dense = np.ascontiguousarray(dense, dtype=np.float64)
+    n_out = matrix.shape[1]
+    n_chunks = numba.get_num_threads()
+    if n_chunks * n_out * dense.shape[1] * 8 > _SCATTER_BUFFER_LIMIT:
+        return csr_matmul(matrix.T.tocsr(), dense)
+    return _csr_transpose_matmul(
+        matrix.data, matrix.indices, matrix.indptr, dense, n_out, n_chunks
+    )
+
+
 def matmul(matrix, dense):
     """``matrix @ dense`` for a dense or CSR ``matrix``, as a C-contiguous float64 array."""
     if sp.issparse(matrix):
         return csr_matmul(matrix, dense)
     return np.ascontiguousarray(matrix @ dense)
+
+
+def transpose_matmul(matrix, dense):
+    """``matrix.T @ dense`` for a dense or CSR ``matrix``."""
+    if sp.issparse(matrix):
+        return csr_transpose_matmul(matrix, dense)
+    return matrix.T @ dense

@@ -66,4 +66,6 @@ class CRFLoss(TrainingLoss):
         log_z, expected = decoder.marginals(augmented)
         if gold is None:
             gold = decoder.parts(scores, y_true)
-        return log_z - gold.dot(scores), expected - gold
+        values = log_z - gold.dot(scores)
+        expected -= gold
+        return values, expected

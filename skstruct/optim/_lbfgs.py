@@ -1,12 +1,21 @@
-"""Limited-memory BFGS (scipy's L-BFGS-B) with progress reporting."""
+"""Limited-memory BFGS with a strong-Wolfe line search.
+
+The two-loop recursion is written here (it costs a few passes over w per iteration); the
+line search is scipy's. scipy's own L-BFGS-B spends about 0.2 s per iteration on its
+bound-constraint machinery at a million parameters, more than a whole CRF gradient on
+CoNLL-2000, so it is offered as ``solver="lbfgsb"`` but not used by default.
+"""
 
 import time
+import warnings
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import minimize
+from numba import njit, prange
+from scipy.optimize import line_search, minimize
 
-__all__ = ["OptimizeResult", "minimize_lbfgs"]
+__all__ = ["OptimizeResult", "minimize_lbfgs", "minimize_lbfgsb"]
 
 
 @dataclass
@@ -24,6 +33,8 @@ class OptimizeResult:
     objective_curve : list of float
         Objective value after each iteration.
     message : str
+    n_evaluations : int
+        Number of calls of the objective.
     """
 
     w: np.ndarray
@@ -31,6 +42,101 @@ class OptimizeResult:
     converged: bool
     objective_curve: list = field(default_factory=list)
     message: str = ""
+    n_evaluations: int = 0
+
+
+class _Progress:
+    """Records the objective after each iteration, prints it, and runs the callback."""
+
+    def __init__(self, verbose, callback, printer):
+        self.verbose, self.callback, self.printer = verbose, callback, printer
+        self.curve = []
+        self.start = time.perf_counter()
+
+    def __call__(self, w, value, grad_norm):
+        self.curve.append(float(value))
+        if self.verbose:
+            elapsed = time.perf_counter() - self.start
+            self.printer(
+                f"iter {len(self.curve):4d}  objective {value: .8e}  |grad| {grad_norm:.3e}  "
+                f"time {elapsed:8.2f}s"
+            )
+        return self.callback is not None and bool(self.callback(len(self.curve), w, value))
+
+
+class _CachedObjective:
+    """``fun(w) -> (value, grad)`` split into value and gradient calls, evaluated once per w."""
+
+    def __init__(self, fun):
+        self.fun = fun
+        self.n_evaluations = 0
+        self._w = None
+
+    def evaluate(self, w):
+        if self._w is None or not np.array_equal(w, self._w):
+            self._value, self._grad = self.fun(w)
+            self._w = w.copy()
+            self.n_evaluations += 1
+        return self._value, self._grad
+
+    def value(self, w):
+        return self.evaluate(w)[0]
+
+    def gradient(self, w):
+        return self.evaluate(w)[1]
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _dot(a, b):
+    total = 0.0
+    for i in prange(a.shape[0]):
+        total += a[i] * b[i]
+    return total
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _axpy_dot(q, alpha, y, other):
+    """q += alpha * y in place, and return other · q (one pass instead of two)."""
+    total = 0.0
+    for i in prange(q.shape[0]):
+        value = q[i] + alpha * y[i]
+        q[i] = value
+        total += other[i] * value
+    return total
+
+
+def _two_loop(grad, pairs):
+    """-H g for the L-BFGS inverse Hessian approximation H built from (s, y, 1/sᵀy).
+
+    Each pass over the vectors fuses an update of q with the next inner product.
+    """
+    q = grad.copy()
+    k = len(pairs)
+    if k == 0:
+        return -q
+    alphas = np.empty(k)
+    alphas[k - 1] = pairs[k - 1][2] * _dot(pairs[k - 1][0], q)
+    for i in range(k - 1, 0, -1):
+        alphas[i - 1] = pairs[i - 1][2] * _axpy_dot(q, -alphas[i], pairs[i][1], pairs[i - 1][0])
+    s, y, _ = pairs[k - 1]
+    gamma = _dot(s, y) / _dot(y, y)
+    beta = pairs[0][2] * gamma * _axpy_dot(q, -alphas[0], pairs[0][1], pairs[0][1])
+    q *= gamma
+    for i in range(k - 1):
+        beta = pairs[i + 1][2] * _axpy_dot(q, alphas[i] - beta, pairs[i][0], pairs[i + 1][1])
+    _axpy_dot(q, alphas[k - 1] - beta, pairs[k - 1][0], pairs[k - 1][0])
+    return -q
+
+
+def _backtracking(objective, w, direction, value, slope):
+    """Armijo backtracking, the fallback when the Wolfe search fails."""
+    step = 1.0
+    for _ in range(40):
+        new_value = objective.value(w + step * direction)
+        if new_value <= value + 1e-4 * step * slope:
+            return step
+        step *= 0.5
+    return None
 
 
 def minimize_lbfgs(
@@ -60,32 +166,85 @@ def minimize_lbfgs(
     Returns
     -------
     OptimizeResult
-    """
-    last = {}
-    curve = []
-    start = time.perf_counter()
 
-    def evaluate(w):
-        value, grad = fun(w)
-        last["w"], last["value"], last["grad"] = w.copy(), value, grad
-        return value, grad
+    Notes
+    -----
+    Directions come from the two-loop recursion with the usual initial scaling
+    sᵀy / yᵀy; steps satisfy the strong Wolfe conditions (c1 = 1e-4, c2 = 0.9), found by
+    :func:`scipy.optimize.line_search`, with Armijo backtracking as a fallback. The first
+    step is scaled to unit length. Per iteration: O(memory · n_params) besides the
+    evaluations of ``fun``.
+
+    References
+    ----------
+    Nocedal & Wright (2006). Numerical Optimization, 2nd ed., Algorithms 7.4 and 7.5.
+    """
+    objective = _CachedObjective(fun)
+    progress = _Progress(verbose, callback, printer)
+    w = np.array(w0, dtype=np.float64)
+    value, grad = objective.evaluate(w)
+    pairs = deque(maxlen=memory)
+    previous_value = None
+    message, converged = "maximum number of iterations reached", False
+    for _ in range(max_iter):
+        if np.max(np.abs(grad)) <= tol:
+            message, converged = "gradient below tol", True
+            break
+        direction = _two_loop(grad, pairs)
+        if not pairs:
+            direction /= max(1.0, np.linalg.norm(direction))
+        slope = grad @ direction
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="The line search algorithm")
+            step = line_search(
+                objective.value, objective.gradient, w, direction, grad, value,
+                previous_value, c1=1e-4, c2=0.9, maxiter=20,
+            )[0]
+        if step is None:
+            step = _backtracking(objective, w, direction, value, slope)
+        if step is None:
+            message, converged = "line search failed (the objective may be at its optimum)", True
+            break
+        w_new = w + step * direction
+        new_value, new_grad = objective.evaluate(w_new)
+        s, y = w_new - w, new_grad - grad
+        sy = s @ y
+        if sy > 1e-10 * np.sqrt((s @ s) * (y @ y)):
+            pairs.append((s, y, 1.0 / sy))
+        previous_value, value, w, grad = value, new_value, w_new, new_grad
+        if progress(w, value, np.linalg.norm(grad)):
+            message, converged = "stopped by callback", True
+            break
+        if previous_value - value <= tol * 1e-3 * max(abs(previous_value), abs(value), 1.0):
+            message, converged = "relative decrease below tol * 1e-3", True
+            break
+    return OptimizeResult(
+        w=w,
+        n_iter=len(progress.curve),
+        converged=converged,
+        objective_curve=progress.curve,
+        message=message,
+        n_evaluations=objective.n_evaluations,
+    )
+
+
+def minimize_lbfgsb(
+    fun, w0, *, max_iter=100, tol=1e-4, memory=10, verbose=0, callback=None, printer=print
+):
+    """Minimize a smooth function with scipy's L-BFGS-B (no bounds).
+
+    Same parameters, stopping rules and result as :func:`minimize_lbfgs`.
+    """
+    objective = _CachedObjective(fun)
+    progress = _Progress(verbose, callback, printer)
 
     def after_iteration(intermediate_result):
-        w, value = intermediate_result.x, intermediate_result.fun
-        curve.append(float(value))
-        if verbose:
-            grad = last["grad"] if np.array_equal(last.get("w"), w) else None
-            norm = np.linalg.norm(grad) if grad is not None else float("nan")
-            elapsed = time.perf_counter() - start
-            printer(
-                f"iter {len(curve):4d}  objective {value: .8e}  |grad| {norm:.3e}  "
-                f"time {elapsed:8.2f}s"
-            )
-        if callback is not None and callback(len(curve), w, value):
+        w = intermediate_result.x
+        if progress(w, intermediate_result.fun, np.linalg.norm(objective.gradient(w))):
             raise StopIteration
 
     result = minimize(
-        evaluate,
+        objective.evaluate,
         np.asarray(w0, dtype=np.float64),
         jac=True,
         method="L-BFGS-B",
@@ -98,11 +257,11 @@ def minimize_lbfgs(
             maxcor=memory,
         ),
     )
-    converged = result.status == 0 or "callback" in str(result.message)
     return OptimizeResult(
         w=result.x,
-        n_iter=int(result.nit),
-        converged=bool(converged),
-        objective_curve=curve,
+        n_iter=len(progress.curve),
+        converged=result.status == 0 or "callback" in str(result.message),
+        objective_curve=progress.curve,
         message=str(result.message),
+        n_evaluations=objective.n_evaluations,
     )

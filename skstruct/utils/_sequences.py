@@ -22,17 +22,11 @@ class SequenceBatch:
         Features of all tokens of all sequences, one sequence after the other.
     offsets : ndarray of shape (n_sequences + 1,), dtype int64
         Sequence ``i`` owns rows ``offsets[i]:offsets[i + 1]``; ``offsets[0] == 0``.
-
-    Notes
-    -----
-    For sparse ``X`` the transpose (as CSR) is built once, on first use, and reused by every
-    gradient evaluation.
     """
 
     def __init__(self, X, offsets):
         self.X = X
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-        self._XT = None
 
     @property
     def n_sequences(self):
@@ -53,13 +47,6 @@ class SequenceBatch:
     @property
     def is_sparse(self):
         return sp.issparse(self.X)
-
-    @property
-    def XT(self):
-        """The transpose of ``X`` as a CSR matrix (sparse) or a transposed view (dense)."""
-        if self._XT is None:
-            self._XT = self.X.T.tocsr() if self.is_sparse else self.X.T
-        return self._XT
 
     def take(self, indices):
         """Return the sub-batch of the sequences at ``indices``, in that order."""

@@ -1,0 +1,45 @@
+import numpy as np
+import scipy.sparse as sp
+
+from skstruct.decoders import ChainParts
+from skstruct.features import LinearChainFeatures, csr_matmul
+from skstruct.utils import SequenceBatch
+
+
+def test_csr_matmul_matches_scipy(rng):
+    matrix = sp.random(50, 30, density=0.1, format="csr", random_state=0)
+    dense = rng.normal(size=(30, 4))
+    np.testing.assert_allclose(csr_matmul(matrix, dense), matrix @ dense, atol=1e-12)
+
+
+def test_transpose_is_the_adjoint_of_scores(rng):
+    """⟨A w, g⟩ = ⟨w, Aᵀ g⟩ for dense and sparse inputs."""
+    offsets = np.array([0, 3, 4, 8])
+    n_features, n_states = 6, 3
+    dense = rng.normal(size=(8, n_features))
+    for X in (dense, sp.csr_matrix(np.where(dense > 0.3, dense, 0.0))):
+        batch = SequenceBatch(X, offsets)
+        features = LinearChainFeatures(n_features, n_states)
+        w = rng.normal(size=features.n_params)
+        grad = ChainParts(rng.normal(size=(8, n_states)), rng.normal(size=(3, n_states, n_states)),
+                          rng.normal(size=(3, n_states)), rng.normal(size=(3, n_states)), offsets)
+        lhs = grad.dot(features.scores(batch, w)).sum()
+        rhs = w @ features.transpose(batch, grad)
+        assert np.isclose(lhs, rhs, rtol=1e-12)
+
+
+def test_pack_unpack_round_trip(rng):
+    features = LinearChainFeatures(5, 3)
+    w = rng.normal(size=features.n_params)
+    np.testing.assert_array_equal(features.pack(*features.unpack(w)), w)
+
+
+def test_csr_transpose_matmul_matches_scipy(rng, monkeypatch):
+    from skstruct.features import _sparse
+
+    matrix = sp.random(60, 25, density=0.1, format="csr", random_state=1)
+    dense = rng.normal(size=(60, 3))
+    expected = matrix.T @ dense
+    np.testing.assert_allclose(_sparse.csr_transpose_matmul(matrix, dense), expected, atol=1e-12)
+    monkeypatch.setattr(_sparse, "_SCATTER_BUFFER_LIMIT", 0)
+    np.testing.assert_allclose(_sparse.csr_transpose_matmul(matrix, dense), expected, atol=1e-12)
