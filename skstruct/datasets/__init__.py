@@ -1,0 +1,6 @@
+"""Data set loaders and readers for structured-output learning."""
+
+from ._conll import load_conll2000, read_conll
+from ._letters import load_letters
+
+__all__ = ["load_conll2000", "load_letters", "read_conll"]
