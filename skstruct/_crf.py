@@ -13,7 +13,7 @@ from ._sequence_base import SequenceEstimator
 from .decoders import ChainDecoder, Decoder, check_capability
 from .features import LinearChainFeatures
 from .losses import CRFLoss, TaskLoss
-from .optim import RegularizedRisk, minimize_lbfgs
+from .optim import RegularizedRisk, minimize_lbfgs, minimize_lbfgsb
 from .utils._sequences import check_sequences, split_sequences
 
 __all__ = ["CRF"]
@@ -43,8 +43,10 @@ class CRF(SequenceEstimator):
     decoder : Decoder, default=None
         Inference engine; ``None`` means :class:`~skstruct.decoders.ChainDecoder`. It must
         provide ``"marginals"`` (training) and ``"map"`` (prediction).
-    solver : {"lbfgs"}, default="lbfgs"
-        Optimization algorithm.
+    solver : {"lbfgs", "lbfgsb"}, default="lbfgs"
+        ``"lbfgs"``: limited-memory BFGS with a strong-Wolfe line search
+        (:func:`~skstruct.optim.minimize_lbfgs`); ``"lbfgsb"``: scipy's L-BFGS-B, same
+        stopping rules, slower per iteration on large models.
     max_iter : int, default=100
         Maximum number of solver iterations.
     tol : float, default=1e-4
@@ -107,7 +109,7 @@ class CRF(SequenceEstimator):
         "alpha": [Interval(Real, 0, None, closed="left")],
         "cost": [None, StrOptions({"hamming"}), TaskLoss],
         "decoder": [None, Decoder],
-        "solver": [StrOptions({"lbfgs"})],
+        "solver": [StrOptions({"lbfgs", "lbfgsb"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "warm_start": ["boolean"],
@@ -186,7 +188,8 @@ class CRF(SequenceEstimator):
         features = LinearChainFeatures(batch.n_features, classes.shape[0])
         w0 = self._initial_params(features, classes)
         risk = RegularizedRisk(features, batch, y_encoded, decoder, loss, self.alpha, weights)
-        result = minimize_lbfgs(
+        minimize = minimize_lbfgs if self.solver == "lbfgs" else minimize_lbfgsb
+        result = minimize(
             risk.value_and_gradient,
             w0,
             max_iter=self.max_iter,

@@ -3,6 +3,7 @@
 import numpy as np
 
 from ..losses._task import ZeroOneLoss
+from ..utils._parallel import threads_for
 from . import _chain_kernels as kernels
 from ._base import Decoder
 
@@ -225,7 +226,8 @@ class ChainDecoder(Decoder):
         best : ndarray of shape (n_sequences,)
             Their scores, when ``return_score`` is True.
         """
-        labels, best = kernels.viterbi(*scores._kernel_args())
+        with threads_for(scores.unary.size * scores.n_states):
+            labels, best = kernels.viterbi(*scores._kernel_args())
         return (labels, best) if return_score else labels
 
     def _forward_backward(self, scores, with_marginals):
@@ -235,7 +237,8 @@ class ChainDecoder(Decoder):
         else:
             log_space = bool(self.log_space)
         kernel = kernels.forward_backward_log if log_space else kernels.forward_backward_scaled
-        return kernel(*scores._kernel_args(), with_marginals)
+        with threads_for(3 * scores.unary.size * scores.n_states):
+            return kernel(*scores._kernel_args(), with_marginals)
 
     def log_partition(self, scores):
         """log Σ_y exp θ_y of every sequence.
@@ -283,7 +286,8 @@ class ChainDecoder(Decoder):
         k = int(k)
         if k < 1:
             raise ValueError(f"k must be >= 1; got {k}.")
-        return kernels.top_k_viterbi(*scores._kernel_args(), k)
+        with threads_for(scores.unary.size * scores.n_states * k):
+            return kernels.top_k_viterbi(*scores._kernel_args(), k)
 
     def loss_augmented_map(self, scores, y_true, task_loss):
         """argmax_y θ_y + Δ(y_true, y) for every sequence.

@@ -5,6 +5,8 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 
+from ..utils._parallel import threads_for
+
 __all__ = ["csr_matmul", "csr_transpose_matmul", "matmul", "transpose_matmul"]
 
 #: Largest memory (bytes) for per-thread partial results of the transposed product; above
@@ -62,7 +64,8 @@ def csr_matmul(matrix, dense):
     ndarray of shape (n_rows, n_cols)
     """
     dense = np.ascontiguousarray(dense, dtype=np.float64)
-    return _csr_matmul(matrix.data, matrix.indices, matrix.indptr, dense)
+    with threads_for(matrix.nnz * dense.shape[1]):
+        return _csr_matmul(matrix.data, matrix.indices, matrix.indptr, dense)
 
 
 def csr_transpose_matmul(matrix, dense):
@@ -79,12 +82,13 @@ def csr_transpose_matmul(matrix, dense):
     """
     dense = np.ascontiguousarray(dense, dtype=np.float64)
     n_out = matrix.shape[1]
-    n_chunks = numba.get_num_threads()
-    if n_chunks * n_out * dense.shape[1] * 8 > _SCATTER_BUFFER_LIMIT:
-        return csr_matmul(matrix.T.tocsr(), dense)
-    return _csr_transpose_matmul(
-        matrix.data, matrix.indices, matrix.indptr, dense, n_out, n_chunks
-    )
+    with threads_for(matrix.nnz * dense.shape[1]):
+        n_chunks = numba.get_num_threads()
+        if n_chunks * n_out * dense.shape[1] * 8 > _SCATTER_BUFFER_LIMIT:
+            return csr_matmul(matrix.T.tocsr(), dense)
+        return _csr_transpose_matmul(
+            matrix.data, matrix.indices, matrix.indptr, dense, n_out, n_chunks
+        )
 
 
 def matmul(matrix, dense):

@@ -15,6 +15,8 @@ import numpy as np
 from numba import njit, prange
 from scipy.optimize import line_search, minimize
 
+from ..utils._parallel import threads_for
+
 __all__ = ["OptimizeResult", "minimize_lbfgs", "minimize_lbfgsb"]
 
 
@@ -105,11 +107,21 @@ def _axpy_dot(q, alpha, y, other):
     return total
 
 
+def _inner(a, b):
+    with threads_for(a.shape[0]):
+        return _dot(a, b)
+
+
 def _two_loop(grad, pairs):
     """-H g for the L-BFGS inverse Hessian approximation H built from (s, y, 1/sᵀy).
 
     Each pass over the vectors fuses an update of q with the next inner product.
     """
+    with threads_for(grad.shape[0]):
+        return _two_loop_kernels(grad, pairs)
+
+
+def _two_loop_kernels(grad, pairs):
     q = grad.copy()
     k = len(pairs)
     if k == 0:
@@ -192,8 +204,8 @@ def minimize_lbfgs(
             break
         direction = _two_loop(grad, pairs)
         if not pairs:
-            direction /= max(1.0, np.linalg.norm(direction))
-        slope = grad @ direction
+            direction /= max(1.0, np.sqrt(_inner(direction, direction)))
+        slope = _inner(grad, direction)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="The line search algorithm")
             step = line_search(
@@ -208,11 +220,11 @@ def minimize_lbfgs(
         w_new = w + step * direction
         new_value, new_grad = objective.evaluate(w_new)
         s, y = w_new - w, new_grad - grad
-        sy = s @ y
-        if sy > 1e-10 * np.sqrt((s @ s) * (y @ y)):
+        sy = _inner(s, y)
+        if sy > 1e-10 * np.sqrt(_inner(s, s) * _inner(y, y)):
             pairs.append((s, y, 1.0 / sy))
         previous_value, value, w, grad = value, new_value, w_new, new_grad
-        if progress(w, value, np.linalg.norm(grad)):
+        if progress(w, value, np.sqrt(_inner(grad, grad))):
             message, converged = "stopped by callback", True
             break
         if previous_value - value <= tol * 1e-3 * max(abs(previous_value), abs(value), 1.0):

@@ -1,0 +1,112 @@
+"""The contract every sequence estimator keeps with scikit-learn."""
+
+import pickle
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, KFold, cross_validate
+from sklearn.pipeline import make_pipeline
+from sklearn.utils.estimator_checks import (
+    check_get_params_invariance,
+    check_no_attributes_set_in_init,
+    check_parameters_default_constructible,
+    check_set_params,
+)
+
+from skstruct import CRF
+from skstruct.datasets import load_conll2000
+from skstruct.metrics import span_f1_scorer, token_accuracy_scorer
+from skstruct.preprocessing import SequenceVectorizer, sentences_to_features
+
+ESTIMATORS = [CRF(alpha=1e-3, max_iter=30)]
+
+
+def _ids(estimator):
+    return type(estimator).__name__
+
+
+@pytest.fixture(scope="module")
+def chunking():
+    data = load_conll2000("test")
+    n = 120
+    X = sentences_to_features(data.words[:n], data.pos[:n])
+    return X, list(data.target[:n])
+
+
+@pytest.fixture(scope="module")
+def vectorized(chunking):
+    X, y = chunking
+    return SequenceVectorizer().fit_transform(X), y
+
+
+def _same_predictions(a, b):
+    return all(np.array_equal(p, q) for p, q in zip(a, b))
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_ids)
+def test_sklearn_parameter_conventions(estimator):
+    name = type(estimator).__name__
+    check_parameters_default_constructible(name, clone(estimator))
+    check_no_attributes_set_in_init(name, clone(estimator))
+    check_get_params_invariance(name, clone(estimator))
+    check_set_params(name, clone(estimator))
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_ids)
+def test_clone_is_unfitted_with_the_same_parameters(estimator, vectorized):
+    X, y = vectorized
+    fitted = clone(estimator).fit(X, y)
+    copy = clone(fitted)
+    assert copy.get_params() == fitted.get_params()
+    assert not any(k.endswith("_") and not k.startswith("_") for k in vars(copy))
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_ids)
+def test_pickle_and_joblib_round_trip(estimator, vectorized, tmp_path):
+    X, y = vectorized
+    fitted = clone(estimator).fit(X, y)
+    expected = fitted.predict(X)
+    assert _same_predictions(pickle.loads(pickle.dumps(fitted)).predict(X), expected)
+    joblib.dump(fitted, tmp_path / "model.joblib")
+    assert _same_predictions(joblib.load(tmp_path / "model.joblib").predict(X), expected)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_ids)
+def test_fitting_twice_gives_the_same_model(estimator, vectorized):
+    X, y = vectorized
+    first = clone(estimator).fit(X, y)
+    second = clone(estimator).fit(X, y)
+    refit = first.fit(X, y)
+    for name, value in vars(second).items():
+        if name.endswith("_") and isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(value, getattr(refit, name), err_msg=name)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_ids)
+def test_grid_search_in_a_pipeline(estimator, chunking):
+    X, y = chunking
+    pipeline = make_pipeline(SequenceVectorizer(), clone(estimator))
+    step = pipeline.steps[-1][0]
+    search = GridSearchCV(
+        pipeline, {f"{step}__alpha": [1e-3, 1e-1]}, cv=KFold(2), scoring=span_f1_scorer
+    )
+    search.fit(X, y)
+    assert set(search.cv_results_["param_" + step + "__alpha"]) == {1e-3, 1e-1}
+    assert 0.3 < search.best_score_ <= 1.0
+    assert len(search.predict(X[:3])) == 3
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_ids)
+def test_cross_validate_with_scorers_and_joblib(estimator, chunking):
+    X, y = chunking
+    pipeline = make_pipeline(SequenceVectorizer(), clone(estimator))
+    scores = cross_validate(
+        pipeline, X, y, cv=3, n_jobs=2,
+        scoring={"f1": span_f1_scorer, "accuracy": token_accuracy_scorer},
+    )
+    assert scores["test_f1"].shape == (3,)
+    assert np.all(scores["test_accuracy"] > 0.6)
+    default = cross_validate(pipeline, X, y, cv=3)
+    np.testing.assert_allclose(default["test_score"], scores["test_accuracy"])
