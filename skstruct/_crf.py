@@ -75,7 +75,7 @@ class CRF(SequenceEstimator):
     n_features_in_ : int
     n_iter_ : int
         Solver iterations run.
-    objective_curve_ : ndarray of shape (n_iter_,)
+    objective_curve_ : ndarray of shape (``n_iter_``,)
         Objective F after each iteration.
 
     See Also
@@ -101,7 +101,7 @@ class CRF(SequenceEstimator):
     >>> X = [np.array([[1., 0.], [0., 1.], [0., 1.]]), np.array([[0., 1.], [1., 0.]])]
     >>> y = [np.array(["B", "I", "I"]), np.array(["I", "B"])]
     >>> crf = CRF(alpha=1e-3).fit(X, y)
-    >>> [list(labels) for labels in crf.predict(X)]
+    >>> [labels.tolist() for labels in crf.predict(X)]
     [['B', 'I', 'I'], ['I', 'B']]
     """
 
@@ -140,10 +140,11 @@ class CRF(SequenceEstimator):
         self.verbose = verbose
         self.callback = callback
 
-    def _make_decoder(self):
+    def _make_decoder(self, loss):
         decoder = ChainDecoder() if self.decoder is None else clone(self.decoder)
-        for capability, use in (("marginals", "CRF training"), ("map", "CRF prediction")):
-            check_capability(decoder, capability, use)
+        decoder._validate_params()
+        loss.check_decoder(decoder)
+        check_capability(decoder, "map", "CRF prediction")
         return decoder
 
     def _initial_params(self, features, classes):
@@ -183,8 +184,8 @@ class CRF(SequenceEstimator):
         self : CRF
         """
         batch, classes, y_encoded, weights = self._validate_training_data(X, y, sample_weight)
-        decoder = self._make_decoder()
         loss = CRFLoss(cost=self.cost)
+        decoder = self._make_decoder(loss)
         features = LinearChainFeatures(batch.n_features, classes.shape[0])
         w0 = self._initial_params(features, classes)
         risk = RegularizedRisk(features, batch, y_encoded, decoder, loss, self.alpha, weights)
@@ -259,7 +260,7 @@ class CRF(SequenceEstimator):
         if np.any(unknown):
             raise ValueError(f"y contains labels not seen in fit: {np.unique(y_flat[unknown])}.")
         scores = self._scores(batch)
-        return self.decoder_.score(scores, encoded) - self.decoder_.log_partition(scores)
+        return self.decoder_.score_outputs(scores, encoded) - self.decoder_.log_partition(scores)
 
     def decision_function(self, X):
         """Unary label scores ``x_t @ coef_.T`` of every token (transitions excluded).

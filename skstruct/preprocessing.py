@@ -174,7 +174,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
 
         Returns
         -------
-        Xt : list of n_sequences sparse matrices of shape (n_tokens_i, n_features_out_)
+        Xt : list of n_sequences sparse matrices of shape (n_tokens_i, ``n_features_out_``)
             The CSR feature matrix of each sequence.
         """
         return self._fit(X, transform=True)
@@ -189,7 +189,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
 
         Returns
         -------
-        Xt : list of n_sequences sparse matrices of shape (n_tokens_i, n_features_out_)
+        Xt : list of n_sequences sparse matrices of shape (n_tokens_i, ``n_features_out_``)
             The CSR feature matrix of each sequence.
         """
         check_is_fitted(self)
@@ -209,7 +209,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
 
         Returns
         -------
-        feature_names_out : ndarray of shape (n_features_out_,), dtype=object
+        feature_names_out : ndarray of shape (``n_features_out_``,), dtype=object
             The feature names, e.g. ``"word.lower()=the"`` or ``"bias"``.
         """
         check_is_fitted(self)

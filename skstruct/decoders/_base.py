@@ -23,8 +23,8 @@ class Decoder(BaseEstimator):
     ``"loss_augmented_map"``
         :meth:`loss_augmented_map`: argmax_y θ_y + Δ(y_true, y) for a task loss Δ.
     ``"parts"``
-        :meth:`parts` and :meth:`score`: the indicator vector a_y of given outputs and
-        their scores θ_y = ⟨η, a_y⟩.
+        :meth:`parts` and :meth:`score_outputs`: the indicator vector a_y of given outputs
+        and their scores θ_y = ⟨η, a_y⟩.
 
     Outputs are *encoded*: integer states ``0 .. n_states - 1``, stacked batch-first.
     Decoders are scikit-learn estimators only so that their hyper-parameters are reachable
@@ -32,7 +32,9 @@ class Decoder(BaseEstimator):
     no fitted state.
     """
 
+    #: The operations this decoder answers (a subset of the names above).
     capabilities = frozenset()
+    _parameter_constraints: dict = {}
 
     def _unsupported(self, capability):
         raise NotImplementedError(
@@ -64,7 +66,7 @@ class Decoder(BaseEstimator):
         """Part indicators a_y of the outputs ``y`` (laid out like ``scores``)."""
         self._unsupported("parts")
 
-    def score(self, scores, y):
+    def score_outputs(self, scores, y):
         """Scores θ_y = ⟨η, a_y⟩ of the outputs ``y``, one per example."""
         return self.parts(scores, y).dot(scores)
 

@@ -1,6 +1,7 @@
 """First-order linear chains: score and part containers and the chain decoder."""
 
 import numpy as np
+from sklearn.utils._param_validation import StrOptions
 
 from ..losses._task import ZeroOneLoss
 from ..utils._parallel import threads_for
@@ -49,18 +50,22 @@ class ChainScores:
 
     @property
     def n_states(self):
+        """Number of states (labels)."""
         return self.unary.shape[1]
 
     @property
     def n_sequences(self):
+        """Number of sequences in the batch."""
         return self.offsets.shape[0] - 1
 
     @property
     def n_examples(self):
+        """Number of examples (sequences); the name every score container shares."""
         return self.n_sequences
 
     @property
     def lengths(self):
+        """Length of every sequence, shape (n_sequences,)."""
         return np.diff(self.offsets)
 
     def replace(self, *, unary=None):
@@ -206,7 +211,7 @@ class ChainDecoder(Decoder):
 
     capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts"})
 
-    _parameter_constraints = {"log_space": [bool, "auto"]}
+    _parameter_constraints = {"log_space": [StrOptions({"auto"}), "boolean"]}
 
     def __init__(self, log_space="auto"):
         self.log_space = log_space
@@ -279,7 +284,7 @@ class ChainDecoder(Decoder):
         -------
         paths : ndarray of shape (n_tokens, k), int64
             Column ``r`` stacks the ``r``-th best sequences; -1 where a sequence has fewer
-            than ``k + 1`` possible labelings.
+            than ``r + 1`` possible labelings.
         path_scores : ndarray of shape (n_sequences, k)
             Non-increasing along each row; -inf where fewer exist.
         """
@@ -319,7 +324,7 @@ class ChainDecoder(Decoder):
 
     def _zero_one_augmented_map(self, scores, y_true):
         paths, top = self.top_k(scores, 2)
-        gold = self.score(scores, y_true)
+        gold = self.score_outputs(scores, y_true)
         lengths = scores.lengths
         best_is_gold = np.logical_and.reduceat(paths[:, 0] == y_true, scores.offsets[:-1])
         best_other = np.where(np.repeat(best_is_gold, lengths), paths[:, 1], paths[:, 0])
@@ -331,7 +336,7 @@ class ChainDecoder(Decoder):
         """Indicator parts of the encoded label sequences ``y`` (n_tokens,)."""
         return chain_parts(y, scores.offsets, scores.n_states)
 
-    def score(self, scores, y):
+    def score_outputs(self, scores, y):
         """θ_y of every sequence for encoded labels ``y`` of shape (n_tokens,).
 
         Returns

@@ -27,6 +27,7 @@ class LinearChainFeatures:
 
     @property
     def n_params(self):
+        """Length of the parameter vector w."""
         s = self.n_states
         return self.n_features * s + s * s + 2 * s
 

@@ -43,6 +43,7 @@ class HammingLoss(TaskLoss):
     Examples
     --------
     >>> import numpy as np
+    >>> from skstruct.losses import HammingLoss
     >>> loss = HammingLoss()
     >>> loss(np.array([0, 1, 1, 0]), np.array([0, 0, 1, 1]), offsets=np.array([0, 3, 4]))
     array([1., 1.])
@@ -92,6 +93,7 @@ class ZeroOneLoss(TaskLoss):
     Examples
     --------
     >>> import numpy as np
+    >>> from skstruct.losses import ZeroOneLoss
     >>> ZeroOneLoss()(np.array([0, 1, 1]), np.array([0, 1, 0]), offsets=np.array([0, 2, 3]))
     array([0., 1.])
     """

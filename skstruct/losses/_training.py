@@ -21,6 +21,7 @@ class TrainingLoss:
     required_capability = None
 
     def check_decoder(self, decoder):
+        """Raise a clear error when ``decoder`` lacks the operation this loss calls."""
         check_capability(decoder, self.required_capability, type(self).__name__)
 
     def __call__(self, decoder, scores, y_true, gold=None):

@@ -43,6 +43,7 @@ class RegularizedRisk:
 
     @property
     def n_params(self):
+        """Length of the parameter vector w."""
         return self.features.n_params
 
     def data_term(self, w):

@@ -27,7 +27,7 @@ def test_map_is_an_optimal_labeling(scores):
     labels, best = ChainDecoder().map(scores, return_score=True)
     _, ref_best = brute.map(scores, return_score=True)
     np.testing.assert_allclose(best, ref_best, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(ChainDecoder().score(scores, labels), ref_best, atol=1e-9)
+    np.testing.assert_allclose(ChainDecoder().score_outputs(scores, labels), ref_best, atol=1e-9)
 
 
 @given(scores=chain_instances(), k=st.integers(1, 30))
@@ -50,7 +50,7 @@ def test_top_k_matches_enumeration(scores, k):
             scores.start,
             scores.end,
         )
-        np.testing.assert_allclose(decoder.score(sub, paths[mask, r]), top[found, r], atol=1e-9)
+        np.testing.assert_allclose(decoder.score_outputs(sub, paths[mask, r]), top[found, r], atol=1e-9)
     # the k best are distinct label sequences
     for i in range(scores.n_sequences):
         a, b = scores.offsets[i], scores.offsets[i + 1]
@@ -77,8 +77,8 @@ def test_loss_augmented_map_matches_enumeration(scores, seed):
                  ZeroOneLoss()):
         y_hat = decoder.loss_augmented_map(scores, y_true, loss)
         ref = brute.loss_augmented_map(scores, y_true, loss)
-        value = decoder.score(scores, y_hat) + loss(y_true, y_hat, scores.offsets)
-        ref_value = decoder.score(scores, ref) + loss(y_true, ref, scores.offsets)
+        value = decoder.score_outputs(scores, y_hat) + loss(y_true, y_hat, scores.offsets)
+        ref_value = decoder.score_outputs(scores, ref) + loss(y_true, ref, scores.offsets)
         np.testing.assert_allclose(value, ref_value, atol=1e-9)
 
 
@@ -89,7 +89,7 @@ def test_parts_and_score_agree_with_enumeration(scores):
     parts, ref = chain_parts(y, scores.offsets, scores.n_states), brute.parts(scores, y)
     for name in ("unary", "transition", "start", "end"):
         np.testing.assert_array_equal(getattr(parts, name), getattr(ref, name))
-    np.testing.assert_allclose(ChainDecoder().score(scores, y), ref.dot(scores), atol=1e-10)
+    np.testing.assert_allclose(ChainDecoder().score_outputs(scores, y), ref.dot(scores), atol=1e-10)
 
 
 @pytest.mark.parametrize("decoder", DECODERS[:2], ids=["auto", "log"])

@@ -75,7 +75,7 @@ def test_temperature_scaling_identity(rng):
         ChainScores(scores.unary / t, scores.offsets, scores.transition / t, scores.start / t,
                     scores.end / t)
     )
-    expected = lz_t - decoder.score(scores, y)
+    expected = lz_t - decoder.score_outputs(scores, y)
     scaled = ChainScores(scores.unary / t, scores.offsets, scores.transition / t,
                          scores.start / t, scores.end / t)
     np.testing.assert_allclose(t * CRFLoss()(decoder, scaled, y)[0], expected, rtol=1e-12)
