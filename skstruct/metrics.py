@@ -1,0 +1,625 @@
+"""Evaluation metrics for sequence labelling.
+
+Labels are given as lists of sequences: ``y_true`` and ``y_pred`` hold one
+1-D array-like of tags per sequence (e.g. ``[["B-NP", "I-NP"], ["O"]]``),
+which is also what sequence estimators' ``predict`` returns.
+
+Chunk (span) metrics reproduce the CoNLL-2000 evaluation script
+``conlleval``; see :func:`extract_spans` for how tags delimit chunks.
+"""
+
+import copy
+from collections import Counter
+
+import numpy as np
+from sklearn.metrics import get_scorer as _sklearn_get_scorer
+from sklearn.metrics import make_scorer
+
+__all__ = [
+    "extract_spans",
+    "get_scorer",
+    "span_classification_report",
+    "span_f1_score",
+    "span_f1_scorer",
+    "span_precision_recall_fscore",
+    "span_precision_score",
+    "span_precision_scorer",
+    "span_recall_score",
+    "span_recall_scorer",
+    "token_accuracy",
+    "token_accuracy_scorer",
+]
+
+_SCHEME_PREFIXES = {
+    "auto": None,
+    "iob1": {"B", "I", "O"},
+    "iob2": {"B", "I", "O"},
+    "bioes": {"B", "I", "E", "S", "O"},
+}
+# (previous prefix, current prefix) pairs of conlleval's endOfChunk and
+# startOfChunk; ("E", "B") is the BIOES extension.
+_END_PAIRS = {("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"),
+              ("E", "E"), ("E", "I"), ("E", "O"), ("E", "B")}
+_START_PAIRS = {("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"),
+                ("E", "E"), ("E", "I"), ("O", "E"), ("E", "B")}
+_AVERAGES = (None, "micro", "macro", "weighted")
+
+
+def _check_sequences(y, name):
+    """Return ``y`` as a list of 1-D arrays, rejecting flat label arrays."""
+    try:
+        seqs = [] if isinstance(y, str) else list(y)
+    except TypeError:
+        seqs = []
+    if not seqs:
+        raise ValueError(
+            f"{name} must be a non-empty list of sequences, got {y!r}."
+        )
+    for i, seq in enumerate(seqs):
+        if np.ndim(seq) != 1:
+            raise ValueError(
+                f"{name}[{i}] is {seq!r}, not a 1-D sequence of labels. "
+                f"{name} must be a list of sequences such as "
+                "[['B-NP', 'I-NP'], ['O']], not a single flat sequence."
+            )
+    return [np.asarray(seq, dtype=object) for seq in seqs]
+
+
+def _check_pair(y_true, y_pred):
+    """Validate ``y_true``/``y_pred`` and return them as lists of arrays."""
+    y_true = _check_sequences(y_true, "y_true")
+    y_pred = _check_sequences(y_pred, "y_pred")
+    if len(y_true) != len(y_pred):
+        raise ValueError(
+            f"y_true has {len(y_true)} sequences but y_pred has {len(y_pred)}."
+        )
+    for i, (t, p) in enumerate(zip(y_true, y_pred)):
+        if len(t) != len(p):
+            raise ValueError(
+                f"Sequence {i} has {len(t)} labels in y_true "
+                f"but {len(p)} in y_pred."
+            )
+    return y_true, y_pred
+
+
+def token_accuracy(y_true, y_pred, sample_weight=None):
+    """Fraction of tokens whose predicted label equals the true label.
+
+    All sequences are flattened into one list of tokens; this is the
+    ``accuracy`` reported by ``conlleval`` [1]_.
+
+    Parameters
+    ----------
+    y_true : list of array-like of shape (n_tokens_i,)
+        True labels, one sequence per sample (``n_sequences`` in all).
+    y_pred : list of array-like of shape (n_tokens_i,)
+        Predicted labels, with the same lengths as ``y_true``.
+    sample_weight : array-like of shape (n_sequences,), default=None
+        Weight of each sequence, applied to every one of its tokens.
+
+    Returns
+    -------
+    accuracy : float
+        Weighted fraction of correctly labelled tokens, 0.0 when there are
+        no tokens (or their total weight is zero).
+
+    References
+    ----------
+    .. [1] E. F. Tjong Kim Sang and S. Buchholz, "Introduction to the
+       CoNLL-2000 Shared Task: Chunking", CoNLL-2000. Evaluation script
+       ``conlleval``: https://www.clips.uantwerpen.be/conll2000/chunking/
+
+    Examples
+    --------
+    >>> from skstruct.metrics import token_accuracy
+    >>> y_true = [["B-NP", "I-NP", "O"], ["B-VP"]]
+    >>> y_pred = [["B-NP", "O", "O"], ["O"]]
+    >>> token_accuracy(y_true, y_pred)
+    0.5
+    >>> token_accuracy(y_true, y_pred, sample_weight=[1, 3])
+    0.333...
+    """
+    y_true, y_pred = _check_pair(y_true, y_pred)
+    lengths = np.array([len(t) for t in y_true])
+    correct = np.array([np.sum(t == p) for t, p in zip(y_true, y_pred)])
+    if sample_weight is None:
+        sample_weight = np.ones(len(y_true))
+    sample_weight = np.asarray(sample_weight, dtype=float)
+    if sample_weight.shape != (len(y_true),):
+        raise ValueError(
+            f"sample_weight has shape {sample_weight.shape}; expected one "
+            f"weight per sequence, i.e. shape ({len(y_true)},)."
+        )
+    total = sample_weight @ lengths
+    return float(sample_weight @ correct / total) if total else 0.0
+
+
+def _parse_tags(tags, scheme):
+    """Split tags into (prefix, type) pairs the way conlleval does."""
+    if scheme not in _SCHEME_PREFIXES:
+        raise ValueError(
+            f"Unknown scheme {scheme!r}; use one of {sorted(_SCHEME_PREFIXES)}."
+        )
+    if isinstance(tags, str) or np.ndim(tags) != 1:
+        raise ValueError(f"tags must be a 1-D sequence of tags, got {tags!r}.")
+    allowed = _SCHEME_PREFIXES[scheme]
+    parsed = []
+    for i, tag in enumerate(tags):
+        prefix, _, type_ = str(tag).partition("-")
+        if allowed is not None and prefix not in allowed:
+            raise ValueError(
+                f"Tag {tag!r} at position {i} has prefix {prefix!r}, which "
+                f"scheme {scheme!r} does not use (allowed: "
+                f"{', '.join(sorted(allowed))}). Use scheme='auto' to accept "
+                "any tags as conlleval does."
+            )
+        parsed.append((prefix, type_))
+    return parsed
+
+
+def _boundary(prev, prev_type, cur, cur_type):
+    """conlleval's (endOfChunk, startOfChunk) between two tags.
+
+    BIOES extension: "S" acts as "B" when current and as "E" when previous.
+    """
+    prev = "E" if prev == "S" else prev
+    cur = "B" if cur == "S" else cur
+    ends = (
+        (prev, cur) in _END_PAIRS
+        or prev in ("[", "]")
+        or (prev not in ("O", ".") and prev_type != cur_type)
+    )
+    starts = (
+        (prev, cur) in _START_PAIRS
+        or cur in ("[", "]")
+        or (cur not in ("O", ".") and prev_type != cur_type)
+    )
+    return ends, starts
+
+
+def extract_spans(tags, scheme="auto"):
+    """Extract the chunks of one tag sequence, as ``conlleval`` delimits them.
+
+    Tags are split at their first ``-`` into a prefix and a type
+    (``"B-NP"`` -> ``("B", "NP")``); a tag without ``-`` is a prefix with an
+    empty type, so ``"O"`` is ``("O", "")``. Following conlleval's
+    ``startOfChunk`` and ``endOfChunk`` [1]_, a chunk starts
+
+    - at ``B`` after ``B``, ``I``, ``O`` or ``E``;
+    - at ``I`` after ``O`` or ``E`` (IOB1: a chunk may start with ``I``);
+    - at ``E`` after ``E`` or ``O``;
+    - at ``[`` and at ``]``;
+    - where the type changes, unless the tag is ``O`` or ``.``;
+
+    and a chunk ends
+
+    - before ``B`` or ``O`` after ``B`` or ``I``;
+    - before ``B``, ``E``, ``I`` or ``O`` after ``E``;
+    - after ``[`` and after ``]``;
+    - where the type changes after a tag other than ``O`` or ``.``;
+    - where the next chunk starts, and at the end of the sequence.
+
+    ``S`` counts as ``B`` where it is the current tag and as ``E`` where it
+    is the previous one. These rules read IOB1, IOB2, IOE1, IOE2 and BIOES
+    tags alike. A label without prefix such as ``"PER"`` has prefix
+    ``"PER"`` and an empty type, so it starts no chunk after ``"O"``.
+
+    Parameters
+    ----------
+    tags : array-like of shape (n_tokens,)
+        Tags of one sequence, e.g. ``["B-NP", "I-NP", "O"]``.
+    scheme : {"auto", "iob1", "iob2", "bioes"}, default="auto"
+        ``"auto"`` accepts any tags, as conlleval does. The other schemes
+        only check that every tag uses the scheme's prefixes (``B``, ``I``,
+        ``O``, plus ``E`` and ``S`` for ``"bioes"``) and raise ``ValueError``
+        otherwise; chunk boundaries are the same for all schemes.
+
+    Returns
+    -------
+    spans : list of tuple (str, int, int)
+        One ``(type, start, end)`` triple per chunk, in order, where
+        ``tags[start:end]`` are the chunk's tokens and ``type`` is the type
+        of its first tag.
+
+    Notes
+    -----
+    conlleval (version 2004-01-26) predates BIOES: it has no rule for ``S``
+    and none for ``E`` followed by ``B``, so it reads ``S-X S-X`` or
+    ``B-X E-X B-X E-X`` as a single chunk. The rules for ``S`` and for ``E``
+    followed by ``B`` above are those of the BIOES-aware copies of conlleval
+    in common use. Sequences without ``S`` and without ``E`` directly
+    followed by ``B`` (all IOB1, IOB2, IOE1 and IOE2 data) are split
+    exactly as by conlleval. Other differences, all for tags outside these
+    schemes: a chunk never continues into the next sequence; a start
+    always closes the open chunk (after ``.``, ``[`` or ``]`` conlleval can
+    start a chunk inside another one); and the type ``"0"`` is not turned
+    into ``""`` by Perl's truth rules.
+
+    References
+    ----------
+    .. [1] E. F. Tjong Kim Sang and S. Buchholz, "Introduction to the
+       CoNLL-2000 Shared Task: Chunking", CoNLL-2000. Evaluation script
+       ``conlleval``: https://www.clips.uantwerpen.be/conll2000/chunking/
+    .. [2] E. F. Tjong Kim Sang and J. Veenstra, "Representing Text
+       Chunks", EACL 1999.
+
+    Examples
+    --------
+    >>> from skstruct.metrics import extract_spans
+    >>> extract_spans(["B-NP", "I-NP", "O", "B-VP", "B-NP"])
+    [('NP', 0, 2), ('VP', 3, 4), ('NP', 4, 5)]
+
+    IOB1: ``I`` opens a chunk, ``B`` separates adjacent chunks of one type.
+
+    >>> extract_spans(["I-NP", "I-NP", "B-NP", "O", "I-VP"])
+    [('NP', 0, 2), ('NP', 2, 3), ('VP', 4, 5)]
+
+    BIOES:
+
+    >>> extract_spans(["S-PER", "B-ORG", "E-ORG", "S-ORG"], scheme="bioes")
+    [('PER', 0, 1), ('ORG', 1, 3), ('ORG', 3, 4)]
+    """
+    parsed = _parse_tags(tags, scheme)
+    spans = []
+    prev, prev_type = "O", ""
+    start = None
+    for i, (cur, cur_type) in enumerate(parsed):
+        ends, starts = _boundary(prev, prev_type, cur, cur_type)
+        if start is not None and (ends or starts):
+            spans.append((chunk_type, start, i))
+            start = None
+        if starts:
+            start, chunk_type = i, cur_type
+        prev, prev_type = cur, cur_type
+    if start is not None:
+        spans.append((chunk_type, start, len(parsed)))
+    return spans
+
+
+def _span_counts(y_true, y_pred, scheme):
+    """Count true, predicted and correct chunks per type."""
+    n_true, n_pred, n_correct = Counter(), Counter(), Counter()
+    for t, p in zip(y_true, y_pred):
+        true_spans = set(extract_spans(t, scheme))
+        pred_spans = set(extract_spans(p, scheme))
+        n_true.update(s[0] for s in true_spans)
+        n_pred.update(s[0] for s in pred_spans)
+        n_correct.update(s[0] for s in true_spans & pred_spans)
+    return n_true, n_pred, n_correct
+
+
+def _divide(numerator, denominator):
+    """Elementwise division that returns 0.0 where the denominator is 0."""
+    numerator = np.asarray(numerator, dtype=float)
+    denominator = np.asarray(denominator, dtype=float)
+    out = np.zeros(np.broadcast(numerator, denominator).shape)
+    return np.divide(numerator, denominator, out=out, where=denominator != 0)
+
+
+def _prf(n_true, n_pred, n_correct, beta):
+    """Precision, recall and F-beta from (arrays of) chunk counts."""
+    precision = _divide(n_correct, n_pred)
+    recall = _divide(n_correct, n_true)
+    fscore = _divide(
+        (1 + beta**2) * precision * recall, beta**2 * precision + recall
+    )
+    return precision, recall, fscore
+
+
+def span_precision_recall_fscore(
+    y_true, y_pred, *, beta=1.0, average="micro", scheme="auto"
+):
+    """Chunk precision, recall, F-beta and support, as computed by conlleval.
+
+    A predicted chunk is correct only if a true chunk has the same type,
+    start and end (chunks are found by :func:`extract_spans`). Precision is
+    the fraction of predicted chunks that are correct, recall the fraction
+    of true chunks that are predicted, and F-beta their weighted harmonic
+    mean; each is 0.0 when its denominator is zero, as in conlleval [1]_.
+
+    Parameters
+    ----------
+    y_true : list of array-like of shape (n_tokens_i,)
+        True tags, one sequence per sample.
+    y_pred : list of array-like of shape (n_tokens_i,)
+        Predicted tags, with the same lengths as ``y_true``.
+    beta : float, default=1.0
+        Weight of recall in the F-score (conlleval's FB1 is ``beta=1``).
+    average : {"micro", "macro", "weighted"} or None, default="micro"
+        ``"micro"`` pools the chunks of all types (conlleval's overall
+        scores); ``"macro"`` is the unweighted mean of the per-type scores
+        and ``"weighted"`` their mean weighted by support; ``None`` returns
+        the per-type scores. Types are those of all true and predicted
+        chunks, in sorted order.
+    scheme : {"auto", "iob1", "iob2", "bioes"}, default="auto"
+        Tagging scheme, see :func:`extract_spans`.
+
+    Returns
+    -------
+    precision : float or ndarray of shape (n_types,)
+        Precision in [0, 1]; an array of per-type values if ``average`` is
+        None.
+    recall : float or ndarray of shape (n_types,)
+        Recall in [0, 1].
+    fscore : float or ndarray of shape (n_types,)
+        F-beta score in [0, 1].
+    support : int or ndarray of shape (n_types,)
+        Number of true chunks (per type if ``average`` is None).
+
+    Notes
+    -----
+    conlleval counts a correct chunk while scanning both tag sequences
+    together: a chunk is correct when both start a chunk of the same type
+    at the same token, no tag in between ends one of them but not the
+    other or has different types, and both end their chunk at the same
+    token. For tags built from the prefixes ``B``, ``I``, ``E``, ``S`` and
+    ``O`` this is the same as counting the ``(type, start, end)`` triples
+    common to both sequences, which is what this function does (checked on
+    random tag sequences in the test suite).
+
+    References
+    ----------
+    .. [1] E. F. Tjong Kim Sang and S. Buchholz, "Introduction to the
+       CoNLL-2000 Shared Task: Chunking", CoNLL-2000. Evaluation script
+       ``conlleval``: https://www.clips.uantwerpen.be/conll2000/chunking/
+
+    Examples
+    --------
+    >>> from skstruct.metrics import span_precision_recall_fscore
+    >>> y_true = [["B-NP", "I-NP", "O", "B-VP"], ["B-NP", "B-NP"]]
+    >>> y_pred = [["B-NP", "I-NP", "O", "O"], ["B-NP", "I-NP"]]
+    >>> p, r, f, s = span_precision_recall_fscore(y_true, y_pred)
+    >>> print(f"{p:.3f} {r:.3f} {f:.3f} {s}")
+    0.500 0.250 0.333 4
+    >>> p, r, f, s = span_precision_recall_fscore(y_true, y_pred, average=None)
+    >>> p, r.round(3), s
+    (array([0.5, 0. ]), array([0.333, 0.   ]), array([3, 1]))
+    """
+    if average not in _AVERAGES:
+        raise ValueError(f"average must be one of {_AVERAGES}, got {average!r}.")
+    y_true, y_pred = _check_pair(y_true, y_pred)
+    return _average(_span_counts(y_true, y_pred, scheme), beta, average)
+
+
+def _average(counts, beta, average):
+    """Scores of span_precision_recall_fscore from per-type chunk counts."""
+    n_true, n_pred, n_correct = counts
+    if average == "micro":
+        totals = [sum(c.values()) for c in counts]
+        precision, recall, fscore = map(float, _prf(*totals, beta))
+        return precision, recall, fscore, totals[0]
+    types = sorted(n_true | n_pred)
+    support = np.array([n_true[t] for t in types], dtype=int)
+    scores = _prf(
+        support, [n_pred[t] for t in types], [n_correct[t] for t in types], beta
+    )
+    if average is None:
+        return (*scores, support)
+    weights = support if average == "weighted" else np.ones(len(types))
+    precision, recall, fscore = (
+        float(_divide(weights @ s, weights.sum())) for s in scores
+    )
+    return precision, recall, fscore, int(support.sum())
+
+
+def span_precision_score(y_true, y_pred, *, scheme="auto"):
+    """Micro-averaged chunk precision, as conlleval's overall precision.
+
+    Parameters
+    ----------
+    y_true : list of array-like of shape (n_tokens_i,)
+        True tags, one sequence per sample.
+    y_pred : list of array-like of shape (n_tokens_i,)
+        Predicted tags, with the same lengths as ``y_true``.
+    scheme : {"auto", "iob1", "iob2", "bioes"}, default="auto"
+        Tagging scheme, see :func:`extract_spans`.
+
+    Returns
+    -------
+    precision : float
+        Fraction of predicted chunks that are correct (0.0 if none).
+
+    See Also
+    --------
+    span_precision_recall_fscore : Per-type and averaged scores.
+
+    Examples
+    --------
+    >>> from skstruct.metrics import span_precision_score
+    >>> span_precision_score([["B-NP", "I-NP", "O"]], [["B-NP", "B-NP", "O"]])
+    0.0
+    """
+    return span_precision_recall_fscore(y_true, y_pred, scheme=scheme)[0]
+
+
+def span_recall_score(y_true, y_pred, *, scheme="auto"):
+    """Micro-averaged chunk recall, as conlleval's overall recall.
+
+    Parameters
+    ----------
+    y_true : list of array-like of shape (n_tokens_i,)
+        True tags, one sequence per sample.
+    y_pred : list of array-like of shape (n_tokens_i,)
+        Predicted tags, with the same lengths as ``y_true``.
+    scheme : {"auto", "iob1", "iob2", "bioes"}, default="auto"
+        Tagging scheme, see :func:`extract_spans`.
+
+    Returns
+    -------
+    recall : float
+        Fraction of true chunks that are predicted (0.0 if none).
+
+    See Also
+    --------
+    span_precision_recall_fscore : Per-type and averaged scores.
+
+    Examples
+    --------
+    >>> from skstruct.metrics import span_recall_score
+    >>> span_recall_score([["B-NP", "B-NP", "O"]], [["B-NP", "O", "O"]])
+    0.5
+    """
+    return span_precision_recall_fscore(y_true, y_pred, scheme=scheme)[1]
+
+
+def span_f1_score(y_true, y_pred, *, scheme="auto"):
+    """Micro-averaged chunk F1 score, as conlleval's overall FB1.
+
+    Parameters
+    ----------
+    y_true : list of array-like of shape (n_tokens_i,)
+        True tags, one sequence per sample.
+    y_pred : list of array-like of shape (n_tokens_i,)
+        Predicted tags, with the same lengths as ``y_true``.
+    scheme : {"auto", "iob1", "iob2", "bioes"}, default="auto"
+        Tagging scheme, see :func:`extract_spans`.
+
+    Returns
+    -------
+    f1 : float
+        Harmonic mean of chunk precision and recall (0.0 if both are 0).
+
+    See Also
+    --------
+    span_precision_recall_fscore : Per-type and averaged scores.
+
+    Examples
+    --------
+    >>> from skstruct.metrics import span_f1_score
+    >>> span_f1_score([["B-NP", "B-NP", "O"]], [["B-NP", "O", "O"]])
+    0.666...
+    """
+    return span_precision_recall_fscore(y_true, y_pred, scheme=scheme)[2]
+
+
+def span_classification_report(
+    y_true, y_pred, *, digits=2, output_dict=False, scheme="auto"
+):
+    """Per-type chunk precision, recall, F1 and support, plus averages.
+
+    The layout follows :func:`sklearn.metrics.classification_report`: one
+    row per chunk type (sorted), then the micro average (conlleval's
+    overall scores), macro and support-weighted averages, and the token
+    accuracy. Support counts true chunks (tokens for the accuracy row).
+
+    Parameters
+    ----------
+    y_true : list of array-like of shape (n_tokens_i,)
+        True tags, one sequence per sample.
+    y_pred : list of array-like of shape (n_tokens_i,)
+        Predicted tags, with the same lengths as ``y_true``.
+    digits : int, default=2
+        Number of digits of the scores in the text report.
+    output_dict : bool, default=False
+        Return a dict instead of text.
+    scheme : {"auto", "iob1", "iob2", "bioes"}, default="auto"
+        Tagging scheme, see :func:`extract_spans`.
+
+    Returns
+    -------
+    report : str or dict
+        Text report, or a dict mapping each type and ``"micro avg"``,
+        ``"macro avg"``, ``"weighted avg"`` to a dict with keys
+        ``"precision"``, ``"recall"``, ``"f1-score"`` and ``"support"``,
+        and ``"accuracy"`` to the token accuracy.
+
+    See Also
+    --------
+    span_precision_recall_fscore : The scores of the report.
+    token_accuracy : The accuracy of the report.
+
+    Examples
+    --------
+    >>> from skstruct.metrics import span_classification_report
+    >>> y_true = [["B-NP", "I-NP", "O", "B-VP"], ["B-NP", "B-NP"]]
+    >>> y_pred = [["B-NP", "I-NP", "O", "O"], ["B-NP", "I-NP"]]
+    >>> print(span_classification_report(y_true, y_pred))
+                  precision    recall  f1-score   support
+    <BLANKLINE>
+              NP       0.50      0.33      0.40         3
+              VP       0.00      0.00      0.00         1
+    <BLANKLINE>
+       micro avg       0.50      0.25      0.33         4
+       macro avg       0.25      0.17      0.20         4
+    weighted avg       0.38      0.25      0.30         4
+        accuracy                           0.67         6
+    >>> span_classification_report(y_true, y_pred, output_dict=True)["NP"]
+    {'precision': 0.5, 'recall': 0.333..., 'f1-score': 0.4, 'support': 3}
+    """
+    y_true, y_pred = _check_pair(y_true, y_pred)
+    counts = _span_counts(y_true, y_pred, scheme)
+    types = sorted(counts[0] | counts[1])
+    rows = dict(zip(types, zip(*_average(counts, 1.0, None))))
+    for average in _AVERAGES[1:]:
+        rows[f"{average} avg"] = _average(counts, 1.0, average)
+    report = {
+        name: {"precision": float(p), "recall": float(r), "f1-score": float(f),
+               "support": int(s)}
+        for name, (p, r, f, s) in rows.items()
+    }
+    report["accuracy"] = token_accuracy(y_true, y_pred)
+    if output_dict:
+        return report
+    return _format_report(report, digits, sum(map(len, y_true)))
+
+
+def _format_report(report, digits, n_tokens):
+    """Render a report dict as text, like sklearn's classification_report."""
+    rows = {name: row for name, row in report.items() if name != "accuracy"}
+    width = max(map(len, rows))
+    header = ("precision", "recall", "f1-score", "support")
+    lines = [" " * (width + 1) + "".join(f"{h:>10}" for h in header), ""]
+    for name, row in rows.items():
+        if name == "micro avg":
+            lines.append("")
+        scores = "".join(f"{row[h]:>10.{digits}f}" for h in header[:3])
+        lines.append(f"{name:>{width}} {scores}{row['support']:>10}")
+    lines.append(
+        f"{'accuracy':>{width}} {'':>20}"
+        f"{report['accuracy']:>10.{digits}f}{n_tokens:>10}"
+    )
+    return "\n".join(lines)
+
+
+token_accuracy_scorer = make_scorer(token_accuracy)
+span_f1_scorer = make_scorer(span_f1_score)
+span_precision_scorer = make_scorer(span_precision_score)
+span_recall_scorer = make_scorer(span_recall_score)
+
+_SCORERS = {
+    "token_accuracy": token_accuracy_scorer,
+    "span_f1": span_f1_scorer,
+    "span_precision": span_precision_scorer,
+    "span_recall": span_recall_scorer,
+}
+
+
+def get_scorer(scoring):
+    """Get a scorer by name, including the sequence-labelling scorers.
+
+    Parameters
+    ----------
+    scoring : str or callable
+        ``"token_accuracy"``, ``"span_f1"``, ``"span_precision"`` or
+        ``"span_recall"``; anything else is passed to
+        :func:`sklearn.metrics.get_scorer`.
+
+    Returns
+    -------
+    scorer : callable
+        Scorer with signature ``scorer(estimator, X, y)``, usable as
+        ``scoring`` in :func:`~sklearn.model_selection.cross_validate` or
+        :class:`~sklearn.model_selection.GridSearchCV` (which do not know
+        these names themselves).
+
+    Examples
+    --------
+    >>> from skstruct.metrics import get_scorer
+    >>> get_scorer("span_f1")
+    make_scorer(span_f1_score, response_method='predict')
+    >>> get_scorer("accuracy")
+    make_scorer(accuracy_score, response_method='predict')
+    """
+    if isinstance(scoring, str) and scoring in _SCORERS:
+        return copy.deepcopy(_SCORERS[scoring])
+    return _sklearn_get_scorer(scoring)
