@@ -6,7 +6,14 @@ pieces: a feature map (inputs and weights to part scores), a decoder (inference 
 family of outputs), a training loss, and an optimizer.
 """
 
-from ._crf import CRF
+import os
+
+# Compiled kernels run on an OpenMP thread pool. Threads that sleep while idle cost nothing
+# measurable on large batches and keep the pool from spinning against other processes
+# (joblib workers, a busy machine). Users can still choose by setting the variable.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from ._crf import CRF  # noqa: E402
 
 __version__ = "0.1.0.dev0"
 

@@ -303,3 +303,31 @@ def test_sentences_to_features_without_pos_and_errors():
     assert X == [word_features(["Hi", "there"], window=2), word_features(["Bye"], window=2)]
     with pytest.raises(ValueError, match="differ in length"):
         sentences_to_features([["a"], ["b"]], [["DT"]])
+
+
+def test_fast_dict_transform_equals_dictvectorizer():
+    from sklearn.feature_extraction import DictVectorizer
+
+    train = [[{"w": "a", "n": 2.0, "b": True, "tags": ["x", "y"]}, {"w": "b", "b": False}],
+             [{"w": "c", "n": 0.5, "k=v": "z"}]]
+    test = [[{"w": "a", "n": 3, "b": True, "unseen": "q", "tags": ("y", "new")}],
+            [{"w": "new", "b": True, "k=v": "z", "n": 0}]]
+    vectorizer = SequenceVectorizer().fit(train)
+    reference = DictVectorizer().fit([t for s in train for t in s])
+    ours = sp.vstack(vectorizer.transform(test)).toarray()
+    expected = reference.transform([t for s in test for t in s]).toarray()
+    np.testing.assert_array_equal(ours, expected)
+
+
+@pytest.mark.parametrize("sort", [True, False])
+def test_vocabulary_equals_dictvectorizer(sort):
+    from sklearn.feature_extraction import DictVectorizer
+
+    train = [[{"w": "b", "n": 2.0, "b": True, "tags": ["y", "x"]}, {"w": "a", "b": False}],
+             [{"w": "c", "n": 0.5, "k=v": "z", "k": "v=z"}]]
+    vectorizer = SequenceVectorizer(sort=sort).fit(train)
+    reference = DictVectorizer(sort=sort).fit([t for s in train for t in s])
+    assert vectorizer.feature_names_ == reference.feature_names_
+    assert vectorizer.vocabulary_ == reference.vocabulary_
+    ours = sp.vstack(vectorizer.transform(train)).toarray()
+    np.testing.assert_array_equal(ours, reference.transform([t for s in train for t in s]).toarray())
