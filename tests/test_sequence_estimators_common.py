@@ -20,6 +20,9 @@ from skstruct.datasets import load_conll2000
 from skstruct.metrics import span_f1_scorer, token_accuracy_scorer
 from skstruct.preprocessing import SequenceVectorizer, sentences_to_features
 
+# Short fits on purpose: the contract, not the optimum, is under test.
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
 ESTIMATORS = [CRF(alpha=1e-3, max_iter=30)]
 
 
