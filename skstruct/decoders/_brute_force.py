@@ -108,14 +108,19 @@ class BruteForceDecoder(Decoder):
             top[i, : len(order)] = theta[order]
         return paths, top
 
-    def loss_augmented_map(self, scores, y_true, task_loss):
+    def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
         labels = []
         for i, outputs, _, _, theta in self._enumerate(scores):
             a, b = scores.offsets[i], scores.offsets[i + 1]
             gold = np.tile(y_true[a:b], len(outputs))
             offsets = np.arange(len(outputs) + 1) * (b - a)
             delta = task_loss(gold, outputs.ravel(), offsets)
-            labels.append(outputs[np.argmax(theta + delta)])
+            if rescaling == "margin":
+                objective = theta + delta
+            else:
+                gold_theta = theta[np.flatnonzero((outputs == y_true[a:b]).all(axis=1))[0]]
+                objective = delta * (1.0 + theta - gold_theta)
+            labels.append(outputs[np.argmax(objective)])
         return np.concatenate(labels)
 
     def parts(self, scores, y):

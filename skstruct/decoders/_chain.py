@@ -3,10 +3,12 @@
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
+from ..losses._counting import CountingLoss
 from ..losses._task import ZeroOneLoss
 from ..utils._parallel import threads_for
 from . import _chain_kernels as kernels
 from ._base import Decoder
+from ._constrained import loss_augmented_map_by_statistic
 
 __all__ = ["ChainScores", "ChainParts", "ChainDecoder"]
 
@@ -294,12 +296,16 @@ class ChainDecoder(Decoder):
         with threads_for(scores.unary.size * scores.n_states * k):
             return kernels.top_k_viterbi(*scores._kernel_args(), k)
 
-    def loss_augmented_map(self, scores, y_true, task_loss):
-        """argmax_y θ_y + Δ(y_true, y) for every sequence.
+    def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
+        """argmax_y H(θ_y, Δ(y_true, y)) for every sequence, exactly.
 
-        Decomposable losses (those with ``unary_costs``) add their per-token costs to the
-        unary scores and run Viterbi. The 0/1 loss takes the better of ``y_true`` and the
-        best other sequence (top-2).
+        Margin rescaling maximizes θ_y + Δ(y_true, y); slack rescaling maximizes
+        Δ(y_true, y) (1 + θ_y − θ_{y_true}). Decomposable losses (those with
+        ``unary_costs``) under margin rescaling add their per-token costs to the unary
+        scores and run Viterbi. The 0/1 loss under margin rescaling takes the better of
+        ``y_true`` and the best other sequence (top-2). Count-statistic losses
+        (:class:`~skstruct.losses.CountingLoss`: F_β, precision, recall, IoU, label count)
+        use constrained message passing, for either rescaling or a user objective.
 
         Parameters
         ----------
@@ -307,19 +313,25 @@ class ChainDecoder(Decoder):
         y_true : ndarray of shape (n_tokens,), int
             Encoded gold labels, stacked.
         task_loss : TaskLoss
+            Count-statistic losses must be bound to their positive states.
+        rescaling : {"margin", "slack"} or callable, default="margin"
+            A callable ``H(F, stats, example, gold_scores, n_gold)`` must be non-decreasing
+            in F; count-statistic losses only.
 
         Returns
         -------
         ndarray of shape (n_tokens,), int64
         """
-        if hasattr(task_loss, "unary_costs"):
+        if isinstance(task_loss, CountingLoss):
+            return loss_augmented_map_by_statistic(self, scores, y_true, task_loss, rescaling)
+        if rescaling == "margin" and hasattr(task_loss, "unary_costs"):
             costs = task_loss.unary_costs(y_true, scores.offsets, scores.n_states)
             return self.map(scores.replace(unary=scores.unary + costs))
-        if isinstance(task_loss, ZeroOneLoss):
+        if rescaling == "margin" and isinstance(task_loss, ZeroOneLoss):
             return self._zero_one_augmented_map(scores, y_true)
         raise ValueError(
-            f"ChainDecoder cannot do loss-augmented MAP with {type(task_loss).__name__}: "
-            "it is neither decomposable over tokens nor the 0/1 loss."
+            f"ChainDecoder has no exact loss-augmented MAP for {type(task_loss).__name__} "
+            f"with rescaling={rescaling!r}."
         )
 
     def _zero_one_augmented_map(self, scores, y_true):

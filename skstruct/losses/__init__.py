@@ -4,12 +4,26 @@ Task losses measure the cost of a prediction; training losses are what an estima
 minimizes, with value and gradient with respect to the part scores.
 """
 
+from ._counting import (
+    CountingLoss,
+    FBetaLoss,
+    IoULoss,
+    LabelCountLoss,
+    PrecisionLoss,
+    RecallLoss,
+)
 from ._task import HammingLoss, TaskLoss, ZeroOneLoss, check_task_loss
 from ._training import CRFLoss, TrainingLoss
 
 __all__ = [
     "CRFLoss",
+    "CountingLoss",
+    "FBetaLoss",
     "HammingLoss",
+    "IoULoss",
+    "LabelCountLoss",
+    "PrecisionLoss",
+    "RecallLoss",
     "TaskLoss",
     "TrainingLoss",
     "ZeroOneLoss",

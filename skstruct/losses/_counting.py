@@ -1,0 +1,243 @@
+"""Task losses that are functions of count statistics: precision, recall, F_β, IoU, count.
+
+Each loss here is Δ(y*, y) = η(G(y)) where G(y) = Σ_t g_t(y_t) is a short vector of
+integer counts that decomposes over tokens (true positives, false positives, ...). That is
+what exact loss-augmented inference by constrained message passing needs: a dynamic
+program over (state, value of G), then argmax over G of H(best score with G, G).
+
+"Positive" means a non-outside label: for tagging every label but ``outside_label`` (a
+token is a true positive when it is predicted as its gold label and that label is not
+outside; a false positive when it is predicted positive with another label); for
+multilabel outputs, a label that is on. Counts are over tokens, not over chunks.
+"""
+
+import copy
+
+import numpy as np
+
+from ._task import TaskLoss
+
+__all__ = [
+    "CountingLoss",
+    "PrecisionLoss",
+    "RecallLoss",
+    "FBetaLoss",
+    "IoULoss",
+    "LabelCountLoss",
+]
+
+
+def _ratio_loss(numerator, denominator):
+    """1 − numerator / denominator, and 0 where the denominator is 0 (nothing to get wrong)."""
+    safe = np.where(denominator > 0, denominator, 1.0)
+    return np.where(denominator > 0, 1.0 - numerator / safe, 0.0)
+
+
+class CountingLoss(TaskLoss):
+    """Base class of task losses Δ = η(G) of per-token count statistics G.
+
+    Parameters
+    ----------
+    outside_label : object, default="O"
+        The label that is not a positive, used by :meth:`bind`. When the classes do not
+        contain it, every label is positive.
+
+    Notes
+    -----
+    Subclasses define ``statistic_names`` and :meth:`eta`. Before use on encoded labels
+    the loss must know which encoded states are positive: ``loss.bind(classes)`` (by
+    ``outside_label``) or ``loss.with_positive_states(mask)``.
+    """
+
+    #: Names of the statistics G, in order: "tp" (true positives), "fp" (false positives),
+    #: "pos" (predicted positives).
+    statistic_names = ()
+
+    def __init__(self, outside_label="O"):
+        self.outside_label = outside_label
+
+    def bind(self, classes):
+        """A copy whose positive states are all classes but ``outside_label``."""
+        classes = np.asarray(classes)
+        return self.with_positive_states(classes != self.outside_label)
+
+    def with_positive_states(self, positive):
+        """A copy with ``positive`` (n_states,) bool marking the positive states."""
+        bound = copy.copy(self)
+        bound.positive_states_ = np.asarray(positive, dtype=bool)
+        return bound
+
+    def _positive(self, n_states=None):
+        positive = getattr(self, "positive_states_", None)
+        if positive is None:
+            raise ValueError(
+                f"{type(self).__name__} does not know which labels are positive: call "
+                "bind(classes) or with_positive_states(mask) first."
+            )
+        if n_states is not None and positive.shape != (n_states,):
+            raise ValueError(
+                f"{type(self).__name__} was bound to {positive.shape[0]} states; the scores "
+                f"have {n_states}."
+            )
+        return positive
+
+    def increments(self, y_true, n_states):
+        """Statistics contributed by each token for each state it could take.
+
+        Parameters
+        ----------
+        y_true : ndarray of shape (n_tokens,), int
+        n_states : int
+
+        Returns
+        -------
+        ndarray of shape (n_tokens, n_states, n_statistics), int64
+            Entry ``[t, s, k]``: how much predicting state ``s`` at token ``t`` adds to
+            statistic ``k``.
+        """
+        positive = self._positive(n_states)
+        y_true = np.asarray(y_true, dtype=np.int64)
+        states = np.arange(n_states)
+        predicted_positive = np.broadcast_to(positive, (y_true.shape[0], n_states))
+        hit = states[None, :] == y_true[:, None]
+        columns = {
+            "tp": hit & predicted_positive,
+            "fp": ~hit & predicted_positive,
+            "pos": predicted_positive,
+        }
+        return np.stack([columns[name] for name in self.statistic_names], axis=-1).astype(
+            np.int64
+        )
+
+    def gold_positives(self, y_true, offsets, n_states):
+        """|y*|: the number of positive gold tokens of each example, shape (n_sequences,)."""
+        positive = self._positive(n_states)
+        return np.add.reduceat(positive[np.asarray(y_true)].astype(np.int64), offsets[:-1])
+
+    def statistics(self, y_true, y_pred, offsets, n_states):
+        """G(y_pred) of every example, shape (n_sequences, n_statistics)."""
+        incr = self.increments(y_true, n_states)
+        per_token = incr[np.arange(len(y_pred)), np.asarray(y_pred)]
+        return np.add.reduceat(per_token, offsets[:-1], axis=0)
+
+    def eta(self, stats, n_gold):
+        """Loss value from statistics.
+
+        Parameters
+        ----------
+        stats : ndarray of shape (..., n_statistics)
+        n_gold : ndarray broadcastable to ``stats.shape[:-1]``
+            |y*| of the example each row belongs to.
+
+        Returns
+        -------
+        ndarray of shape stats.shape[:-1]
+        """
+        raise NotImplementedError
+
+    def __call__(self, y_true, y_pred, offsets):
+        n_states = self._positive().shape[0]
+        stats = self.statistics(y_true, y_pred, offsets, n_states)
+        return self.eta(stats, self.gold_positives(y_true, offsets, n_states))
+
+
+class RecallLoss(CountingLoss):
+    """1 − recall = 1 − TP / |y*| (0 when the gold output has no positive).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.losses import RecallLoss
+    >>> loss = RecallLoss(outside_label=0).bind([0, 1, 2])
+    >>> loss(np.array([1, 2, 0, 1]), np.array([1, 0, 0, 2]), offsets=np.array([0, 4]))
+    array([0.66666667])
+    """
+
+    statistic_names = ("tp",)
+
+    def eta(self, stats, n_gold):
+        return _ratio_loss(stats[..., 0], n_gold)
+
+
+class PrecisionLoss(CountingLoss):
+    """1 − precision = 1 − TP / (TP + FP) (0 when nothing is predicted positive).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.losses import PrecisionLoss
+    >>> loss = PrecisionLoss(outside_label=0).bind([0, 1, 2])
+    >>> loss(np.array([1, 2, 0, 1]), np.array([1, 0, 0, 2]), offsets=np.array([0, 4]))
+    array([0.5])
+    """
+
+    statistic_names = ("tp", "fp")
+
+    def eta(self, stats, n_gold):
+        return _ratio_loss(stats[..., 0], stats[..., 0] + stats[..., 1])
+
+
+class FBetaLoss(CountingLoss):
+    """1 − F_β = 1 − (1 + β²) TP / (β² |y*| + TP + FP) (0 when both sides are empty).
+
+    Parameters
+    ----------
+    beta : float, default=1.0
+        Weight of recall relative to precision.
+    outside_label : object, default="O"
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.losses import FBetaLoss
+    >>> loss = FBetaLoss(outside_label=0).bind([0, 1, 2])
+    >>> loss(np.array([1, 2, 0, 1]), np.array([1, 0, 0, 2]), offsets=np.array([0, 4]))
+    array([0.6])
+    """
+
+    statistic_names = ("tp", "fp")
+
+    def __init__(self, beta=1.0, outside_label="O"):
+        super().__init__(outside_label)
+        self.beta = beta
+
+    def eta(self, stats, n_gold):
+        b2 = self.beta**2
+        tp, fp = stats[..., 0], stats[..., 1]
+        return _ratio_loss((1 + b2) * tp, b2 * n_gold + tp + fp)
+
+
+class IoULoss(CountingLoss):
+    """1 − IoU (Jaccard) = 1 − TP / (|y*| + FP) (0 when both sides are empty).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.losses import IoULoss
+    >>> loss = IoULoss(outside_label=0).bind([0, 1, 2])
+    >>> loss(np.array([1, 2, 0, 1]), np.array([1, 0, 0, 2]), offsets=np.array([0, 4]))
+    array([0.75])
+    """
+
+    statistic_names = ("tp", "fp")
+
+    def eta(self, stats, n_gold):
+        return _ratio_loss(stats[..., 0], n_gold + stats[..., 1])
+
+
+class LabelCountLoss(CountingLoss):
+    """|number of predicted positives − number of gold positives|.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.losses import LabelCountLoss
+    >>> loss = LabelCountLoss(outside_label=0).bind([0, 1, 2])
+    >>> loss(np.array([1, 2, 0, 1]), np.array([1, 0, 0, 0]), offsets=np.array([0, 4]))
+    array([2.])
+    """
+
+    statistic_names = ("pos",)
+
+    def eta(self, stats, n_gold):
+        return np.abs(stats[..., 0] - n_gold).astype(np.float64)

@@ -1,0 +1,112 @@
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from _chain_data import chain_instances
+from skstruct.decoders import BruteForceDecoder, ChainDecoder
+from skstruct.decoders._constrained import loss_augmented_map_by_statistic, statistic_table
+from skstruct.losses import FBetaLoss, IoULoss, LabelCountLoss, PrecisionLoss, RecallLoss
+
+LOSSES = [FBetaLoss(), FBetaLoss(beta=2.0), PrecisionLoss(), RecallLoss(), IoULoss(),
+          LabelCountLoss()]
+brute = BruteForceDecoder()
+
+
+def _bound(loss, n_states):
+    positive = np.ones(n_states, dtype=bool)
+    positive[0] = False  # state 0 plays the outside label
+    return loss.with_positive_states(positive)
+
+
+def _enumerated(scores, y_true, loss):
+    """Every labeling of every sequence with its score θ_y and Δ(y_true, y)."""
+    for i, outputs, _, _, theta in brute._enumerate(scores):
+        a, b = scores.offsets[i], scores.offsets[i + 1]
+        gold = np.tile(y_true[a:b], len(outputs))
+        offsets = np.arange(len(outputs) + 1) * (b - a)
+        stats = loss.statistics(gold, outputs.ravel(), offsets, scores.n_states)
+        yield i, outputs, theta, stats, loss(gold, outputs.ravel(), offsets)
+
+
+@given(scores=chain_instances(max_states=3, max_length=4), seed=st.integers(0, 1000))
+def test_table_is_the_best_score_per_statistic(scores, seed):
+    y_true = np.random.default_rng(seed).integers(0, scores.n_states, scores.unary.shape[0])
+    loss = _bound(FBetaLoss(), scores.n_states)
+    table = statistic_table(scores, y_true, loss)
+    for i, _, theta, stats, _ in _enumerated(scores, y_true, loss):
+        rows = np.flatnonzero(table.example == i)
+        for row in rows:
+            match = np.all(stats == table.stats[row], axis=1)
+            expected = theta[match].max() if match.any() else -np.inf
+            assert table.best[row] == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("loss", LOSSES, ids=lambda l: type(l).__name__)
+@pytest.mark.parametrize("rescaling", ["margin", "slack"])
+@given(scores=chain_instances(max_states=3, max_length=4), seed=st.integers(0, 1000))
+def test_loss_augmented_map_matches_enumeration(loss, rescaling, scores, seed):
+    y_true = np.random.default_rng(seed).integers(0, scores.n_states, scores.unary.shape[0])
+    loss = _bound(loss, scores.n_states)
+    decoder = ChainDecoder()
+    y_hat = loss_augmented_map_by_statistic(decoder, scores, y_true, loss, rescaling)
+    gold = decoder.score_outputs(scores, y_true)
+    achieved = decoder.score_outputs(scores, y_hat)
+    delta = loss(y_true, y_hat, scores.offsets)
+    for i, _, theta, _, deltas in _enumerated(scores, y_true, loss):
+        if rescaling == "margin":
+            best, got = np.max(theta + deltas), achieved[i] + delta[i]
+        else:
+            best = np.max((1 + theta - gold[i]) * deltas)
+            got = (1 + achieved[i] - gold[i]) * delta[i]
+        assert got == pytest.approx(best, abs=1e-9)
+
+
+def test_user_objective_must_be_monotone_in_the_score(rng):
+    from _chain_data import random_chain_scores
+
+    scores = random_chain_scores(rng, [3, 2], n_states=3)
+    y_true = rng.integers(0, 3, size=5)
+    loss = _bound(FBetaLoss(), 3)
+
+    def decreasing(F, stats, example, gold, n_gold):
+        return -F + loss.eta(stats, n_gold[example])
+
+    with pytest.raises(ValueError, match="non-decreasing"):
+        loss_augmented_map_by_statistic(ChainDecoder(), scores, y_true, loss, decreasing)
+
+    def squared_margin(F, stats, example, gold, n_gold):
+        return F + loss.eta(stats, n_gold[example]) ** 2
+
+    y_hat = loss_augmented_map_by_statistic(ChainDecoder(), scores, y_true, loss, squared_margin)
+    assert y_hat.shape == y_true.shape
+
+
+@pytest.mark.parametrize("rescaling", ["margin", "slack"])
+def test_chain_decoder_routes_counting_losses(rng, rescaling):
+    from _chain_data import random_chain_scores
+
+    scores = random_chain_scores(rng, [4, 3, 1], n_states=3)
+    y_true = rng.integers(0, 3, size=8)
+    loss = _bound(FBetaLoss(), 3)
+    ours = ChainDecoder().loss_augmented_map(scores, y_true, loss, rescaling=rescaling)
+    ref = brute.loss_augmented_map(scores, y_true, loss, rescaling=rescaling)
+    decoder = ChainDecoder()
+
+    def objective(y):
+        theta, delta = decoder.score_outputs(scores, y), loss(y_true, y, scores.offsets)
+        if rescaling == "margin":
+            return theta + delta
+        return delta * (1 + theta - decoder.score_outputs(scores, y_true))
+
+    np.testing.assert_allclose(objective(ours), objective(ref), atol=1e-9)
+
+
+def test_unsupported_combinations_are_named():
+    from skstruct.losses import HammingLoss
+
+    from _chain_data import random_chain_scores
+
+    scores = random_chain_scores(np.random.default_rng(0), [2], n_states=2)
+    with pytest.raises(ValueError, match="HammingLoss with rescaling='slack'"):
+        ChainDecoder().loss_augmented_map(scores, np.array([0, 1]), HammingLoss(), "slack")
