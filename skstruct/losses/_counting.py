@@ -8,7 +8,9 @@ program over (state, value of G), then argmax over G of H(best score with G, G).
 "Positive" means a non-outside label: for tagging every label but ``outside_label`` (a
 token is a true positive when it is predicted as its gold label and that label is not
 outside; a false positive when it is predicted positive with another label); for
-multilabel outputs, a label that is on. Counts are over tokens, not over chunks.
+multilabel outputs, a label that is on. Counts are over tokens, not over chunks. TP and
+FP are the true and false positives of the prediction, N* the number of positive tokens
+of the gold output.
 """
 
 import copy
@@ -110,7 +112,7 @@ class CountingLoss(TaskLoss):
         )
 
     def gold_positives(self, y_true, offsets, n_states):
-        """|y*|: the number of positive gold tokens of each example, shape (n_sequences,)."""
+        """N*, the number of positive gold tokens of each example, shape (n_sequences,)."""
         positive = self._positive(n_states)
         return np.add.reduceat(positive[np.asarray(y_true)].astype(np.int64), offsets[:-1])
 
@@ -127,7 +129,7 @@ class CountingLoss(TaskLoss):
         ----------
         stats : ndarray of shape (..., n_statistics)
         n_gold : ndarray broadcastable to ``stats.shape[:-1]``
-            |y*| of the example each row belongs to.
+            N* of the example each row belongs to.
 
         Returns
         -------
@@ -142,7 +144,7 @@ class CountingLoss(TaskLoss):
 
 
 class RecallLoss(CountingLoss):
-    """1 − recall = 1 − TP / |y*| (0 when the gold output has no positive).
+    """1 − recall = 1 − TP / N* (0 when the gold output has no positive).
 
     Examples
     --------
@@ -178,7 +180,7 @@ class PrecisionLoss(CountingLoss):
 
 
 class FBetaLoss(CountingLoss):
-    """1 − F_β = 1 − (1 + β²) TP / (β² |y*| + TP + FP) (0 when both sides are empty).
+    """1 − F_β = 1 − (1 + β²) TP / (β² N* + TP + FP) (0 when both sides are empty).
 
     Parameters
     ----------
@@ -208,7 +210,7 @@ class FBetaLoss(CountingLoss):
 
 
 class IoULoss(CountingLoss):
-    """1 − IoU (Jaccard) = 1 − TP / (|y*| + FP) (0 when both sides are empty).
+    """1 − IoU (Jaccard) = 1 − TP / (N* + FP) (0 when both sides are empty).
 
     Examples
     --------
@@ -226,7 +228,7 @@ class IoULoss(CountingLoss):
 
 
 class LabelCountLoss(CountingLoss):
-    """|number of predicted positives − number of gold positives|.
+    """The absolute difference between the numbers of predicted and of gold positives.
 
     Examples
     --------
