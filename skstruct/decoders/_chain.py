@@ -8,7 +8,12 @@ from ..losses._task import ZeroOneLoss
 from ..utils._parallel import threads_for
 from . import _chain_kernels as kernels
 from ._base import Decoder
-from ._constrained import loss_augmented_map_by_statistic
+from ._constrained import (
+    diverse_top_k,
+    loss_augmented_map_by_statistic,
+    map_with_label_count,
+    map_with_min_distance,
+)
 
 __all__ = ["ChainScores", "ChainParts", "ChainDecoder"]
 
@@ -333,6 +338,59 @@ class ChainDecoder(Decoder):
             f"ChainDecoder has no exact loss-augmented MAP for {type(task_loss).__name__} "
             f"with rescaling={rescaling!r}."
         )
+
+    def map_with_label_count(self, scores, count, positive_states):
+        """Best labeling with exactly ``count`` tokens in ``positive_states``.
+
+        Parameters
+        ----------
+        scores : ChainScores
+        count : int or ndarray of shape (n_sequences,)
+        positive_states : ndarray of shape (n_states,), bool
+
+        Returns
+        -------
+        labels : ndarray of shape (n_tokens,), int64
+            -1 for sequences where no labeling has that count.
+        best : ndarray of shape (n_sequences,)
+            Their scores, -inf where none exists.
+
+        Notes
+        -----
+        Constrained message passing over (state, count so far): O(L² S²) per sequence.
+        """
+        return map_with_label_count(scores, count, positive_states)
+
+    def map_with_min_distance(self, scores, others, min_distance=1):
+        """Best labeling at Hamming distance >= ``min_distance`` from each of ``others``.
+
+        Parameters
+        ----------
+        scores : ChainScores
+        others : ndarray of shape (n_tokens, K), int
+            Labelings to avoid, stacked (for instance ``top_k`` paths); -1 columns impose
+            nothing. ``min_distance=1`` excludes them exactly.
+        min_distance : int, default=1
+
+        Returns
+        -------
+        labels : ndarray of shape (n_tokens,), int64
+            -1 where no labeling qualifies.
+        best : ndarray of shape (n_sequences,)
+
+        Notes
+        -----
+        O(L S² (min_distance + 1)^K K) per sequence of length L.
+        """
+        return map_with_min_distance(scores, others, min_distance)
+
+    def diverse_top_k(self, scores, k, min_distance=1):
+        """``k`` labelings, each the best at distance >= ``min_distance`` from the previous.
+
+        With ``min_distance=1`` this equals :meth:`top_k` (slower); larger distances give
+        diverse lists. Same outputs as :meth:`top_k`.
+        """
+        return diverse_top_k(scores, k, min_distance)
 
     def _zero_one_augmented_map(self, scores, y_true):
         paths, top = self.top_k(scores, 2)

@@ -17,7 +17,12 @@ import numpy as np
 from ..utils._parallel import threads_for
 from . import _constrained_kernels as kernels
 
-__all__ = ["StatisticTable", "statistic_table", "loss_augmented_map_by_statistic"]
+__all__ = [
+    "StatisticTable",
+    "best_with_statistic",
+    "loss_augmented_map_by_statistic",
+    "statistic_table",
+]
 
 
 class StatisticTable:
@@ -28,19 +33,18 @@ class StatisticTable:
     best : ndarray of shape (n_rows,)
         μ(l); -inf for values no labeling reaches. Rows of sequence ``i`` are
         ``table_offsets[i]:table_offsets[i + 1]``.
-    stats : ndarray of shape (n_rows, n_statistics)
-        The statistic value l of each row.
+    stats : ndarray of shape (n_rows, n_counters)
+        The counter values l of each row.
     example : ndarray of shape (n_rows,)
         The sequence each row belongs to.
     table_offsets : ndarray of shape (n_sequences + 1,)
     """
 
-    def __init__(self, best, stats, example, table_offsets, layout):
+    def __init__(self, best, stats, example, table_offsets):
         self.best = best
         self.stats = stats
         self.example = example
         self.table_offsets = table_offsets
-        self._layout = layout
 
     def argmax(self, values):
         """Row index, within its sequence, of the largest ``values`` of each sequence."""
@@ -52,45 +56,66 @@ class StatisticTable:
         return first - starts
 
 
-def _layout(task_loss, y_true, offsets, n_states):
-    """Flattened statistic increments (n_tokens, n_states) and table sizes per sequence."""
-    incr = task_loss.increments(y_true, n_states)
-    n_stats = incr.shape[-1]
-    lengths = np.diff(offsets)
-    radix = lengths + 1
-    strides = radix[:, None] ** np.arange(n_stats - 1, -1, -1)[None, :]
-    token_strides = np.repeat(strides, lengths, axis=0)
-    flat = np.einsum("tsk,tk->ts", incr, token_strides)
-    sizes = radix**n_stats
-    table_offsets = np.concatenate(([0], np.cumsum(sizes)))
-    return np.ascontiguousarray(flat), sizes, table_offsets, strides, radix
+def _radix(caps):
+    return np.ascontiguousarray(np.asarray(caps, dtype=np.int64) + 1)
 
 
-def statistic_table(scores, y_true, task_loss):
-    """μ(l) = max {θ_y : G(y) = l} of every sequence (see :class:`StatisticTable`).
+def statistic_table(scores, increments, caps):
+    """μ(l) = max {θ_y : G(y) = l} of every sequence, for capped count statistics.
 
     Parameters
     ----------
     scores : ChainScores
-    y_true : ndarray of shape (n_tokens,), int
-    task_loss : CountingLoss
-        Bound to its positive states.
+    increments : ndarray of shape (n_tokens, n_states, n_counters), int
+        What each token adds to each counter when it takes each state.
+    caps : ndarray of shape (n_sequences, n_counters), int
+        Each counter stops at its cap; a cap at the sequence length never binds.
 
     Returns
     -------
     StatisticTable
     """
-    flat, sizes, table_offsets, strides, radix = _layout(
-        task_loss, y_true, scores.offsets, scores.n_states
-    )
+    radix = _radix(caps)
+    sizes = np.prod(radix, axis=1)
+    table_offsets = np.concatenate(([0], np.cumsum(sizes)))
+    increments = np.ascontiguousarray(increments, dtype=np.int64)
     with threads_for(int(sizes.sum()) * scores.n_states**2):
         best = kernels.best_per_statistic(
-            *scores._kernel_args(), flat, sizes, table_offsets
+            *scores._kernel_args(), increments, radix, table_offsets
         )
     example = np.repeat(np.arange(scores.n_sequences), sizes)
     local = np.arange(table_offsets[-1]) - table_offsets[:-1][example]
-    stats = (local[:, None] // strides[example]) % radix[example][:, None]
-    return StatisticTable(best, stats, example, table_offsets, (flat, sizes))
+    strides = np.cumprod(radix[:, ::-1], axis=1)[:, ::-1] // radix
+    stats = (local[:, None] // strides[example]) % radix[example]
+    return StatisticTable(best, stats, example, table_offsets)
+
+
+def best_with_statistic(scores, increments, caps, targets):
+    """The best labeling of every sequence whose capped statistic equals ``targets``.
+
+    Parameters
+    ----------
+    scores, increments, caps
+        As for :func:`statistic_table`.
+    targets : ndarray of shape (n_sequences,), int
+        Flattened statistic value (row within the sequence's table) to reach.
+
+    Returns
+    -------
+    ndarray of shape (n_tokens,), int64
+    """
+    radix = _radix(caps)
+    increments = np.ascontiguousarray(increments, dtype=np.int64)
+    with threads_for(int(np.prod(radix, axis=1).sum()) * scores.n_states**2):
+        return kernels.best_with_statistic(
+            *scores._kernel_args(), increments, radix, np.asarray(targets, dtype=np.int64)
+        )
+
+
+def _loss_counters(task_loss, y_true, scores):
+    increments = task_loss.increments(y_true, scores.n_states)
+    caps = np.repeat(scores.lengths[:, None], increments.shape[-1], axis=1)
+    return increments, caps
 
 
 def _check_monotone(objective, table, gold, n_gold):
@@ -134,7 +159,8 @@ def loss_augmented_map_by_statistic(decoder, scores, y_true, task_loss, rescalin
     -------
     ndarray of shape (n_tokens,), int64
     """
-    table = statistic_table(scores, y_true, task_loss)
+    increments, caps = _loss_counters(task_loss, y_true, scores)
+    table = statistic_table(scores, increments, caps)
     gold = decoder.score_outputs(scores, y_true)
     n_gold = task_loss.gold_positives(y_true, scores.offsets, scores.n_states)
     finite = np.isfinite(table.best)
@@ -149,7 +175,100 @@ def loss_augmented_map_by_statistic(decoder, scores, y_true, task_loss, rescalin
     else:
         raise ValueError(f"rescaling must be 'margin', 'slack' or a callable; got {rescaling!r}.")
     values = np.where(finite, values, -np.inf)
-    targets = table.argmax(values)
-    flat, sizes = table._layout
-    with threads_for(int(sizes.sum()) * scores.n_states**2):
-        return kernels.best_with_statistic(*scores._kernel_args(), flat, sizes, targets)
+    return best_with_statistic(scores, increments, caps, table.argmax(values))
+
+
+def _solve_at(scores, increments, caps, targets):
+    """Best labelings with statistic ``targets``; -1 rows and -inf where none exists."""
+    table = statistic_table(scores, increments, caps)
+    reachable = np.isfinite(table.best[table.table_offsets[:-1] + targets])
+    labels = np.full(scores.unary.shape[0], -1, dtype=np.int64)
+    values = np.full(scores.n_sequences, -np.inf)
+    if reachable.any():
+        found = best_with_statistic(scores, increments, caps, np.where(reachable, targets, 0))
+        mask = np.repeat(reachable, scores.lengths)
+        labels[mask] = found[mask]
+        values[reachable] = table.best[table.table_offsets[:-1] + targets][reachable]
+    return labels, values
+
+
+def map_with_label_count(scores, count, positive_states):
+    """Best labeling of each sequence with exactly ``count`` positive tokens.
+
+    Parameters
+    ----------
+    scores : ChainScores
+    count : int or ndarray of shape (n_sequences,)
+    positive_states : ndarray of shape (n_states,), bool
+
+    Returns
+    -------
+    labels : ndarray of shape (n_tokens,), int64
+        -1 for sequences where no labeling has that count.
+    best : ndarray of shape (n_sequences,)
+        Their scores (-inf where none exists).
+    """
+    count = np.broadcast_to(np.asarray(count, dtype=np.int64), (scores.n_sequences,))
+    if np.any(count < 0):
+        raise ValueError("count must be non-negative.")
+    positive = np.asarray(positive_states, dtype=np.int64)
+    increments = np.broadcast_to(positive[None, :, None], scores.unary.shape + (1,))
+    caps = np.minimum(count, scores.lengths)[:, None] + 1
+    feasible = count <= scores.lengths
+    labels, best = _solve_at(scores, increments, caps, np.where(feasible, count, 0))
+    infeasible = np.repeat(~feasible, scores.lengths)
+    labels[infeasible] = -1
+    best[~feasible] = -np.inf
+    return labels, best
+
+
+def _mismatch_counters(others, n_states):
+    """increments[t, s, j] = 1 if state s differs from labeling j at token t."""
+    return (np.arange(n_states)[None, :, None] != others[:, None, :]).astype(np.int64)
+
+
+def map_with_min_distance(scores, others, min_distance):
+    """Best labeling at Hamming distance >= ``min_distance`` from each labeling in ``others``.
+
+    Parameters
+    ----------
+    scores : ChainScores
+    others : ndarray of shape (n_tokens, K), int
+        Labelings to stay away from, stacked; a column of -1 in a sequence imposes nothing.
+    min_distance : int >= 1
+        1 excludes the ``others`` exactly.
+
+    Returns
+    -------
+    labels : ndarray of shape (n_tokens,), int64
+        -1 for sequences with no such labeling.
+    best : ndarray of shape (n_sequences,)
+    """
+    others = np.asarray(others, dtype=np.int64).reshape(scores.unary.shape[0], -1)
+    min_distance = int(min_distance)
+    if min_distance < 1:
+        raise ValueError(f"min_distance must be >= 1; got {min_distance}.")
+    caps = np.full((scores.n_sequences, others.shape[1]), min_distance, dtype=np.int64)
+    increments = np.where(
+        (others == -1)[:, None, :], min_distance, _mismatch_counters(others, scores.n_states)
+    )
+    targets = np.prod(caps + 1, axis=1) - 1
+    return _solve_at(scores, increments, caps, targets)
+
+
+def diverse_top_k(scores, k, min_distance=1):
+    """``k`` labelings chosen greedily, each the best at distance >= ``min_distance`` from
+    the ones before it. With ``min_distance=1`` these are the exact ``k`` best.
+
+    Returns
+    -------
+    paths : ndarray of shape (n_tokens, k), int64
+        -1 where fewer exist.
+    path_scores : ndarray of shape (n_sequences, k)
+    """
+    paths = np.full((scores.unary.shape[0], k), -1, dtype=np.int64)
+    path_scores = np.full((scores.n_sequences, k), -np.inf)
+    for r in range(k):
+        labels, best = map_with_min_distance(scores, paths[:, :r], min_distance)
+        paths[:, r], path_scores[:, r] = labels, best
+    return paths, path_scores

@@ -1,10 +1,12 @@
 """Statistic-augmented Viterbi: the best chain score for every value of a count statistic.
 
-The state of the dynamic program is (label, value of G so far), where G = Σ_t g_t(y_t) is
-an integer statistic flattened to one index per sequence. ``increments[t, s]`` is how far
-the flattened index moves when token ``t`` takes state ``s``; ``sizes[i]`` is the number of
-values G can take in sequence ``i``. Time O(L S² R) and memory O(S R) per sequence of
-length L with R = sizes[i]; the backtracking pass keeps O(L S R).
+The statistic is a vector of K counters G = (G_1 .. G_K) with G_k = min(Σ_t g_tk(y_t),
+cap_k): each token adds ``increments[t, s, k]`` to counter k when it takes state s, and a
+counter stops at its cap (caps as large as the sequence length never bind). The counters
+of sequence i are flattened to one index l in mixed radix (cap_k + 1), most significant
+first. The dynamic program runs over (state, l): O(L S² R K) time and O(S R) memory per
+sequence of length L with R = Π_k (cap_k + 1) values; the backtracking pass keeps
+O(L S R) back-pointers.
 """
 
 import numpy as np
@@ -14,24 +16,71 @@ _NJIT = dict(cache=True, nogil=True)
 
 
 @njit(inline="always")
-def _forward_step(prev, cur, unary_t, trans, incr_t, size):
-    n_states = prev.shape[0]
+def _digits(radix):
+    """Counter values of every flattened index: shape (R, K)."""
+    n_counters = radix.shape[0]
+    size = 1
+    for k in range(n_counters):
+        size *= radix[k]
+    digits = np.empty((size, n_counters), dtype=np.int64)
+    for value in range(size):
+        rest = value
+        for k in range(n_counters - 1, -1, -1):
+            digits[value, k] = rest % radix[k]
+            rest //= radix[k]
+    return digits
+
+
+@njit(inline="always")
+def _advance(digits, value, incr_ts, radix):
+    """Flattened index after adding ``incr_ts`` to the counters of ``value``, capped."""
+    out = 0
+    for k in range(radix.shape[0]):
+        out = out * radix[k] + min(digits[value, k] + incr_ts[k], radix[k] - 1)
+    return out
+
+
+@njit(inline="always")
+def _first_step(table0, unary_a, start, incr_a, digits, radix):
+    for s in range(table0.shape[0]):
+        table0[s, _advance(digits, 0, incr_a[s], radix)] = start[s] + unary_a[s]
+
+
+@njit(inline="always")
+def _step(prev, cur, unary_t, trans, incr_t, digits, radix, back_state, back_value):
+    n_states, size = prev.shape
+    cur[:, :] = -np.inf
     for s in range(n_states):
-        shift = incr_t[s]
         for value in range(size):
-            cur[s, value] = -np.inf
-        for value in range(size - shift):
             top = -np.inf
+            arg = 0
             for p in range(n_states):
                 v = prev[p, value] + trans[p, s]
                 if v > top:
                     top = v
-            cur[s, value + shift] = top + unary_t[s]
+                    arg = p
+            if top == -np.inf:
+                continue
+            target = _advance(digits, value, incr_t[s], radix)
+            v = top + unary_t[s]
+            if v > cur[s, target]:
+                cur[s, target] = v
+                if back_state.shape[0] > 0:
+                    back_state[s, target] = arg
+                    back_value[s, target] = value
 
 
 @njit(parallel=True, **_NJIT)
-def best_per_statistic(unary, offsets, trans, start, end, increments, sizes, table_offsets):
+def best_per_statistic(unary, offsets, trans, start, end, increments, radix, table_offsets):
     """μ(l) = max {θ_y : G(y) = l} for every sequence and statistic value l.
+
+    Parameters
+    ----------
+    increments : ndarray of shape (n_tokens, n_states, K), int64
+    radix : ndarray of shape (n_sequences, K), int64
+        cap + 1 of every counter of every sequence.
+    table_offsets : ndarray of shape (n_sequences + 1,)
+        Cumulated Π_k radix[i, k].
 
     Returns
     -------
@@ -42,16 +91,17 @@ def best_per_statistic(unary, offsets, trans, start, end, increments, sizes, tab
     n_states = unary.shape[1]
     n_seq = offsets.shape[0] - 1
     mu = np.full(table_offsets[-1], -np.inf)
+    no_back = np.empty((0, 0), dtype=np.int64)
     for seq in prange(n_seq):
         a, b = offsets[seq], offsets[seq + 1]
-        size = sizes[seq]
+        size = table_offsets[seq + 1] - table_offsets[seq]
+        digits = _digits(radix[seq])
         prev = np.full((n_states, size), -np.inf)
         cur = np.empty((n_states, size))
-        for s in range(n_states):
-            if increments[a, s] < size:
-                prev[s, increments[a, s]] = start[s] + unary[a, s]
+        _first_step(prev, unary[a], start, increments[a], digits, radix[seq])
         for t in range(a + 1, b):
-            _forward_step(prev, cur, unary[t], trans, increments[t], size)
+            _step(prev, cur, unary[t], trans, increments[t], digits, radix[seq], no_back,
+                  no_back)
             prev, cur = cur, prev
         base = table_offsets[seq]
         for value in range(size):
@@ -63,8 +113,10 @@ def best_per_statistic(unary, offsets, trans, start, end, increments, sizes, tab
 
 
 @njit(parallel=True, **_NJIT)
-def best_with_statistic(unary, offsets, trans, start, end, increments, sizes, targets):
+def best_with_statistic(unary, offsets, trans, start, end, increments, radix, targets):
     """The best labeling of every sequence among those whose statistic equals ``targets``.
+
+    ``targets[i]`` must be reachable (μ(targets[i]) finite).
 
     Returns
     -------
@@ -75,13 +127,15 @@ def best_with_statistic(unary, offsets, trans, start, end, increments, sizes, ta
     labels = np.empty(n_tokens, dtype=np.int64)
     for seq in prange(n_seq):
         a, b = offsets[seq], offsets[seq + 1]
-        size = sizes[seq]
+        digits = _digits(radix[seq])
+        size = digits.shape[0]
         table = np.full((b - a, n_states, size), -np.inf)
-        for s in range(n_states):
-            if increments[a, s] < size:
-                table[0, s, increments[a, s]] = start[s] + unary[a, s]
+        back_state = np.zeros((b - a, n_states, size), dtype=np.int64)
+        back_value = np.zeros((b - a, n_states, size), dtype=np.int64)
+        _first_step(table[0], unary[a], start, increments[a], digits, radix[seq])
         for t in range(a + 1, b):
-            _forward_step(table[t - a - 1], table[t - a], unary[t], trans, increments[t], size)
+            _step(table[t - a - 1], table[t - a], unary[t], trans, increments[t], digits,
+                  radix[seq], back_state[t - a], back_value[t - a])
         value = targets[seq]
         state = 0
         top = -np.inf
@@ -92,14 +146,6 @@ def best_with_statistic(unary, offsets, trans, start, end, increments, sizes, ta
                 state = s
         labels[b - 1] = state
         for t in range(b - 1, a, -1):
-            value -= increments[t, state]
-            best_prev = 0
-            top = -np.inf
-            for p in range(n_states):
-                v = table[t - a - 1, p, value] + trans[p, state]
-                if v > top:
-                    top = v
-                    best_prev = p
-            state = best_prev
+            state, value = back_state[t - a, state, value], back_value[t - a, state, value]
             labels[t - 1] = state
     return labels

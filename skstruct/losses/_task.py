@@ -103,7 +103,18 @@ class ZeroOneLoss(TaskLoss):
         return np.maximum.reduceat(wrong, offsets[:-1])
 
 
-_TASK_LOSSES = {"hamming": HammingLoss, "zero_one": ZeroOneLoss}
+def _task_losses():
+    from ._counting import FBetaLoss, IoULoss, LabelCountLoss, PrecisionLoss, RecallLoss
+
+    return {
+        "hamming": HammingLoss,
+        "zero_one": ZeroOneLoss,
+        "f1": FBetaLoss,
+        "iou": IoULoss,
+        "precision": PrecisionLoss,
+        "recall": RecallLoss,
+        "label_count": LabelCountLoss,
+    }
 
 
 def check_task_loss(loss, name="loss"):
@@ -112,15 +123,23 @@ def check_task_loss(loss, name="loss"):
     Parameters
     ----------
     loss : str or TaskLoss
-        One of ``"hamming"``, ``"zero_one"``, or a :class:`TaskLoss` instance.
+        One of ``"hamming"``, ``"zero_one"``, ``"f1"``, ``"iou"``, ``"precision"``,
+        ``"recall"``, ``"label_count"`` (default parameters), or a :class:`TaskLoss`.
+    name : str, default="loss"
+        The parameter name, for error messages.
+
+    Returns
+    -------
+    TaskLoss
     """
     if isinstance(loss, str):
-        if loss not in _TASK_LOSSES:
+        losses = _task_losses()
+        if loss not in losses:
             raise ValueError(
-                f"Unknown {name} {loss!r}; expected one of {sorted(_TASK_LOSSES)} or a "
-                "TaskLoss instance."
+                f"Unknown {name} {loss!r}; expected one of {sorted(losses)} or a TaskLoss "
+                "instance."
             )
-        return _TASK_LOSSES[loss]()
+        return losses[loss]()
     if not isinstance(loss, TaskLoss):
         raise TypeError(f"{name} must be a string or a TaskLoss; got {type(loss).__name__}.")
     return loss

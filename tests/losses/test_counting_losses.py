@@ -35,3 +35,14 @@ def test_zero_when_correct_and_unbound_error():
     assert loss(y, y, np.array([0, 3]))[0] == 0
     with pytest.raises(ValueError, match="bind"):
         IoULoss()(y, y, np.array([0, 3]))
+
+
+def test_string_names():
+    from skstruct.losses import check_task_loss
+
+    assert isinstance(check_task_loss("f1"), FBetaLoss)
+    assert check_task_loss("f1").beta == 1.0
+    assert isinstance(check_task_loss("iou"), IoULoss)
+    assert isinstance(check_task_loss("precision"), PrecisionLoss)
+    assert isinstance(check_task_loss("recall"), RecallLoss)
+    assert isinstance(check_task_loss("label_count"), LabelCountLoss)
