@@ -7,6 +7,8 @@ marginals, top-K, loss-augmented MAP). See :class:`Decoder` for the interface.
 from ._base import Decoder, check_capability
 from ._brute_force import BruteForceDecoder
 from ._chain import ChainDecoder, ChainParts, ChainScores, chain_parts
+from ._multiclass import MulticlassDecoder, MulticlassParts, MulticlassScores
+from ._multilabel import MultilabelDecoder, MultilabelParts, MultilabelScores
 
 __all__ = [
     "BruteForceDecoder",
@@ -14,6 +16,12 @@ __all__ = [
     "ChainParts",
     "ChainScores",
     "Decoder",
+    "MulticlassDecoder",
+    "MulticlassParts",
+    "MulticlassScores",
+    "MultilabelDecoder",
+    "MultilabelParts",
+    "MultilabelScores",
     "chain_parts",
     "check_capability",
 ]

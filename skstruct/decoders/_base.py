@@ -21,7 +21,8 @@ class Decoder(BaseEstimator):
     ``"top_k"``
         :meth:`top_k`: the ``k`` best distinct outputs, sorted by score.
     ``"loss_augmented_map"``
-        :meth:`loss_augmented_map`: argmax_y θ_y + Δ(y_true, y) for a task loss Δ.
+        :meth:`loss_augmented_map`: argmax_y θ_y + Δ(y_true, y) for a task loss Δ (margin
+        rescaling) or argmax_y Δ(y_true, y) (1 + θ_y − θ_{y_true}) (slack rescaling).
     ``"parts"``
         :meth:`parts` and :meth:`score_outputs`: the indicator vector a_y of given outputs
         and their scores θ_y = ⟨η, a_y⟩.
@@ -58,8 +59,8 @@ class Decoder(BaseEstimator):
         """The ``k`` best distinct outputs of every example."""
         self._unsupported("top_k")
 
-    def loss_augmented_map(self, scores, y_true, task_loss):
-        """argmax_y θ_y + Δ(y_true, y) for every example."""
+    def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
+        """argmax_y H(θ_y, Δ(y_true, y)) for every example (margin or slack rescaling)."""
         self._unsupported("loss_augmented_map")
 
     def parts(self, scores, y):

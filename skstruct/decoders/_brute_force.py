@@ -5,10 +5,15 @@ import itertools
 import numpy as np
 from scipy.special import logsumexp
 
+from ..losses._counting import CountingLoss
 from ._base import Decoder
 from ._chain import ChainParts, ChainScores
+from ._multiclass import MulticlassParts, MulticlassScores
+from ._multilabel import MultilabelParts, MultilabelScores
 
 __all__ = ["BruteForceDecoder"]
+
+_INDEPENDENT = (MulticlassScores, MultilabelScores)
 
 
 def _chain_outputs(scores, i):
@@ -35,6 +40,24 @@ def _chain_outputs(scores, i):
     return outputs, unary, pairwise
 
 
+def _independent_outputs(scores):
+    """All outputs of one multiclass or multilabel example, and their part vectors.
+
+    Returns
+    -------
+    outputs : ndarray of shape (n_outputs,) or (n_outputs, n_labels)
+        Every class, or every 0/1 vector.
+    indicators : ndarray of shape (n_outputs, n_columns)
+        Their part vectors: the scores of example ``i`` are ``indicators @ unary[i]``.
+    parts_type : type
+        The part container of the family.
+    """
+    if isinstance(scores, MulticlassScores):
+        return np.arange(scores.n_states), np.eye(scores.n_states), MulticlassParts
+    outputs = np.array(list(itertools.product((0, 1), repeat=scores.n_labels)))
+    return outputs, outputs.astype(np.float64), MultilabelParts
+
+
 def _chain_theta(scores, i, unary, pairwise):
     a, b = scores.offsets[i], scores.offsets[i + 1]
     eta_pair = np.concatenate((scores.transition.ravel(), scores.start, scores.end))
@@ -46,7 +69,7 @@ class BruteForceDecoder(Decoder):
 
     Exponential in the size of the output: meant for tiny instances, as the reference
     implementation that tests compare the compiled decoders with. Supports the score
-    containers of the chain family.
+    containers of the chain, multiclass and multilabel families.
 
     Examples
     --------
@@ -68,6 +91,11 @@ class BruteForceDecoder(Decoder):
             yield i, outputs, unary, pairwise, _chain_theta(scores, i, unary, pairwise)
 
     def map(self, scores, *, return_score=False):
+        if isinstance(scores, _INDEPENDENT):
+            outputs, indicators, _ = _independent_outputs(scores)
+            theta = scores.unary @ indicators.T
+            labels = outputs[theta.argmax(axis=1)]
+            return (labels, theta.max(axis=1)) if return_score else labels
         labels, best = [], []
         for _, outputs, _, _, theta in self._enumerate(scores):
             labels.append(outputs[np.argmax(theta)])
@@ -76,9 +104,17 @@ class BruteForceDecoder(Decoder):
         return (labels, np.array(best)) if return_score else labels
 
     def log_partition(self, scores):
+        if isinstance(scores, _INDEPENDENT):
+            _, indicators, _ = _independent_outputs(scores)
+            return logsumexp(scores.unary @ indicators.T, axis=1)
         return np.array([logsumexp(theta) for *_, theta in self._enumerate(scores)])
 
     def marginals(self, scores):
+        if isinstance(scores, _INDEPENDENT):
+            _, indicators, parts_type = _independent_outputs(scores)
+            theta = scores.unary @ indicators.T
+            log_z = logsumexp(theta, axis=1)
+            return log_z, parts_type(np.exp(theta - log_z[:, None]) @ indicators)
         n_states = scores.n_states
         log_z, unary, pairwise = [], [], []
         for _, _, unary_parts, pair_parts, theta in self._enumerate(scores):
@@ -99,6 +135,16 @@ class BruteForceDecoder(Decoder):
         return np.array(log_z), parts
 
     def top_k(self, scores, k):
+        if isinstance(scores, _INDEPENDENT):
+            outputs, indicators, _ = _independent_outputs(scores)
+            theta = scores.unary @ indicators.T
+            order = np.argsort(-theta, axis=1, kind="stable")[:, :k]
+            found = np.moveaxis(outputs[order], 1, -1)  # multilabel: (n_samples, n_labels, k)
+            paths = np.full(found.shape[:-1] + (k,), -1, dtype=np.int64)
+            top = np.full((scores.n_examples, k), -np.inf)
+            paths[..., : order.shape[1]] = found
+            top[:, : order.shape[1]] = np.take_along_axis(theta, order, axis=1)
+            return paths, top
         paths = np.full((scores.unary.shape[0], k), -1, dtype=np.int64)
         top = np.full((scores.n_sequences, k), -np.inf)
         for i, outputs, _, _, theta in self._enumerate(scores):
@@ -109,6 +155,8 @@ class BruteForceDecoder(Decoder):
         return paths, top
 
     def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
+        if isinstance(scores, _INDEPENDENT):
+            return self._independent_loss_augmented_map(scores, y_true, task_loss, rescaling)
         labels = []
         for i, outputs, _, _, theta in self._enumerate(scores):
             a, b = scores.offsets[i], scores.offsets[i + 1]
@@ -123,7 +171,31 @@ class BruteForceDecoder(Decoder):
             labels.append(outputs[np.argmax(objective)])
         return np.concatenate(labels)
 
+    def _independent_loss_augmented_map(self, scores, y_true, task_loss, rescaling):
+        """Each output is scored as a sequence of states: one class, or n_labels bits."""
+        outputs, indicators, _ = _independent_outputs(scores)
+        tokens = outputs.reshape(len(outputs), -1)
+        offsets = np.arange(len(outputs) + 1) * tokens.shape[1]
+        if isinstance(scores, MultilabelScores) and isinstance(task_loss, CountingLoss):
+            task_loss = task_loss.with_positive_states([False, True])
+        labels = []
+        for i, theta in enumerate(scores.unary @ indicators.T):
+            gold = np.reshape(y_true[i], -1)
+            delta = task_loss(np.tile(gold, len(outputs)), tokens.ravel(), offsets)
+            if rescaling == "margin":
+                objective = theta + delta
+            else:
+                gold_theta = theta[np.flatnonzero((tokens == gold).all(axis=1))[0]]
+                objective = delta * (1.0 + theta - gold_theta)
+            labels.append(outputs[np.argmax(objective)])
+        return np.array(labels)
+
     def parts(self, scores, y):
+        if isinstance(scores, _INDEPENDENT):
+            _, indicators, parts_type = _independent_outputs(scores)
+            if isinstance(scores, MulticlassScores):
+                return parts_type(indicators[np.asarray(y)])
+            return parts_type(np.asarray(y, dtype=np.float64))
         n_states = scores.n_states
         y = np.asarray(y)
         unary = np.eye(n_states)[y]

@@ -1,0 +1,251 @@
+"""Multiclass outputs (one class per example): score and part containers and the decoder."""
+
+import numpy as np
+
+from ..losses._counting import CountingLoss
+from ._base import Decoder
+
+__all__ = ["MulticlassScores", "MulticlassParts", "MulticlassDecoder"]
+
+
+def _check_unary(unary, n_columns):
+    """``unary`` as a float64 array of shape (n_samples, n_columns) with n_columns >= 1."""
+    unary = np.ascontiguousarray(unary, dtype=np.float64)
+    if unary.ndim != 2 or unary.shape[1] < 1:
+        raise ValueError(
+            f"unary has shape {unary.shape}; expected (n_samples, {n_columns}) with "
+            f"{n_columns} >= 1."
+        )
+    return unary
+
+
+class MulticlassScores:
+    """Part scores η of a batch of multiclass examples.
+
+    The score of class ``k`` for example ``i`` is θ = unary[i, k].
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_samples, n_classes)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.decoders import MulticlassScores
+    >>> scores = MulticlassScores(np.array([[0., 1., 2.], [3., 0., 0.]]))
+    >>> scores.n_examples, scores.n_states
+    (2, 3)
+    """
+
+    def __init__(self, unary):
+        self.unary = _check_unary(unary, "n_classes")
+
+    @property
+    def n_states(self):
+        """Number of classes."""
+        return self.unary.shape[1]
+
+    @property
+    def n_examples(self):
+        """Number of examples in the batch."""
+        return self.unary.shape[0]
+
+    def replace(self, *, unary=None):
+        """A copy with the unary scores replaced."""
+        return MulticlassScores(self.unary if unary is None else unary)
+
+
+class MulticlassParts:
+    """Part vectors of a batch of multiclass examples: one-hot rows or class probabilities.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_samples, n_classes)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.decoders import MulticlassParts, MulticlassScores
+    >>> parts = MulticlassParts(np.array([[0., 1.], [0.5, 0.5]]))
+    >>> parts.dot(MulticlassScores(np.array([[1., 2.], [3., 4.]])))
+    array([2. , 3.5])
+    """
+
+    def __init__(self, unary):
+        self.unary = unary
+
+    def __sub__(self, other):
+        return MulticlassParts(self.unary - other.unary)
+
+    def __isub__(self, other):
+        self.unary -= other.unary
+        return self
+
+    def scale(self, weights):
+        """Multiply the parts of example ``i`` by ``weights[i]``."""
+        return MulticlassParts(self.unary * np.asarray(weights, dtype=np.float64)[:, None])
+
+    def dot(self, scores):
+        """Per-example inner products ⟨a_i, η_i⟩, shape (n_samples,)."""
+        return np.einsum("ik,ik->i", self.unary, scores.unary)
+
+
+def _check_classes(y, scores):
+    y = np.asarray(y)
+    n_samples, n_classes = scores.unary.shape
+    if y.shape != (n_samples,):
+        raise ValueError(f"y has shape {y.shape}; expected ({n_samples},), one class each.")
+    if y.size and (not np.issubdtype(y.dtype, np.integer) or y.min() < 0 or y.max() >= n_classes):
+        raise ValueError(f"y must hold encoded classes 0 .. {n_classes - 1}.")
+    return y.astype(np.int64)
+
+
+def _loss_matrix(task_loss, y_true, n_classes):
+    """Δ(y_true[i], k) for every example ``i`` and class ``k``, shape (n_samples, n_classes)."""
+    n_samples = y_true.shape[0]
+    if isinstance(task_loss, CountingLoss):
+        # increments[i, k] are the statistics of the one-token output k; calling the loss on
+        # n_samples * n_classes outputs would build n_classes times more increments.
+        n_gold = task_loss.gold_positives(y_true, np.arange(n_samples + 1), n_classes)
+        return task_loss.eta(task_loss.increments(y_true, n_classes), n_gold[:, None])
+    gold = np.repeat(y_true, n_classes)
+    pred = np.tile(np.arange(n_classes), n_samples)
+    delta = task_loss(gold, pred, np.arange(n_samples * n_classes + 1))
+    return np.asarray(delta, dtype=np.float64).reshape(n_samples, n_classes)
+
+
+class MulticlassDecoder(Decoder):
+    """Exact inference for multiclass outputs: one class out of ``n_classes`` per example.
+
+    MAP is the argmax, the log-partition and marginals are the log-sum-exp and the softmax
+    of the scores, the ``k`` best are the ``k`` highest-scoring classes. Loss-augmented MAP
+    evaluates Δ(y_true, k) for every class and is exact for every task loss.
+
+    Notes
+    -----
+    An example is a sequence of one token, so task losses are called on labels stacked
+    with ``offsets = arange(n_samples + 1)``; count-statistic losses must be bound to their
+    positive classes. Time O(n_classes) per example (O(n_classes log n_classes) for top-K).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.decoders import MulticlassDecoder, MulticlassScores
+    >>> scores = MulticlassScores(np.array([[0., 1., 2.], [3., 0., 0.]]))
+    >>> MulticlassDecoder().map(scores)
+    array([2, 0])
+    >>> MulticlassDecoder().top_k(scores, 2)[0]
+    array([[2, 1],
+           [0, 1]])
+    """
+
+    capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts"})
+
+    def map(self, scores, *, return_score=False):
+        """The highest-scoring class of every example.
+
+        Parameters
+        ----------
+        scores : MulticlassScores
+        return_score : bool, default=False
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,), int64
+        best : ndarray of shape (n_samples,)
+            Their scores, when ``return_score`` is True.
+        """
+        labels = scores.unary.argmax(axis=1)
+        if return_score:
+            return labels, scores.unary[np.arange(labels.shape[0]), labels]
+        return labels
+
+    def _softmax(self, scores):
+        top = scores.unary.max(axis=1, keepdims=True)
+        weights = np.exp(scores.unary - top)
+        total = weights.sum(axis=1, keepdims=True)
+        return (top + np.log(total))[:, 0], weights / total
+
+    def log_partition(self, scores):
+        """log Σ_k exp unary[i, k] of every example, shape (n_samples,)."""
+        return self._softmax(scores)[0]
+
+    def marginals(self, scores):
+        """Log-partition and class probabilities (softmax).
+
+        Returns
+        -------
+        log_z : ndarray of shape (n_samples,)
+        marginals : MulticlassParts
+            Probabilities of shape (n_samples, n_classes), the gradient of ``log_z``.
+        """
+        log_z, probabilities = self._softmax(scores)
+        return log_z, MulticlassParts(probabilities)
+
+    def top_k(self, scores, k):
+        """The ``k`` highest-scoring classes of every example.
+
+        Parameters
+        ----------
+        scores : MulticlassScores
+        k : int >= 1
+
+        Returns
+        -------
+        paths : ndarray of shape (n_samples, k), int64
+            Classes by decreasing score (ties by class index); -1 beyond ``n_classes``.
+        path_scores : ndarray of shape (n_samples, k)
+            Non-increasing along each row; -inf beyond ``n_classes``.
+        """
+        k = int(k)
+        if k < 1:
+            raise ValueError(f"k must be >= 1; got {k}.")
+        n_samples, n_classes = scores.unary.shape
+        order = np.argsort(-scores.unary, axis=1, kind="stable")[:, :k]
+        paths = np.full((n_samples, k), -1, dtype=np.int64)
+        top = np.full((n_samples, k), -np.inf)
+        paths[:, : order.shape[1]] = order
+        top[:, : order.shape[1]] = np.take_along_axis(scores.unary, order, axis=1)
+        return paths, top
+
+    def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
+        """argmax_k H(unary[i, k], Δ(y_true[i], k)) for every example, exactly.
+
+        Margin rescaling maximizes θ_k + Δ(y_true, k); slack rescaling maximizes
+        Δ(y_true, k) (1 + θ_k − θ_{y_true}).
+
+        Parameters
+        ----------
+        scores : MulticlassScores
+        y_true : ndarray of shape (n_samples,), int
+            Encoded gold classes.
+        task_loss : TaskLoss
+            Any task loss; count-statistic losses must be bound to their positive classes.
+        rescaling : {"margin", "slack"}, default="margin"
+
+        Returns
+        -------
+        ndarray of shape (n_samples,), int64
+        """
+        y_true = _check_classes(y_true, scores)
+        delta = _loss_matrix(task_loss, y_true, scores.n_states)
+        if rescaling == "margin":
+            objective = scores.unary + delta
+        elif rescaling == "slack":
+            gold = scores.unary[np.arange(y_true.shape[0]), y_true]
+            objective = delta * (1.0 + scores.unary - gold[:, None])
+        else:
+            raise ValueError(f"rescaling must be 'margin' or 'slack'; got {rescaling!r}.")
+        return objective.argmax(axis=1)
+
+    def parts(self, scores, y):
+        """One-hot parts of the encoded classes ``y`` (n_samples,), as MulticlassParts."""
+        y = _check_classes(y, scores)
+        unary = np.zeros(scores.unary.shape)
+        unary[np.arange(y.shape[0]), y] = 1.0
+        return MulticlassParts(unary)
+
+    def score_outputs(self, scores, y):
+        """θ_y = unary[i, y[i]] of every example, shape (n_samples,)."""
+        y = _check_classes(y, scores)
+        return scores.unary[np.arange(y.shape[0]), y]

@@ -1,0 +1,279 @@
+"""Independent binary labels: score and part containers and the multilabel decoder."""
+
+import numpy as np
+from scipy.special import expit
+
+from ..losses._counting import CountingLoss
+from ..losses._task import HammingLoss, ZeroOneLoss
+from ..utils._parallel import threads_for
+from . import _independent_kernels as kernels
+from ._base import Decoder
+from ._chain import ChainDecoder, ChainScores
+from ._constrained import loss_augmented_map_by_statistic
+from ._multiclass import _check_unary
+
+__all__ = ["MultilabelScores", "MultilabelParts", "MultilabelDecoder"]
+
+
+class MultilabelScores:
+    """Part scores η of a batch of multilabel examples with independent binary labels.
+
+    The score of a 0/1 vector y of example ``i`` is θ_y = Σ_j unary[i, j] y_j: a label
+    that is off scores 0.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_samples, n_labels)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.decoders import MultilabelScores
+    >>> scores = MultilabelScores(np.array([[1., -2., 0.5]]))
+    >>> scores.n_examples, scores.n_labels
+    (1, 3)
+    """
+
+    def __init__(self, unary):
+        self.unary = _check_unary(unary, "n_labels")
+
+    @property
+    def n_labels(self):
+        """Number of binary labels of every example."""
+        return self.unary.shape[1]
+
+    @property
+    def n_examples(self):
+        """Number of examples in the batch."""
+        return self.unary.shape[0]
+
+    def replace(self, *, unary=None):
+        """A copy with the unary scores replaced."""
+        return MultilabelScores(self.unary if unary is None else unary)
+
+
+class MultilabelParts:
+    """Part vectors of a batch of multilabel examples: indicators or p(y_j = 1).
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_samples, n_labels)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.decoders import MultilabelParts, MultilabelScores
+    >>> parts = MultilabelParts(np.array([[1., 0., 1.]]))
+    >>> parts.dot(MultilabelScores(np.array([[1., -2., 0.5]])))
+    array([1.5])
+    """
+
+    def __init__(self, unary):
+        self.unary = unary
+
+    def __sub__(self, other):
+        return MultilabelParts(self.unary - other.unary)
+
+    def __isub__(self, other):
+        self.unary -= other.unary
+        return self
+
+    def scale(self, weights):
+        """Multiply the parts of example ``i`` by ``weights[i]``."""
+        return MultilabelParts(self.unary * np.asarray(weights, dtype=np.float64)[:, None])
+
+    def dot(self, scores):
+        """Per-example inner products ⟨a_i, η_i⟩, shape (n_samples,)."""
+        return np.einsum("ij,ij->i", self.unary, scores.unary)
+
+
+def _check_indicators(y, scores):
+    y = np.asarray(y)
+    if y.shape != scores.unary.shape:
+        raise ValueError(
+            f"y has shape {y.shape}; expected {scores.unary.shape}, a 0/1 indicator matrix "
+            "(n_samples, n_labels)."
+        )
+    if np.any((y != 0) & (y != 1)):
+        raise ValueError("y must be a 0/1 indicator matrix.")
+    return y.astype(np.int64)
+
+
+class _BinaryHamming(CountingLoss):
+    """A Hamming loss of binary labels as a count-statistic loss of (TP, FP).
+
+    With FN = N* − TP, Δ = c(0, 1) FP + c(1, 0) FN (divided by n_labels if normalized).
+    """
+
+    statistic_names = ("tp", "fp")
+
+    def __init__(self, hamming, n_labels):
+        super().__init__()
+        # one-token examples, so that a normalized loss is not divided here
+        costs = hamming.unary_costs(np.array([0, 1]), np.array([0, 1, 2]), 2)
+        scale = 1.0 / n_labels if hamming.normalize else 1.0
+        self.fp_cost, self.fn_cost = scale * costs[0, 1], scale * costs[1, 0]
+
+    def eta(self, stats, n_gold):
+        return self.fp_cost * stats[..., 1] + self.fn_cost * (n_gold - stats[..., 0])
+
+
+class MultilabelDecoder(Decoder):
+    """Exact inference for independent binary labels (multilabel classification).
+
+    MAP turns on the labels with positive score; the log-partition is
+    Σ_j log(1 + exp unary[i, j]) and the marginals p(y_j = 1) are the sigmoids of the
+    scores. The ``k`` best vectors flip the labels of the MAP vector in order of
+    increasing flip cost |unary| (a compiled heap enumeration). Loss-augmented MAP is exact
+    for the Hamming and 0/1 losses and for every count-statistic loss (F_β, precision,
+    recall, IoU, label count, where a label that is on is a positive), with margin or
+    slack rescaling: the labels of an example form a chain of binary states with zero
+    transition scores, which constrained message passing solves.
+
+    Notes
+    -----
+    Time per example with L labels: O(L) for MAP and marginals, O(L log L + k log k + k L)
+    for the ``k`` best, O(L³) for count-statistic losses and for the Hamming loss under
+    slack rescaling.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.decoders import MultilabelDecoder, MultilabelScores
+    >>> scores = MultilabelScores(np.array([[1., -2., 0.5]]))
+    >>> MultilabelDecoder().map(scores)
+    array([[1, 0, 1]])
+    >>> paths, top = MultilabelDecoder().top_k(scores, 3)
+    >>> paths[0].T
+    array([[1, 0, 1],
+           [1, 0, 0],
+           [0, 0, 1]])
+    >>> top
+    array([[1.5, 1. , 0.5]])
+    """
+
+    capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts"})
+
+    def map(self, scores, *, return_score=False):
+        """The best 0/1 vector of every example: the labels with positive score.
+
+        Parameters
+        ----------
+        scores : MultilabelScores
+        return_score : bool, default=False
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples, n_labels), int64
+        best : ndarray of shape (n_samples,)
+            Their scores, when ``return_score`` is True.
+        """
+        labels = (scores.unary > 0).astype(np.int64)
+        if return_score:
+            return labels, np.maximum(scores.unary, 0.0).sum(axis=1)
+        return labels
+
+    def log_partition(self, scores):
+        """Σ_j log(1 + exp unary[i, j]) of every example, shape (n_samples,)."""
+        return np.logaddexp(0.0, scores.unary).sum(axis=1)
+
+    def marginals(self, scores):
+        """Log-partition and label marginals.
+
+        Returns
+        -------
+        log_z : ndarray of shape (n_samples,)
+        marginals : MultilabelParts
+            p(y_j = 1), the sigmoid of the scores, shape (n_samples, n_labels); the gradient
+            of ``log_z``.
+        """
+        return self.log_partition(scores), MultilabelParts(expit(scores.unary))
+
+    def top_k(self, scores, k):
+        """The ``k`` best distinct 0/1 vectors of every example.
+
+        Parameters
+        ----------
+        scores : MultilabelScores
+        k : int >= 1
+
+        Returns
+        -------
+        paths : ndarray of shape (n_samples, n_labels, k), int64
+            ``paths[:, :, r]`` holds the ``r``-th best vectors; -1 where an example has
+            fewer than ``r + 1`` (that is, beyond 2 ** n_labels).
+        path_scores : ndarray of shape (n_samples, k)
+            Non-increasing along each row; -inf where fewer exist.
+        """
+        k = int(k)
+        if k < 1:
+            raise ValueError(f"k must be >= 1; got {k}.")
+        with threads_for(scores.unary.size * (k + np.log2(scores.n_labels + 1))):
+            return kernels.top_k_binary(scores.unary, k)
+
+    def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
+        """argmax_y H(θ_y, Δ(y_true, y)) for every example, exactly.
+
+        Margin rescaling maximizes θ_y + Δ(y_true, y); slack rescaling maximizes
+        Δ(y_true, y) (1 + θ_y − θ_{y_true}). The Hamming loss under margin rescaling adds
+        its per-label costs to the scores; the 0/1 loss compares the gold vector with the
+        best other vector (top-2); count-statistic losses, and the Hamming loss under slack
+        rescaling, use constrained message passing on the chain of binary states.
+
+        Parameters
+        ----------
+        scores : MultilabelScores
+        y_true : ndarray of shape (n_samples, n_labels)
+            Gold 0/1 indicators.
+        task_loss : TaskLoss
+            A multilabel output is scored as a sequence of n_labels binary states;
+            count-statistic losses are bound here to the positive state 1.
+        rescaling : {"margin", "slack"} or callable, default="margin"
+            A callable ``H(F, stats, example, gold_scores, n_gold)``, non-decreasing in F,
+            is accepted for count-statistic losses (see
+            :meth:`ChainDecoder.loss_augmented_map`).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_labels), int64
+        """
+        y_true = _check_indicators(y_true, scores)
+        n_samples, n_labels = y_true.shape
+        if isinstance(task_loss, HammingLoss) and rescaling == "margin":
+            costs = task_loss.unary_costs(
+                y_true.ravel(), np.arange(n_samples + 1) * n_labels, 2
+            ).reshape(n_samples, n_labels, 2)
+            return self.map(scores.replace(unary=scores.unary + costs[..., 1] - costs[..., 0]))
+        if isinstance(task_loss, HammingLoss) and rescaling == "slack":
+            task_loss = _BinaryHamming(task_loss, n_labels)
+        if isinstance(task_loss, CountingLoss):
+            unary = np.stack((np.zeros_like(scores.unary), scores.unary), axis=-1)
+            chain = ChainScores(
+                unary.reshape(-1, 2), np.arange(n_samples + 1) * n_labels,
+                np.zeros((2, 2)), np.zeros(2), np.zeros(2),
+            )
+            bound = task_loss.with_positive_states([False, True])
+            labels = loss_augmented_map_by_statistic(
+                ChainDecoder(), chain, y_true.ravel(), bound, rescaling
+            )
+            return labels.reshape(n_samples, n_labels)
+        if isinstance(task_loss, ZeroOneLoss) and rescaling in ("margin", "slack"):
+            # both rescalings prefer the best other vector y iff θ_y + 1 > θ_{y_true}
+            paths, top = self.top_k(scores, 2)
+            best_is_gold = np.all(paths[:, :, 0] == y_true, axis=1)
+            other = np.where(best_is_gold[:, None], paths[:, :, 1], paths[:, :, 0])
+            other_score = np.where(best_is_gold, top[:, 1], top[:, 0])
+            keep_gold = self.score_outputs(scores, y_true) >= other_score + 1.0
+            return np.where(keep_gold[:, None], y_true, other)
+        raise ValueError(
+            f"MultilabelDecoder has no exact loss-augmented MAP for "
+            f"{type(task_loss).__name__} with rescaling={rescaling!r}."
+        )
+
+    def parts(self, scores, y):
+        """Indicator parts of the 0/1 vectors ``y`` (n_samples, n_labels)."""
+        return MultilabelParts(_check_indicators(y, scores).astype(np.float64))
+
+    def score_outputs(self, scores, y):
+        """θ_y = Σ_j unary[i, j] y[i, j] of every example, shape (n_samples,)."""
+        return np.einsum("ij,ij->i", scores.unary, _check_indicators(y, scores))
