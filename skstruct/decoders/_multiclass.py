@@ -50,6 +50,14 @@ class MulticlassScores:
         """Number of examples in the batch."""
         return self.unary.shape[0]
 
+    @property
+    def offsets(self):
+        """Example ``i`` is the one-token "sequence" ``offsets[i]:offsets[i + 1]``.
+
+        Lets task losses, which work on stacked tokens, evaluate multiclass outputs.
+        """
+        return np.arange(self.n_examples + 1)
+
     def replace(self, *, unary=None):
         """A copy with the unary scores replaced."""
         return MulticlassScores(self.unary if unary is None else unary)

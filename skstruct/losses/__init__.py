@@ -13,7 +13,7 @@ from ._counting import (
     RecallLoss,
 )
 from ._task import HammingLoss, TaskLoss, ZeroOneLoss, check_task_loss
-from ._training import CRFLoss, TrainingLoss
+from ._training import CRFLoss, PerceptronLoss, StructuredHingeLoss, TrainingLoss
 
 __all__ = [
     "CRFLoss",
@@ -22,8 +22,10 @@ __all__ = [
     "HammingLoss",
     "IoULoss",
     "LabelCountLoss",
+    "PerceptronLoss",
     "PrecisionLoss",
     "RecallLoss",
+    "StructuredHingeLoss",
     "TaskLoss",
     "TrainingLoss",
     "ZeroOneLoss",

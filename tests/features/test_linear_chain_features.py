@@ -43,3 +43,17 @@ def test_csr_transpose_matmul_matches_scipy(rng, monkeypatch):
     np.testing.assert_allclose(_sparse.csr_transpose_matmul(matrix, dense), expected, atol=1e-12)
     monkeypatch.setattr(_sparse, "_SCATTER_BUFFER_LIMIT", 0)
     np.testing.assert_allclose(_sparse.csr_transpose_matmul(matrix, dense), expected, atol=1e-12)
+
+
+def test_linear_features_transpose_is_the_adjoint(rng):
+    from skstruct.decoders import MulticlassParts, MulticlassScores
+    from skstruct.features import LinearFeatures
+
+    dense = rng.normal(size=(7, 5))
+    for X in (dense, sp.csr_matrix(np.where(dense > 0, dense, 0.0))):
+        batch = SequenceBatch(X, np.arange(8))
+        features = LinearFeatures(5, 3, MulticlassScores)
+        w = rng.normal(size=features.n_params)
+        grad = MulticlassParts(rng.normal(size=(7, 3)))
+        lhs = grad.dot(features.scores(batch, w)).sum()
+        assert np.isclose(lhs, w @ features.transpose(batch, grad), rtol=1e-12)

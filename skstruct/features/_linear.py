@@ -1,0 +1,53 @@
+"""The linear feature map of unstructured outputs (one score per class or per label)."""
+
+import numpy as np
+
+from ._sparse import matmul, transpose_matmul
+
+__all__ = ["LinearFeatures"]
+
+
+class LinearFeatures:
+    """Part scores X @ W + b for multiclass or multilabel outputs, and the transpose.
+
+    The parameter vector w concatenates W (n_features, n_outputs) and the bias b
+    (n_outputs,). Row ``i`` of the unary scores holds the score of every class (multiclass)
+    or of every label being on (multilabel) for example ``i``.
+
+    Parameters
+    ----------
+    n_features : int
+    n_outputs : int
+        Number of classes or labels.
+    scores_type : type
+        The score container to build, e.g. ``MulticlassScores`` or ``MultilabelScores``;
+        it is constructed from the unary scores alone.
+    """
+
+    def __init__(self, n_features, n_outputs, scores_type):
+        self.n_features = int(n_features)
+        self.n_outputs = int(n_outputs)
+        self.scores_type = scores_type
+
+    @property
+    def n_params(self):
+        """Length of the parameter vector w."""
+        return (self.n_features + 1) * self.n_outputs
+
+    def unpack(self, w):
+        """Views of ``w``: (W (n_features, n_outputs), b (n_outputs,))."""
+        cut = self.n_features * self.n_outputs
+        return w[:cut].reshape(self.n_features, self.n_outputs), w[cut:]
+
+    def pack(self, unary, bias):
+        """The inverse of :meth:`unpack`."""
+        return np.concatenate([np.ravel(unary), np.ravel(bias)])
+
+    def scores(self, batch, w):
+        """Part scores of every example of ``batch`` (one row of ``batch.X`` each)."""
+        unary, bias = self.unpack(w)
+        return self.scores_type(matmul(batch.X, unary) + bias)
+
+    def transpose(self, batch, grad):
+        """Gradient with respect to w from per-example part-score gradients ``grad``."""
+        return self.pack(transpose_matmul(batch.X, grad.unary), grad.unary.sum(axis=0))
