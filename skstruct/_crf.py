@@ -9,7 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._sequence_base import SequenceEstimator
+from ._structured_base import StructuredEstimator
 from .decoders import ChainDecoder, Decoder, check_capability
 from .features import LinearChainFeatures
 from .losses import CRFLoss, TaskLoss
@@ -19,7 +19,7 @@ from .utils._sequences import check_sequences, split_sequences
 __all__ = ["CRF"]
 
 
-class CRF(SequenceEstimator):
+class CRF(StructuredEstimator):
     """Linear-chain conditional random field trained by L-BFGS.
 
     Models p(y | x) ∝ exp θ_y with
@@ -105,6 +105,8 @@ class CRF(SequenceEstimator):
     [['B', 'I', 'I'], ['I', 'B']]
     """
 
+    _output_kinds = ("sequence",)
+
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="left")],
         "cost": [None, StrOptions({"hamming"}), TaskLoss],
@@ -183,7 +185,9 @@ class CRF(SequenceEstimator):
         -------
         self : CRF
         """
-        batch, classes, y_encoded, weights = self._validate_training_data(X, y, sample_weight)
+        _, batch, classes, y_encoded, weights = self._validate_training_data(
+            X, y, sample_weight
+        )
         loss = CRFLoss(cost=self.cost)
         decoder = self._make_decoder(loss)
         features = LinearChainFeatures(batch.n_features, classes.shape[0])
@@ -205,6 +209,7 @@ class CRF(SequenceEstimator):
                 ConvergenceWarning,
             )
         unary, transition, start, end = features.unpack(result.w)
+        self.output_kind_ = "sequence"
         self.classes_ = classes
         self.n_features_in_ = batch.n_features
         self.coef_ = np.ascontiguousarray(unary).T
