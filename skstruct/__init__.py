@@ -14,7 +14,8 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from ._crf import CRF  # noqa: E402
+from ._ssvm import StructuredPerceptron, StructuredSVM  # noqa: E402
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["CRF", "__version__"]
+__all__ = ["CRF", "StructuredPerceptron", "StructuredSVM", "__version__"]

@@ -15,7 +15,7 @@ from sklearn.utils.estimator_checks import (
     check_set_params,
 )
 
-from skstruct import CRF
+from skstruct import CRF, StructuredPerceptron, StructuredSVM
 from skstruct.datasets import load_conll2000
 from skstruct.metrics import span_f1_scorer, token_accuracy_scorer
 from skstruct.preprocessing import SequenceVectorizer, sentences_to_features
@@ -23,7 +23,12 @@ from skstruct.preprocessing import SequenceVectorizer, sentences_to_features
 # Short fits on purpose: the contract, not the optimum, is under test.
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
-ESTIMATORS = [CRF(alpha=1e-3, max_iter=30)]
+ESTIMATORS = [
+    CRF(alpha=1e-3, max_iter=30),
+    StructuredSVM(alpha=1e-2, max_iter=5, random_state=0),
+    StructuredSVM(solver="subgradient", max_iter=5, random_state=0),
+    StructuredPerceptron(max_iter=5, random_state=0),
+]
 
 
 def _ids(estimator):
@@ -92,11 +97,12 @@ def test_grid_search_in_a_pipeline(estimator, chunking):
     X, y = chunking
     pipeline = make_pipeline(SequenceVectorizer(), clone(estimator))
     step = pipeline.steps[-1][0]
-    search = GridSearchCV(
-        pipeline, {f"{step}__alpha": [1e-3, 1e-1]}, cv=KFold(2), scoring=span_f1_scorer
-    )
+    name, values = ("alpha", [1e-3, 1e-1]) if "alpha" in estimator.get_params() else (
+        "max_iter", [2, 5])
+    search = GridSearchCV(pipeline, {f"{step}__{name}": values}, cv=KFold(2),
+                          scoring=span_f1_scorer)
     search.fit(X, y)
-    assert set(search.cv_results_["param_" + step + "__alpha"]) == {1e-3, 1e-1}
+    assert set(search.cv_results_[f"param_{step}__{name}"]) == set(values)
     assert 0.3 < search.best_score_ <= 1.0
     assert len(search.predict(X[:3])) == 3
 

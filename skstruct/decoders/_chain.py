@@ -119,6 +119,37 @@ class ChainParts:
             self.offsets,
         )
 
+    def __add__(self, other):
+        return ChainParts(
+            self.unary + other.unary,
+            self.transition + other.transition,
+            self.start + other.start,
+            self.end + other.end,
+            self.offsets,
+        )
+
+    def __mul__(self, factor):
+        return ChainParts(
+            self.unary * factor,
+            self.transition * factor,
+            self.start * factor,
+            self.end * factor,
+            self.offsets,
+        )
+
+    __rmul__ = __mul__
+
+    def example(self, i):
+        """The parts of sequence ``i`` alone, as views: writing to them writes here."""
+        a, b = self.offsets[i], self.offsets[i + 1]
+        return ChainParts(
+            self.unary[a:b],
+            self.transition[i : i + 1],
+            self.start[i : i + 1],
+            self.end[i : i + 1],
+            np.array([0, b - a]),
+        )
+
     def __isub__(self, other):
         self.unary -= other.unary
         self.transition -= other.transition

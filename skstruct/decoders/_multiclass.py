@@ -85,6 +85,18 @@ class MulticlassParts:
     def __sub__(self, other):
         return MulticlassParts(self.unary - other.unary)
 
+    def __add__(self, other):
+        return MulticlassParts(self.unary + other.unary)
+
+    def __mul__(self, factor):
+        return MulticlassParts(self.unary * factor)
+
+    __rmul__ = __mul__
+
+    def example(self, i):
+        """The parts of example ``i`` alone, as a view."""
+        return MulticlassParts(self.unary[i : i + 1])
+
     def __isub__(self, other):
         self.unary -= other.unary
         return self

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from ._linear_chain import _present_columns
 from ._sparse import matmul, transpose_matmul
 
 __all__ = ["LinearFeatures"]
@@ -51,3 +52,20 @@ class LinearFeatures:
     def transpose(self, batch, grad):
         """Gradient with respect to w from per-example part-score gradients ``grad``."""
         return self.pack(transpose_matmul(batch.X, grad.unary), grad.unary.sum(axis=0))
+
+    def example_transpose(self, batch, grad):
+        """Sparse gradient with respect to w for a batch of one example.
+
+        Returns
+        -------
+        indices : ndarray of shape (n_touched,), int64
+            Positions in w, without repetition.
+        values : ndarray of shape (n_touched,)
+        """
+        columns, local = _present_columns(batch.X)
+        unary = local.T @ grad.unary
+        m = self.n_outputs
+        indices = np.concatenate(
+            [(columns[:, None] * m + np.arange(m)).ravel(), self.n_features * m + np.arange(m)]
+        )
+        return indices, np.concatenate([unary.ravel(), grad.unary.sum(axis=0)])

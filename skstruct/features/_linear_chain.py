@@ -1,6 +1,7 @@
 """The linear feature map of first-order chains."""
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..decoders._chain import ChainScores
 from ._sparse import matmul, transpose_matmul
@@ -78,3 +79,43 @@ class LinearChainFeatures:
             grad.start.sum(axis=0),
             grad.end.sum(axis=0),
         )
+
+    def example_transpose(self, batch, grad):
+        """Sparse gradient with respect to w for a batch of one sequence.
+
+        Only the unary weights of the features present in the sequence, and the pairwise
+        parameters, can be nonzero.
+
+        Parameters
+        ----------
+        batch : SequenceBatch
+            One sequence.
+        grad : ChainParts
+            Its gradient with respect to the part scores.
+
+        Returns
+        -------
+        indices : ndarray of shape (n_touched,), int64
+            Positions in w, without repetition.
+        values : ndarray of shape (n_touched,)
+        """
+        columns, local = _present_columns(batch.X)
+        unary = local.T @ grad.unary
+        s = self.n_states
+        base = self.n_features * s
+        indices = np.concatenate(
+            [(columns[:, None] * s + np.arange(s)).ravel(), base + np.arange(s * s + 2 * s)]
+        )
+        values = np.concatenate(
+            [unary.ravel(), grad.transition.sum(axis=0).ravel(), grad.start.sum(axis=0),
+             grad.end.sum(axis=0)]
+        )
+        return indices, values
+
+
+def _present_columns(X):
+    """The columns with a nonzero entry, and X restricted to them as a dense array."""
+    if sp.issparse(X):
+        columns = np.unique(X.indices).astype(np.int64)
+        return columns, X[:, columns].toarray()
+    return np.arange(X.shape[1]), np.asarray(X)

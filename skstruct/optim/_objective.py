@@ -46,12 +46,31 @@ class RegularizedRisk:
         """Length of the parameter vector w."""
         return self.features.n_params
 
+    @property
+    def n_examples(self):
+        """Number of training examples."""
+        return self.batch.n_sequences
+
+    @property
+    def weights(self):
+        """Normalized example weights ω_i = s_i / Σ_j s_j, shape (n_examples,)."""
+        return self._weights
+
+    def gold(self, scores):
+        """Indicator parts of the training outputs (computed once, laid out like scores)."""
+        if self._gold is None:
+            self._gold = self.decoder.parts(scores, self.y)
+        return self._gold
+
+    def example(self, i):
+        """Inputs and encoded output of example ``i`` alone: (SequenceBatch, y_i)."""
+        a, b = self.batch.offsets[i], self.batch.offsets[i + 1]
+        return self.batch.take([i]), self.y[a:b]
+
     def data_term(self, w):
         """Per-example losses ℓ_i and the weighted gradient of the data term."""
         scores = self.features.scores(self.batch, w)
-        if self._gold is None:
-            self._gold = self.decoder.parts(scores, self.y)
-        values, grad_parts = self.loss(self.decoder, scores, self.y, gold=self._gold)
+        values, grad_parts = self.loss(self.decoder, scores, self.y, gold=self.gold(scores))
         if self._uniform:
             grad = self.features.transpose(self.batch, grad_parts) * self._weights[0]
         else:

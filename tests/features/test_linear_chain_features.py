@@ -57,3 +57,29 @@ def test_linear_features_transpose_is_the_adjoint(rng):
         grad = MulticlassParts(rng.normal(size=(7, 3)))
         lhs = grad.dot(features.scores(batch, w)).sum()
         assert np.isclose(lhs, w @ features.transpose(batch, grad), rtol=1e-12)
+
+
+def test_example_transpose_equals_the_dense_transpose(rng):
+    from skstruct.decoders import MulticlassParts, MulticlassScores
+    from skstruct.features import LinearFeatures
+
+    dense = rng.normal(size=(4, 6))
+    dense[:, [1, 4]] = 0.0
+    for X in (dense, sp.csr_matrix(dense)):
+        batch = SequenceBatch(X, np.array([0, 4]))
+        chain = LinearChainFeatures(6, 3)
+        grad = ChainParts(rng.normal(size=(4, 3)), rng.normal(size=(1, 3, 3)),
+                          rng.normal(size=(1, 3)), rng.normal(size=(1, 3)), batch.offsets)
+        dense_grad = chain.transpose(batch, grad)
+        indices, values = chain.example_transpose(batch, grad)
+        assert len(np.unique(indices)) == len(indices)
+        rebuilt = np.zeros(chain.n_params)
+        rebuilt[indices] = values
+        np.testing.assert_allclose(rebuilt, dense_grad, atol=1e-12)
+        one = SequenceBatch(X[:1], np.array([0, 1]))
+        flat = LinearFeatures(6, 3, MulticlassScores)
+        grad1 = MulticlassParts(rng.normal(size=(1, 3)))
+        indices, values = flat.example_transpose(one, grad1)
+        rebuilt = np.zeros(flat.n_params)
+        rebuilt[indices] = values
+        np.testing.assert_allclose(rebuilt, flat.transpose(one, grad1), atol=1e-12)

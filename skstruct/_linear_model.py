@@ -1,0 +1,86 @@
+"""Fitted linear structured models: parameters stored as scikit-learn attributes."""
+
+import numpy as np
+from sklearn.base import clone
+
+from ._structured_base import StructuredEstimator
+from .decoders import check_capability
+from .utils._sequences import split_sequences
+
+__all__ = ["LinearStructuredModel"]
+
+
+class LinearStructuredModel(StructuredEstimator):
+    """A structured estimator whose part scores are linear in its parameters.
+
+    Fitted attributes: ``coef_`` (n_outputs, n_features) for every kind; for sequences
+    ``transition_`` (n_classes, n_classes), ``start_transition_`` and ``end_transition_``
+    (n_classes,); for multiclass and multilabel ``intercept_`` (n_outputs,).
+    """
+
+    def _make_decoder(self, kind, needs):
+        """The decoder to use: ``self.decoder`` (cloned) or the default for ``kind``."""
+        decoder = self._default_decoder(kind) if self.decoder is None else clone(self.decoder)
+        decoder._validate_params()
+        for capability, use in needs:
+            check_capability(decoder, capability, use)
+        return decoder
+
+    def _features(self):
+        return self._feature_map(self.output_kind_, self.n_features_in_, len(self.classes_))
+
+    def _store_params(self, features, w):
+        if self.output_kind_ == "sequence":
+            unary, transition, start, end = features.unpack(w)
+            self.transition_ = transition.copy()
+            self.start_transition_ = start.copy()
+            self.end_transition_ = end.copy()
+        else:
+            unary, bias = features.unpack(w)
+            self.intercept_ = bias.copy()
+        self.coef_ = np.ascontiguousarray(unary).T
+
+    def _params(self):
+        features = self._features()
+        if self.output_kind_ == "sequence":
+            return features.pack(
+                self.coef_.T, self.transition_, self.start_transition_, self.end_transition_
+            )
+        return features.pack(self.coef_.T, self.intercept_)
+
+    def _initial_params(self, features, kind, classes, n_features):
+        if not (self.warm_start and hasattr(self, "coef_")):
+            return np.zeros(features.n_params)
+        if (kind != self.output_kind_ or not np.array_equal(classes, self.classes_)
+                or n_features != self.n_features_in_):
+            raise ValueError(
+                "warm_start=True needs the same kind of outputs, classes and number of "
+                f"features as the previous fit ({self.output_kind_} outputs, classes "
+                f"{self.classes_.tolist()}, {self.n_features_in_} features)."
+            )
+        return self._params()
+
+    def _scores(self, batch):
+        return self._features().scores(batch, self._params())
+
+    def _decode(self, batch):
+        return self.decoder_.map(self._scores(batch))
+
+    def decision_function(self, X):
+        """Unary scores: per class (multiclass), per label (multilabel), or per token and
+        class (sequences; transitions excluded).
+
+        Parameters
+        ----------
+        X : as in :meth:`predict`
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs), or list of ndarray of shape
+        (n_tokens_i, n_classes) for sequences
+        """
+        batch = self._validate_prediction_data(X)
+        unary = self._scores(batch).unary
+        if self.output_kind_ == "sequence":
+            return split_sequences(unary, batch.offsets)
+        return unary

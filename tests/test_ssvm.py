@@ -1,0 +1,141 @@
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.svm import LinearSVC
+
+from skstruct import StructuredPerceptron, StructuredSVM
+from skstruct.decoders import MulticlassDecoder, MulticlassScores
+from skstruct.features import LinearFeatures
+from skstruct.losses import StructuredHingeLoss
+from skstruct.optim import RegularizedRisk, structured_hinge_primal
+from skstruct.utils import SequenceBatch
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+
+
+
+def _primal(X, y, alpha, coef, intercept):
+    features = LinearFeatures(X.shape[1], coef.shape[0], MulticlassScores)
+    risk = RegularizedRisk(features, SequenceBatch(X, np.arange(len(X) + 1)), y,
+                           MulticlassDecoder(), StructuredHingeLoss(), alpha, np.ones(len(X)))
+    return structured_hinge_primal(risk, features.pack(coef.T, intercept))[0]
+
+
+def _sequences(rng, n=40):
+    X, y = [], []
+    for _ in range(n):
+        length = rng.integers(2, 6)
+        states = np.cumsum(rng.integers(0, 2, size=length)) % 3
+        features = rng.normal(size=(length, 3)) * 0.5
+        features[np.arange(length), states] += 1.0
+        X.append(features)
+        y.append(np.array(["A", "B", "C"])[states])
+    return X, y
+
+
+def test_multiclass_ssvm_reaches_the_crammer_singer_optimum(rng):
+    X = rng.normal(size=(60, 4))
+    y = np.digitize(X[:, 0] + 0.5 * rng.normal(size=60), [-0.5, 0.5])
+    alpha = 0.05
+    ours = StructuredSVM(alpha=alpha, max_iter=300, tol=1e-5, random_state=0).fit(X, y)
+    gap = ours.duality_gaps_[-1]
+    assert gap <= 1e-3 * ours.objective_curve_[-1]
+    # the bias is penalized like a constant feature
+    augmented = np.hstack([X, np.ones((60, 1))])
+    svc = LinearSVC(multi_class="crammer_singer", C=1 / (alpha * 60), fit_intercept=False,
+                    tol=1e-10, max_iter=200_000).fit(augmented, y)
+    ours_value = _primal(X, y, alpha, ours.coef_, ours.intercept_)
+    svc_value = _primal(X, y, alpha, svc.coef_[:, :4], svc.coef_[:, 4])
+    # the gap bounds our suboptimality; liblinear's solution is optimal to ~1e-8
+    assert svc_value - 1e-6 <= ours_value <= svc_value + gap
+    assert ours.objective_curve_[-1] == pytest.approx(ours_value, rel=1e-12)
+
+
+def test_solvers_reach_the_same_optimum(rng):
+    X, y = _sequences(rng, n=25)
+    bcfw = StructuredSVM(alpha=0.1, max_iter=200, tol=1e-5, random_state=0).fit(X, y)
+    sgd = StructuredSVM(alpha=0.1, solver="subgradient", max_iter=200, tol=0.0,
+                        random_state=0).fit(X, y)
+    gap = bcfw.duality_gaps_[-1]
+    assert gap <= 5e-3 * bcfw.objective_curve_[-1]
+    # P(sgd) >= P* >= P(bcfw) - gap, and the subgradient method gets close to P*
+    assert sgd.objective_curve_[-1] >= bcfw.objective_curve_[-1] - gap
+    assert sgd.objective_curve_[-1] == pytest.approx(bcfw.objective_curve_[-1], rel=1e-2)
+
+
+def test_duality_gap_certifies_the_primal(rng):
+    X, y = _sequences(rng, n=20)
+    model = StructuredSVM(alpha=0.2, max_iter=30, tol=0.0, random_state=0).fit(X, y)
+    gaps = model.duality_gaps_
+    assert np.all(gaps >= -1e-10)
+    assert gaps[-1] < gaps[0]
+    assert model.score(X, y) > 0.8
+
+
+@pytest.mark.parametrize("loss", ["hamming", "f1", "iou", "zero_one"])
+def test_slack_rescaling_with_subgradient_decreases_the_objective(rng, loss):
+    X, y = _sequences(rng, n=30)
+    if loss == "zero_one":
+        with pytest.raises(ValueError, match="ZeroOneLoss with rescaling='slack'"):
+            StructuredSVM(loss=loss, rescaling="slack", solver="subgradient").fit(X, y)
+        return
+    if loss == "hamming":
+        with pytest.raises(ValueError, match="HammingLoss with rescaling='slack'"):
+            StructuredSVM(loss=loss, rescaling="slack", solver="subgradient").fit(X, y)
+        return
+    model = StructuredSVM(loss=loss, rescaling="slack", solver="subgradient", alpha=0.1,
+                          max_iter=30, tol=0.0, random_state=0).fit(X, y)
+    curve = model.objective_curve_
+    assert curve[-1] < curve[0]
+    assert model.score(X, y) > 0.6
+
+
+def test_bcfw_rejects_slack_rescaling(rng):
+    X, y = _sequences(rng, n=5)
+    with pytest.raises(ValueError, match="margin rescaling only"):
+        StructuredSVM(rescaling="slack").fit(X, y)
+
+
+def test_perceptron_separates_separable_data(rng):
+    X = rng.normal(size=(80, 3))
+    y = np.where(X[:, 0] + X[:, 1] > 0, "pos", "neg")
+    model = StructuredPerceptron(max_iter=100, random_state=0).fit(X, y)
+    assert model.objective_curve_[-1] == 0
+    assert model.score(X, y) == 1.0
+    Xs, ys = _sequences(rng)
+    seq = StructuredPerceptron(max_iter=20, random_state=0).fit(Xs, ys)
+    assert seq.score(Xs, ys) > 0.8
+    assert seq.transition_.shape == (3, 3)
+
+
+def test_fitted_attributes_by_kind(rng):
+    X, y = _sequences(rng, n=10)
+    model = StructuredSVM(max_iter=3).fit(X, y)
+    assert model.output_kind_ == "sequence" and model.coef_.shape == (3, 3)
+    assert not hasattr(model, "intercept_")
+    Xm = rng.normal(size=(30, 5))
+    ym = rng.integers(0, 4, size=30)
+    multi = StructuredSVM(max_iter=3).fit(Xm, ym)
+    assert multi.output_kind_ == "multiclass"
+    assert multi.coef_.shape == (4, 5) and multi.intercept_.shape == (4,)
+    np.testing.assert_allclose(multi.decision_function(Xm), Xm @ multi.coef_.T + multi.intercept_)
+    assert multi.n_iter_ == len(multi.objective_curve_) == len(multi.duality_gaps_)
+
+
+def test_warm_start_subgradient(rng):
+    X, y = _sequences(rng, n=20)
+    model = StructuredSVM(solver="subgradient", max_iter=5, tol=0.0, warm_start=True,
+                          random_state=0).fit(X, y)
+    first = model.objective_curve_[-1]
+    model.fit(X, y)
+    assert model.objective_curve_[0] <= first * 1.05
+
+
+def test_f1_loss_binds_the_outside_label(rng):
+    X, y = _sequences(rng, n=10)
+    y = [np.where(labels == "A", "O", labels) for labels in y]
+    model = StructuredSVM(loss="f1", max_iter=3).fit(X, y)
+    np.testing.assert_array_equal(model.loss_.positive_states_, model.classes_ != "O")
