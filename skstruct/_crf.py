@@ -4,14 +4,13 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import _fit_context, clone
+from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._structured_base import StructuredEstimator
-from .decoders import ChainDecoder, Decoder, check_capability
-from .features import LinearChainFeatures
+from ._linear_model import LinearStructuredModel
+from .decoders import Decoder
 from .losses import CRFLoss, TaskLoss
 from .optim import RegularizedRisk, minimize_lbfgs, minimize_lbfgsb
 from .utils._sequences import check_sequences, split_sequences
@@ -19,7 +18,7 @@ from .utils._sequences import check_sequences, split_sequences
 __all__ = ["CRF"]
 
 
-class CRF(StructuredEstimator):
+class CRF(LinearStructuredModel):
     """Linear-chain conditional random field trained by L-BFGS.
 
     Models p(y | x) ∝ exp θ_y with
@@ -142,32 +141,6 @@ class CRF(StructuredEstimator):
         self.verbose = verbose
         self.callback = callback
 
-    def _make_decoder(self, loss):
-        decoder = ChainDecoder() if self.decoder is None else clone(self.decoder)
-        decoder._validate_params()
-        loss.check_decoder(decoder)
-        check_capability(decoder, "map", "CRF prediction")
-        return decoder
-
-    def _initial_params(self, features, classes):
-        if not (self.warm_start and hasattr(self, "coef_")):
-            return np.zeros(features.n_params)
-        if not np.array_equal(classes, self.classes_) or features.n_features != self.n_features_in_:
-            raise ValueError(
-                "warm_start=True needs the same classes and number of features as the "
-                f"previous fit (classes {self.classes_.tolist()} and "
-                f"{self.n_features_in_} features)."
-            )
-        return self._params()
-
-    def _params(self):
-        return self._features().pack(
-            self.coef_.T, self.transition_, self.start_transition_, self.end_transition_
-        )
-
-    def _features(self):
-        return LinearChainFeatures(self.n_features_in_, self.classes_.shape[0])
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Fit the CRF.
@@ -189,9 +162,11 @@ class CRF(StructuredEstimator):
             X, y, sample_weight
         )
         loss = CRFLoss(cost=self.cost)
-        decoder = self._make_decoder(loss)
-        features = LinearChainFeatures(batch.n_features, classes.shape[0])
-        w0 = self._initial_params(features, classes)
+        decoder = self._make_decoder(
+            "sequence", [("marginals", "CRF training"), ("map", "CRF prediction")]
+        )
+        features = self._feature_map("sequence", batch.n_features, len(classes))
+        w0 = self._initial_params(features, "sequence", classes, batch.n_features)
         risk = RegularizedRisk(features, batch, y_encoded, decoder, loss, self.alpha, weights)
         minimize = minimize_lbfgs if self.solver == "lbfgs" else minimize_lbfgsb
         result = minimize(
@@ -208,24 +183,14 @@ class CRF(StructuredEstimator):
                 "increase max_iter or tol.",
                 ConvergenceWarning,
             )
-        unary, transition, start, end = features.unpack(result.w)
         self.output_kind_ = "sequence"
         self.classes_ = classes
         self.n_features_in_ = batch.n_features
-        self.coef_ = np.ascontiguousarray(unary).T
-        self.transition_ = transition.copy()
-        self.start_transition_ = start.copy()
-        self.end_transition_ = end.copy()
+        self._store_params(features, result.w)
         self.decoder_ = decoder
         self.n_iter_ = result.n_iter
         self.objective_curve_ = np.asarray(result.objective_curve)
         return self
-
-    def _scores(self, batch):
-        return self._features().scores(batch, self._params())
-
-    def _decode(self, batch):
-        return self.decoder_.map(self._scores(batch))
 
     def predict_marginals(self, X):
         """Per-token label probabilities p(y_t = k | x).
@@ -266,17 +231,3 @@ class CRF(StructuredEstimator):
             raise ValueError(f"y contains labels not seen in fit: {np.unique(y_flat[unknown])}.")
         scores = self._scores(batch)
         return self.decoder_.score_outputs(scores, encoded) - self.decoder_.log_partition(scores)
-
-    def decision_function(self, X):
-        """Unary label scores ``x_t @ coef_.T`` of every token (transitions excluded).
-
-        Parameters
-        ----------
-        X : list of array-like or sparse matrices of shape (n_tokens_i, n_features)
-
-        Returns
-        -------
-        list of ndarray of shape (n_tokens_i, n_classes)
-        """
-        batch = self._validate_prediction_data(X)
-        return split_sequences(self._scores(batch).unary, batch.offsets)
