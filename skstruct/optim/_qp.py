@@ -61,8 +61,8 @@ class QPResult:
         ξ(α) − Σ_j α_j r_j; zero certifies optimality on the working set.
     kkt_residual : float
         The largest violation of the optimality conditions, in units of Δ̄ (see Notes of
-        :func:`solve_capped_simplex_qp`); at most ``duality_gap``'s upper bound, zero at
-        the optimum.
+        :func:`solve_capped_simplex_qp`): zero at the optimum, and an upper bound of
+        ``duality_gap``.
     n_iter : int
         Number of active-set iterations (steps plus releases of a bound).
     converged : bool
@@ -220,8 +220,8 @@ def _direction(hessian, grad, free, pivot_position, grad_tol):
             pass
     if y is None:
         values, vectors = eigh(reduced, check_finite=False)
-        biggest = max(float(values[-1]), 0.0)
-        positive = values > _NULL_CURVATURE * biggest if biggest > 0 else np.zeros_like(values, bool)
+        biggest = float(values[-1])
+        positive = values > _NULL_CURVATURE * biggest if biggest > 0 else values > np.inf
         null = vectors[:, ~positive]
         b_null = null.T @ b
         if b_null.size and float(np.abs(b_null).max()) > grad_tol:
@@ -264,9 +264,10 @@ def solve_capped_simplex_qp(gram, linear, scale, *, alpha0=None, tol=1e-10, max_
     tol : float, default=1e-10
         Optimality tolerance relative to the losses, in units of max_j |Δ̄_j|: stop when
         the violations r_j = Δ̄_j − scale · (Gα)_j of the planes in the support agree,
-        and no plane outside it exceeds them, up to ``tol`` times that size (then the
-        duality gap is below it too). It is raised to the rounding error of r if that is
-        larger, 2 √(J + 1) ε · scale · max_j Σ_k |G_jk| α_k.
+        and no plane outside it exceeds them, up to ``tol`` times that size; the KKT
+        residual, and the duality gap which it bounds, are then of that order. It is
+        raised to the rounding error of r if that is larger,
+        2 √(J + 1) ε · scale · max_j Σ_k |G_jk| α_k.
     max_iter : int, default=10000
         Maximum number of active-set iterations.
 
