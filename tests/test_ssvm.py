@@ -139,3 +139,22 @@ def test_f1_loss_binds_the_outside_label(rng):
     y = [np.where(labels == "A", "O", labels) for labels in y]
     model = StructuredSVM(loss="f1", max_iter=3).fit(X, y)
     np.testing.assert_array_equal(model.loss_.positive_states_, model.classes_ != "O")
+
+
+@pytest.mark.parametrize("rescaling", ["margin", "slack"])
+def test_cutting_plane_reaches_the_optimum(rng, rescaling):
+    X, y = _sequences(rng, n=25)
+    loss = "f1" if rescaling == "slack" else "hamming"
+    y = [np.where(labels == "A", "O", labels) for labels in y]
+    plane = StructuredSVM(loss=loss, rescaling=rescaling, solver="cutting_plane", alpha=0.1,
+                          max_iter=300, tol=1e-6).fit(X, y)
+    assert plane.duality_gaps_[-1] <= 1e-5
+    assert np.all(plane.duality_gaps_ >= -1e-9)
+    sgd = StructuredSVM(loss=loss, rescaling=rescaling, solver="subgradient", alpha=0.1,
+                        max_iter=200, tol=0.0, random_state=0).fit(X, y)
+    final = plane.objective_curve_[-1]
+    assert sgd.objective_curve_[-1] >= final - 1e-5
+    assert sgd.objective_curve_[-1] == pytest.approx(final, rel=2e-2)
+    if rescaling == "margin":
+        bcfw = StructuredSVM(alpha=0.1, max_iter=200, tol=1e-5, random_state=0).fit(X, y)
+        assert bcfw.objective_curve_[-1] == pytest.approx(final, rel=5e-3)

@@ -1,4 +1,4 @@
-"""Compiled k-best enumeration for independent binary labels.
+"""Compiled k-best enumeration and loss-augmented MAP for independent binary labels.
 
 The best 0/1 vector of an example turns on exactly the labels with positive score; any
 other vector differs from it on a set S of labels and scores |unary| summed over S less.
@@ -7,12 +7,22 @@ flip costs c = |unary|. With the labels sorted by cost, every non-empty subset w
 largest element j comes from exactly one smaller subset by one of two moves: add j + 1,
 or replace j by j + 1. A heap over these moves pops the subsets in non-decreasing order of
 their sums, O(k log k) after an O(L log L) sort (L = n_labels).
+
+A count-statistic loss of binary labels is a function of (TP, FP), and the best vector
+with TP = a and FP = b turns on the a best gold-positive labels and the b best
+gold-negative ones: its score is P[a] + Q[b], with P and Q the prefix sums of the two
+groups' scores sorted in decreasing order. Loss-augmented MAP is therefore an argmax over
+the (N* + 1) (L − N* + 1) values of (TP, FP), N* the number of gold positives.
 """
 
 import numpy as np
 from numba import njit, prange
 
 _NJIT = dict(cache=True, nogil=True)
+
+#: How :func:`count_loss_augmented_map` combines the score F of a (TP, FP) cell with the
+#: table value t: F + t, (1 + F − θ_gold) t, or t itself.
+MARGIN, SLACK, GIVEN = 0, 1, 2
 
 
 @njit(inline="always")
@@ -109,3 +119,58 @@ def top_k_binary(unary, k):
                 paths[i, j, r] = 1 - paths[i, j, r]
                 m = prefix[m]
     return paths, scores
+
+
+@njit(parallel=True, **_NJIT)
+def count_loss_augmented_map(unary, y_true, table, table_start, mode, gold):
+    """The best 0/1 vector of every example for an objective of its score and (TP, FP).
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_samples, n_labels)
+    y_true : ndarray of shape (n_samples, n_labels), int64
+        Gold 0/1 indicators; N*_i = Σ_j y_true[i, j].
+    table : ndarray of shape (n_rows,)
+        Example ``i`` reads the (N*_i + 1) × (n_labels − N*_i + 1) grid, TP-major, that
+        starts at ``table_start[i]``: the loss Δ(TP, FP) for MARGIN and SLACK, the
+        objective itself for GIVEN.
+    table_start : ndarray of shape (n_samples,), int64
+    mode : {MARGIN, SLACK, GIVEN}
+    gold : ndarray of shape (n_samples,)
+        θ of the gold vectors (read by SLACK only).
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_labels), int64
+        The a best gold positives and b best gold negatives on, (a, b) the first argmax.
+    """
+    n_samples, n_labels = unary.shape
+    labels = np.zeros((n_samples, n_labels), dtype=np.int64)
+    for i in prange(n_samples):
+        order = np.argsort(-unary[i])
+        prefix = np.zeros((2, n_labels + 1))  # P (gold positives) and Q (gold negatives)
+        count = np.zeros(2, dtype=np.int64)
+        for j in order:
+            g = 1 - y_true[i, j]
+            prefix[g, count[g] + 1] = prefix[g, count[g]] + unary[i, j]
+            count[g] += 1
+        best, best_tp, best_fp, row = -np.inf, 0, 0, table_start[i]
+        for tp in range(count[0] + 1):
+            for fp in range(count[1] + 1):
+                score = prefix[0, tp] + prefix[1, fp]
+                if mode == MARGIN:
+                    value = score + table[row]
+                elif mode == SLACK:
+                    value = (1.0 + score - gold[i]) * table[row]
+                else:
+                    value = table[row]
+                if value > best:
+                    best, best_tp, best_fp = value, tp, fp
+                row += 1
+        left = np.array([best_tp, best_fp])
+        for j in order:
+            g = 1 - y_true[i, j]
+            if left[g] > 0:
+                labels[i, j] = 1
+                left[g] -= 1
+    return labels

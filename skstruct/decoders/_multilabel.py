@@ -8,8 +8,7 @@ from ..losses._task import HammingLoss, ZeroOneLoss
 from ..utils._parallel import threads_for
 from . import _independent_kernels as kernels
 from ._base import Decoder
-from ._chain import ChainDecoder, ChainScores
-from ._constrained import loss_augmented_map_by_statistic
+from ._constrained import StatisticTable, _check_monotone
 from ._multiclass import _check_unary
 
 __all__ = ["MultilabelScores", "MultilabelParts", "MultilabelDecoder"]
@@ -118,6 +117,74 @@ class _BinaryHamming(CountingLoss):
         return self.fp_cost * stats[..., 1] + self.fn_cost * (n_gold - stats[..., 0])
 
 
+def _count_grid(n_gold, n_labels):
+    """Every (TP, FP) of examples with ``n_gold`` gold positives among ``n_labels`` labels.
+
+    Parameters
+    ----------
+    n_gold : ndarray of shape (n_grids,), int
+    n_labels : int
+
+    Returns
+    -------
+    tp, fp, owner : ndarray of shape (n_rows,), int64
+        Grid ``k`` is rows ``offsets[k]:offsets[k + 1]`` (``owner == k``), TP-major with
+        TP in 0 .. n_gold[k] and FP in 0 .. n_labels − n_gold[k].
+    offsets : ndarray of shape (n_grids + 1,), int64
+    """
+    width = n_labels - n_gold + 1
+    sizes = (n_gold + 1) * width
+    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    owner = np.repeat(np.arange(len(n_gold)), sizes)
+    tp, fp = np.divmod(np.arange(offsets[-1]) - offsets[owner], width[owner])
+    return tp, fp, owner, offsets
+
+
+def _statistics(names, tp, fp):
+    """The count statistics ``names`` ("tp", "fp", "pos") of (TP, FP), shape (n_rows, K)."""
+    return np.stack([{"tp": tp, "fp": fp, "pos": tp + fp}[name] for name in names], axis=-1)
+
+
+def _count_loss_augmented_map(scores, y_true, task_loss, rescaling):
+    """argmax_y H(θ_y, G(y)) for a loss of statistics G among "tp", "fp" and "pos".
+
+    The best vector with (TP, FP) = (a, b) scores μ(a, b) = P[a] + Q[b] (see
+    :mod:`._independent_kernels`), so the kernel maximizes H(μ(a, b), G(a, b)) over the
+    grid of (a, b). Margin and slack rescaling read Δ from one grid per distinct N*; a
+    callable H is evaluated on the grid of every example.
+    """
+    n_labels = scores.n_labels
+    n_gold = y_true.sum(axis=1)
+    gold = np.einsum("ij,ij->i", scores.unary, y_true)
+    names = task_loss.statistic_names
+    if rescaling in ("margin", "slack"):
+        present = np.unique(n_gold)
+        tp, fp, owner, offsets = _count_grid(present, n_labels)
+        table = task_loss.eta(_statistics(names, tp, fp), present[owner])
+        table_start = np.zeros(n_labels + 1, dtype=np.int64)
+        table_start[present] = offsets[:-1]
+        table_start = table_start[n_gold]
+        mode = kernels.MARGIN if rescaling == "margin" else kernels.SLACK
+    elif callable(rescaling):
+        tp, fp, owner, offsets = _count_grid(n_gold, n_labels)
+        # P and Q of every example, -inf past the size of the group
+        on = np.stack((y_true == 1, y_true == 0))
+        prefix = np.cumsum(-np.sort(np.where(on, -scores.unary, np.inf)), axis=2)
+        prefix = np.concatenate((np.zeros((2, scores.n_examples, 1)), prefix), axis=2)
+        F = prefix[0, owner, tp] + prefix[1, owner, fp]
+        stats = _statistics(names, tp, fp)
+        _check_monotone(rescaling, StatisticTable(F, stats, owner, offsets), gold, n_gold)
+        table = rescaling(F, stats, owner, gold, n_gold)
+        table_start, mode = offsets[:-1], kernels.GIVEN
+    else:
+        raise ValueError(f"rescaling must be 'margin', 'slack' or a callable; got {rescaling!r}.")
+    cells = np.sum((n_gold + 1) * (n_labels - n_gold + 1))
+    with threads_for(scores.unary.size * np.log2(n_labels + 1) + cells):
+        return kernels.count_loss_augmented_map(
+            scores.unary, y_true, np.asarray(table, dtype=np.float64), table_start, mode, gold
+        )
+
+
 class MultilabelDecoder(Decoder):
     """Exact inference for independent binary labels (multilabel classification).
 
@@ -127,14 +194,15 @@ class MultilabelDecoder(Decoder):
     increasing flip cost |unary| (a compiled heap enumeration). Loss-augmented MAP is exact
     for the Hamming and 0/1 losses and for every count-statistic loss (F_β, precision,
     recall, IoU, label count, where a label that is on is a positive), with margin or
-    slack rescaling: the labels of an example form a chain of binary states with zero
-    transition scores, which constrained message passing solves.
+    slack rescaling: such a loss is a function of (TP, FP), and the best vector with
+    TP = a and FP = b turns on the a best gold positives and the b best gold negatives, so
+    a compiled kernel maximizes over the grid of (a, b).
 
     Notes
     -----
-    Time per example with L labels: O(L) for MAP and marginals, O(L log L + k log k + k L)
-    for the ``k`` best, O(L³) for count-statistic losses and for the Hamming loss under
-    slack rescaling.
+    Time per example with L labels of which N* are gold positives: O(L) for MAP and
+    marginals, O(L log L + k log k + k L) for the ``k`` best, O(L log L + N* (L − N*)) for
+    count-statistic losses and for the Hamming loss under slack rescaling.
 
     Examples
     --------
@@ -218,7 +286,7 @@ class MultilabelDecoder(Decoder):
         Δ(y_true, y) (1 + θ_y − θ_{y_true}). The Hamming loss under margin rescaling adds
         its per-label costs to the scores; the 0/1 loss compares the gold vector with the
         best other vector (top-2); count-statistic losses, and the Hamming loss under slack
-        rescaling, use constrained message passing on the chain of binary states.
+        rescaling, maximize over the grid of (TP, FP).
 
         Parameters
         ----------
@@ -226,12 +294,14 @@ class MultilabelDecoder(Decoder):
         y_true : ndarray of shape (n_samples, n_labels)
             Gold 0/1 indicators.
         task_loss : TaskLoss
-            A multilabel output is scored as a sequence of n_labels binary states;
-            count-statistic losses are bound here to the positive state 1.
+            A multilabel output is scored as a sequence of n_labels binary states; for a
+            count-statistic loss (statistics among "tp", "fp", "pos") a label that is on
+            is a positive, whatever the loss is bound to.
         rescaling : {"margin", "slack"} or callable, default="margin"
             A callable ``H(F, stats, example, gold_scores, n_gold)``, non-decreasing in F,
             is accepted for count-statistic losses (see
-            :meth:`ChainDecoder.loss_augmented_map`).
+            :meth:`ChainDecoder.loss_augmented_map`); it is evaluated on every (TP, FP)
+            of every example.
 
         Returns
         -------
@@ -246,17 +316,10 @@ class MultilabelDecoder(Decoder):
             return self.map(scores.replace(unary=scores.unary + costs[..., 1] - costs[..., 0]))
         if isinstance(task_loss, HammingLoss) and rescaling == "slack":
             task_loss = _BinaryHamming(task_loss, n_labels)
-        if isinstance(task_loss, CountingLoss):
-            unary = np.stack((np.zeros_like(scores.unary), scores.unary), axis=-1)
-            chain = ChainScores(
-                unary.reshape(-1, 2), np.arange(n_samples + 1) * n_labels,
-                np.zeros((2, 2)), np.zeros(2), np.zeros(2),
-            )
-            bound = task_loss.with_positive_states([False, True])
-            labels = loss_augmented_map_by_statistic(
-                ChainDecoder(), chain, y_true.ravel(), bound, rescaling
-            )
-            return labels.reshape(n_samples, n_labels)
+        if isinstance(task_loss, CountingLoss) and set(task_loss.statistic_names) <= {
+            "tp", "fp", "pos"
+        }:
+            return _count_loss_augmented_map(scores, y_true, task_loss, rescaling)
         if isinstance(task_loss, ZeroOneLoss) and rescaling in ("margin", "slack"):
             # both rescalings prefer the best other vector y iff θ_y + 1 > θ_{y_true}
             paths, top = self.top_k(scores, 2)

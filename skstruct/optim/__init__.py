@@ -1,6 +1,7 @@
 """Optimizers: plain functions over a regularized finite-sum objective."""
 
 from ._bcfw import minimize_bcfw, structured_hinge_primal
+from ._cutting_plane import minimize_cutting_plane
 from ._lbfgs import OptimizeResult, minimize_lbfgs, minimize_lbfgsb
 from ._objective import RegularizedRisk
 from ._qp import QPResult, cutting_plane_primal_dual, solve_capped_simplex_qp
@@ -12,6 +13,7 @@ __all__ = [
     "RegularizedRisk",
     "cutting_plane_primal_dual",
     "minimize_bcfw",
+    "minimize_cutting_plane",
     "minimize_lbfgs",
     "minimize_lbfgsb",
     "minimize_subgradient",
