@@ -115,9 +115,9 @@ TaskLoss, default="hamming"
     decoder_ : Decoder
     n_features_in_ : int
     n_iter_ : int
-    objective_curve_ : ndarray of shape (n_iter_,)
+    objective_curve_ : ndarray of shape (``n_iter_``,)
         Primal objective after each pass.
-    duality_gaps_ : ndarray of shape (n_iter_,)
+    duality_gaps_ : ndarray of shape (``n_iter_``,)
         Duality gap after each pass (``"bcfw"``) or iteration (``"cutting_plane"``).
     t_ : int
         Number of single-example steps taken (``"subgradient"`` continues from it with
@@ -280,7 +280,7 @@ class StructuredPerceptron(LinearStructuredModel):
     classes_, coef_, transition_, start_transition_, end_transition_, intercept_,
     output_kind_, decoder_, n_features_in_, n_iter_
         As for :class:`StructuredSVM`.
-    objective_curve_ : ndarray of shape (n_iter_,)
+    objective_curve_ : ndarray of shape (``n_iter_``,)
         Fraction of examples mispredicted during each pass.
 
     References

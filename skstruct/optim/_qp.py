@@ -262,12 +262,12 @@ def solve_capped_simplex_qp(gram, linear, scale, *, alpha0=None, tol=1e-10, max_
         ``n_planes - n_prev`` planes added since are taken as zero. Negative entries are
         clipped and a sum above one is scaled down. Default: α = 0.
     tol : float, default=1e-10
-        Optimality tolerance relative to the losses, in units of max_j |Δ̄_j|: stop when
+        Optimality tolerance relative to the losses, in units of max_j abs(Δ̄_j): stop when
         the violations r_j = Δ̄_j − scale · (Gα)_j of the planes in the support agree,
         and no plane outside it exceeds them, up to ``tol`` times that size; the KKT
         residual, and the duality gap which it bounds, are then of that order. It is
         raised to the rounding error of r if that is larger,
-        2 √(J + 1) ε · scale · max_j Σ_k |G_jk| α_k.
+        2 √(J + 1) ε · scale · max_j Σ_k abs(G_jk) α_k.
     max_iter : int, default=10000
         Maximum number of active-set iterations.
 
@@ -297,7 +297,7 @@ def solve_capped_simplex_qp(gram, linear, scale, *, alpha0=None, tol=1e-10, max_
     multiplier −(r_j − ξ) < 0 is released; when no multiplier is negative, x is optimal.
     Each step uses an exact line search along its direction, so f decreases strictly and
     rounding in the reduced solve cannot increase it. Working sets are the supports of
-    the iterates, so their size (not J) sets the cost: O(|F|³) per iteration for the
+    the iterates, so their size F (not J) sets the cost: O(F³) per iteration for the
     reduced Cholesky factorization plus O(J²) for the gradient.
 
     **Singular G.** The reduced Hessian on F is singular when planes repeat or are
