@@ -3,8 +3,8 @@
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
-from ..losses._counting import CountingLoss
-from ..losses._task import ZeroOneLoss
+from ..losses._counting import CountingLoss, MismatchCount
+from ..losses._task import HammingLoss, ZeroOneLoss
 from ..utils._parallel import threads_for
 from . import _chain_kernels as kernels
 from ._base import Decoder
@@ -339,7 +339,8 @@ class ChainDecoder(Decoder):
         Δ(y_true, y) (1 + θ_y − θ_{y_true}). Decomposable losses (those with
         ``unary_costs``) under margin rescaling add their per-token costs to the unary
         scores and run Viterbi. The 0/1 loss under margin rescaling takes the better of
-        ``y_true`` and the best other sequence (top-2). Count-statistic losses
+        ``y_true`` and the best other sequence (top-2). Unweighted Hamming and 0/1 under
+        slack rescaling, and count-statistic losses
         (:class:`~skstruct.losses.CountingLoss`: F_β, precision, recall, IoU, label count)
         use constrained message passing, for either rescaling or a user objective.
 
@@ -360,6 +361,12 @@ class ChainDecoder(Decoder):
         """
         if isinstance(task_loss, CountingLoss):
             return loss_augmented_map_by_statistic(self, scores, y_true, task_loss, rescaling)
+        unweighted = isinstance(task_loss, ZeroOneLoss) or (
+            isinstance(task_loss, HammingLoss) and task_loss.class_costs is None
+        )
+        if rescaling == "slack" and unweighted:
+            counts = MismatchCount(zero_one=isinstance(task_loss, ZeroOneLoss))
+            return loss_augmented_map_by_statistic(self, scores, y_true, counts, rescaling)
         if rescaling == "margin" and hasattr(task_loss, "unary_costs"):
             costs = task_loss.unary_costs(y_true, scores.offsets, scores.n_states)
             return self.map(scores.replace(unary=scores.unary + costs))

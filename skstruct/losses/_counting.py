@@ -26,6 +26,7 @@ __all__ = [
     "FBetaLoss",
     "IoULoss",
     "LabelCountLoss",
+    "MismatchCount",
 ]
 
 
@@ -52,7 +53,7 @@ class CountingLoss(TaskLoss):
     """
 
     #: Names of the statistics G, in order: "tp" (true positives), "fp" (false positives),
-    #: "pos" (predicted positives).
+    #: "pos" (predicted positives), "err" (mislabeled tokens).
     statistic_names = ()
 
     def __init__(self, outside_label="O"):
@@ -97,19 +98,17 @@ class CountingLoss(TaskLoss):
             Entry ``[t, s, k]``: how much predicting state ``s`` at token ``t`` adds to
             statistic ``k``.
         """
-        positive = self._positive(n_states)
         y_true = np.asarray(y_true, dtype=np.int64)
-        states = np.arange(n_states)
-        predicted_positive = np.broadcast_to(positive, (y_true.shape[0], n_states))
-        hit = states[None, :] == y_true[:, None]
-        columns = {
-            "tp": hit & predicted_positive,
-            "fp": ~hit & predicted_positive,
-            "pos": predicted_positive,
-        }
-        return np.stack([columns[name] for name in self.statistic_names], axis=-1).astype(
-            np.int64
-        )
+        hit = np.arange(n_states)[None, :] == y_true[:, None]
+        columns = []
+        for name in self.statistic_names:
+            if name == "err":
+                columns.append(~hit)
+                continue
+            predicted_positive = np.broadcast_to(self._positive(n_states), hit.shape)
+            columns.append({"tp": hit & predicted_positive, "fp": ~hit & predicted_positive,
+                            "pos": predicted_positive}[name])
+        return np.stack(columns, axis=-1).astype(np.int64)
 
     def gold_positives(self, y_true, offsets, n_states):
         """N*, the number of positive gold tokens of each example, shape (n_sequences,)."""
@@ -243,3 +242,31 @@ class LabelCountLoss(CountingLoss):
 
     def eta(self, stats, n_gold):
         return np.abs(stats[..., 0] - n_gold).astype(np.float64)
+
+
+class MismatchCount(CountingLoss):
+    """Hamming or 0/1 loss seen as a function of the number of mislabeled tokens.
+
+    Slack-rescaled inference uses it: argmax_y Δ(y*, y)(1 + θ_y − θ_{y*}) depends on y
+    only through the mismatch count G and the score, and dividing Δ by the sequence
+    length (normalized Hamming) does not move the argmax.
+
+    Parameters
+    ----------
+    zero_one : bool, default=False
+        η(G) = 1[G > 0] instead of η(G) = G.
+    """
+
+    statistic_names = ("err",)
+
+    def __init__(self, zero_one=False):
+        super().__init__(outside_label=None)
+        self.zero_one = zero_one
+
+    def gold_positives(self, y_true, offsets, n_states):
+        """Not used by η; zeros of shape (n_sequences,)."""
+        return np.zeros(offsets.shape[0] - 1, dtype=np.int64)
+
+    def eta(self, stats, n_gold):
+        errors = stats[..., 0].astype(np.float64)
+        return (errors > 0).astype(np.float64) if self.zero_one else errors

@@ -105,46 +105,29 @@ def test_chain_decoder_routes_counting_losses(rng, rescaling):
 
 
 def test_unsupported_combinations_are_named():
+    from _chain_data import random_chain_scores
     from skstruct.losses import HammingLoss
 
-    from _chain_data import random_chain_scores
-
     scores = random_chain_scores(np.random.default_rng(0), [2], n_states=2)
+    weighted = HammingLoss(class_costs=[1.0, 2.0])
     with pytest.raises(ValueError, match="HammingLoss with rescaling='slack'"):
-        ChainDecoder().loss_augmented_map(scores, np.array([0, 1]), HammingLoss(), "slack")
+        ChainDecoder().loss_augmented_map(scores, np.array([0, 1]), weighted, "slack")
 
 
-@given(scores=chain_instances(max_states=3, max_length=4), count=st.integers(0, 4))
-def test_map_with_label_count_matches_enumeration(scores, count):
-    positive = np.arange(scores.n_states) > 0
-    labels, best = ChainDecoder().map_with_label_count(scores, count, positive)
-    for i, outputs, _, _, theta in brute._enumerate(scores):
-        ok = positive[outputs].sum(axis=1) == count
-        a, b = scores.offsets[i], scores.offsets[i + 1]
-        if not ok.any():
-            assert best[i] == -np.inf and np.all(labels[a:b] == -1)
-            continue
-        assert best[i] == pytest.approx(theta[ok].max(), abs=1e-9)
-        assert positive[labels[a:b]].sum() == count
+@pytest.mark.parametrize("loss_name", ["hamming", "normalized", "zero_one"])
+@given(scores=chain_instances(max_states=3, max_length=4), seed=st.integers(0, 1000))
+def test_slack_hamming_and_zero_one_match_enumeration(loss_name, scores, seed):
+    from skstruct.losses import HammingLoss, ZeroOneLoss
 
+    loss = {"hamming": HammingLoss(), "normalized": HammingLoss(normalize=True),
+            "zero_one": ZeroOneLoss()}[loss_name]
+    y_true = np.random.default_rng(seed).integers(0, scores.n_states, scores.unary.shape[0])
+    decoder = ChainDecoder()
+    y_hat = decoder.loss_augmented_map(scores, y_true, loss, rescaling="slack")
+    ref = brute.loss_augmented_map(scores, y_true, loss, rescaling="slack")
+    gold = decoder.score_outputs(scores, y_true)
 
-@given(scores=chain_instances(max_states=3, max_length=4), k=st.integers(1, 4),
-       distance=st.integers(1, 3))
-def test_diverse_top_k_matches_greedy_enumeration(scores, k, distance):
-    paths, top = ChainDecoder().diverse_top_k(scores, k, min_distance=distance)
-    if distance == 1:
-        np.testing.assert_allclose(top, ChainDecoder().top_k(scores, k)[1], atol=1e-9)
-    for i, outputs, _, _, theta in brute._enumerate(scores):
-        a, b = scores.offsets[i], scores.offsets[i + 1]
-        chosen = []
-        for r in range(k):
-            far = np.ones(len(outputs), dtype=bool)
-            for c in chosen:
-                far &= (outputs != c).sum(axis=1) >= distance
-            if not far.any():
-                assert top[i, r] == -np.inf and np.all(paths[a:b, r] == -1)
-                break
-            assert top[i, r] == pytest.approx(theta[far].max(), abs=1e-9)
-            chosen.append(paths[a:b, r])
-            assert theta[np.flatnonzero((outputs == paths[a:b, r]).all(axis=1))[0]] \
-                == pytest.approx(top[i, r], abs=1e-9)
+    def objective(y):
+        return loss(y_true, y, scores.offsets) * (1 + decoder.score_outputs(scores, y) - gold)
+
+    np.testing.assert_allclose(objective(y_hat), objective(ref), atol=1e-9)
