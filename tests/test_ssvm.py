@@ -150,3 +150,29 @@ def test_cutting_plane_reaches_the_optimum(rng, rescaling):
     if rescaling == "margin":
         bcfw = StructuredSVM(alpha=0.1, max_iter=200, tol=1e-5, random_state=0).fit(X, y)
         assert bcfw.objective_curve_[-1] == pytest.approx(final, rel=5e-3)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_compiled_bcfw_pass_equals_the_generic_steps(rng, sparse):
+    import scipy.sparse as sps
+
+    from skstruct.decoders import ChainDecoder
+    from skstruct.losses import HammingLoss
+
+    class PlainChainDecoder(ChainDecoder):
+        """Same inference, but not the exact type the compiled pass is written for."""
+
+    X, y = _sequences(rng, n=15)
+    if sparse:
+        X = [sps.csr_matrix(np.where(x > 0.3, x, 0.0)) for x in X]
+    weights = rng.uniform(0.5, 2.0, size=15)
+    for loss in ("hamming", HammingLoss(normalize=True, class_costs=[1.0, 2.0, 0.5])):
+        fused = StructuredSVM(loss=loss, alpha=0.1, max_iter=4, tol=0.0, random_state=3)
+        generic = StructuredSVM(PlainChainDecoder(), loss=loss, alpha=0.1, max_iter=4,
+                                tol=0.0, random_state=3)
+        fused.fit(X, y, sample_weight=weights)
+        generic.fit(X, y, sample_weight=weights)
+        for name in ("coef_", "transition_", "start_transition_", "end_transition_",
+                     "duality_gaps_", "objective_curve_"):
+            np.testing.assert_allclose(getattr(fused, name), getattr(generic, name),
+                                       rtol=1e-9, atol=1e-12, err_msg=name)

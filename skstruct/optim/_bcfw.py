@@ -3,8 +3,12 @@
 import time
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
+from ..decoders import ChainDecoder
+from ..features import LinearChainFeatures
+from ._bcfw_chain import bcfw_chain_pass
 from ._lbfgs import OptimizeResult
 
 __all__ = ["minimize_bcfw", "structured_hinge_primal"]
@@ -39,8 +43,10 @@ def minimize_bcfw(
         Stop when the duality gap P(w) − D(α), computed exactly after every pass with one
         batched loss-augmented inference, is at most ``tol``.
     averaging : bool, default=True
-        Return the weighted average w̄_{k+1} = k/(k+2) w̄_k + 2/(k+2) w_{k+1} of the
-        iterates (and its dual) instead of the last iterate.
+        Return the weighted average w̄_k = k/(k+2) w̄_{k−1} + 2/(k+2) w_k of the iterates
+        (and its dual) instead of the last iterate. It is kept lazily, with sparse work
+        per step: w̄_k = w_k − B_k / T_k with T_k = (k+1)(k+2)/2 and B_k the sum of
+        m(m+1)/2 · Δw_m over the steps m ≤ k.
     random_state : int, RandomState or None
         Order of the examples in each pass.
     verbose, callback, printer
@@ -76,36 +82,45 @@ def minimize_bcfw(
     n = risk.n_examples
     omega = risk.weights
     w = np.zeros(features.n_params)
-    w_avg = w.copy()
+    lazy = np.zeros(features.n_params)
     zero_scores = features.scores(risk.batch, w)
     gold = risk.gold(zero_scores)
     duals = gold * 0.0  # c_i = 0 for all i: every block at its gold output
     ell = np.zeros(n)
     ell_avg_total = 0.0
-    examples = [risk.example(i) for i in range(n)]
+    examples = [risk.example(i) for i in range(n)] if not _can_fuse(risk) else None
     curve, gaps = [], []
     start = time.perf_counter()
     step = 0
     message, converged = "maximum number of passes reached", False
+    fused = _fused_pass(risk, w, lazy, duals, ell, averaging)
+    ell_total = 0.0
     for _ in range(max_iter):
-        for i in rng.permutation(n):
-            batch_i, y_i = examples[i]
-            scores_i = features.scores(batch_i, w)
-            y_hat, delta = loss.loss_augmented(decoder, scores_i, y_i)
-            c_i, gold_i = duals.example(i), gold.example(i)
-            d = c_i - (gold_i - decoder.parts(scores_i, y_hat))
-            indices, values = features.example_transpose(batch_i, d)
-            curvature = omega[i] ** 2 / lam * float(values @ values)
-            ell_s = omega[i] * float(delta[0])
-            numerator = omega[i] * float(d.dot(scores_i)[0]) - ell[i] + ell_s
-            if curvature > 0:
-                gamma = min(max(numerator / curvature, 0.0), 1.0)
-                w[indices] -= gamma * omega[i] / lam * values
+        order = rng.permutation(n)
+        if fused is not None:
+            step, ell_avg_total = fused(order, step, ell_avg_total)
+        else:
+            for i in order:
+                batch_i, y_i = examples[i]
+                scores_i = features.scores(batch_i, w)
+                y_hat, delta = loss.loss_augmented(decoder, scores_i, y_i)
+                c_i, gold_i = duals.example(i), gold.example(i)
+                d = c_i - (gold_i - decoder.parts(scores_i, y_hat))
+                indices, values = features.example_transpose(batch_i, d)
+                curvature = omega[i] ** 2 / lam * float(values @ values)
+                ell_s = omega[i] * float(delta[0])
+                numerator = omega[i] * float(d.dot(scores_i)[0]) - ell[i] + ell_s
+                gamma = min(max(numerator / curvature, 0.0), 1.0) if curvature > 0 else 0.0
+                update = (gamma * omega[i] / lam) * values
+                w[indices] -= update
+                if averaging:
+                    lazy[indices] -= (step + 1) * (step + 2) / 2.0 * update
                 c_i -= d * gamma
+                ell_total += gamma * (ell_s - ell[i])
                 ell[i] += gamma * (ell_s - ell[i])
-            step += 1
-            w_avg += (2.0 / (step + 2)) * (w - w_avg)
-            ell_avg_total += (2.0 / (step + 2)) * (ell.sum() - ell_avg_total)
+                step += 1
+                ell_avg_total += (2.0 / (step + 2)) * (ell_total - ell_avg_total)
+        w_avg = w - lazy / ((step + 1) * (step + 2) / 2.0)
         current, dual_sum = (w_avg, ell_avg_total) if averaging else (w, ell.sum())
         primal, _ = structured_hinge_primal(risk, current)
         gap = primal - (dual_sum - 0.5 * lam * float(current @ current))
@@ -121,8 +136,39 @@ def minimize_bcfw(
             message, converged = "duality gap below tol", True
             break
     result = OptimizeResult(
-        w=(w_avg if averaging else w).copy(), n_iter=len(curve), converged=converged,
+        w=w - lazy / ((step + 1) * (step + 2) / 2.0) if averaging else w.copy(),
+        n_iter=len(curve), converged=converged,
         objective_curve=curve, message=message, n_evaluations=step,
     )
     result.duality_gaps = gaps
     return result
+
+
+def _can_fuse(risk):
+    return (
+        isinstance(risk.features, LinearChainFeatures)
+        and type(risk.decoder) is ChainDecoder
+        and hasattr(risk.loss.task_loss, "unary_costs")
+    )
+
+
+def _fused_pass(risk, w, lazy, duals, ell, averaging):
+    """The compiled pass for chains with token-decomposable losses, or None."""
+    if not _can_fuse(risk):
+        return None
+    batch, features = risk.batch, risk.features
+    X = batch.X if sp.issparse(batch.X) else sp.csr_matrix(batch.X)
+    costs = risk.loss.task_loss.unary_costs(risk.y, batch.offsets, features.n_states)
+    params, accumulator = features.unpack(w), features.unpack(lazy)
+    avg_ell = np.zeros(1)
+
+    def run(order, step, ell_avg_total):
+        avg_ell[0] = ell_avg_total
+        step = bcfw_chain_pass(
+            X.data, X.indices, X.indptr, batch.offsets, risk.y, costs, *params,
+            duals.unary, duals.transition, duals.start, duals.end, ell, risk.weights,
+            risk.alpha, order, averaging, *accumulator, avg_ell, step,
+        )
+        return step, avg_ell[0]
+
+    return run
