@@ -176,3 +176,29 @@ def test_compiled_bcfw_pass_equals_the_generic_steps(rng, sparse):
                      "duality_gaps_", "objective_curve_"):
             np.testing.assert_allclose(getattr(fused, name), getattr(generic, name),
                                        rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+def _multilabel(rng, n=80, n_labels=4):
+    X = rng.normal(size=(n, 5))
+    W = rng.normal(size=(5, n_labels))
+    Y = (X @ W + 0.3 * rng.normal(size=(n, n_labels)) > 0.3).astype(int)
+    return X, Y
+
+
+def test_multilabel_solvers_agree_and_predict_indicators(rng):
+    X, Y = _multilabel(rng)
+    bcfw = StructuredSVM(alpha=0.05, max_iter=300, tol=1e-5, random_state=0).fit(X, Y)
+    plane = StructuredSVM(alpha=0.05, solver="cutting_plane", max_iter=300, tol=1e-6).fit(X, Y)
+    assert bcfw.output_kind_ == "multilabel"
+    assert plane.objective_curve_[-1] == pytest.approx(bcfw.objective_curve_[-1], rel=5e-3)
+    predicted = bcfw.predict(X)
+    assert predicted.shape == Y.shape and set(np.unique(predicted)) <= {0, 1}
+    assert bcfw.score(X, Y) == np.mean(np.all(predicted == Y, axis=1))
+
+
+def test_multilabel_f1_slack_binds_labels_that_are_on(rng):
+    X, Y = _multilabel(rng)
+    model = StructuredSVM(loss="f1", rescaling="slack", solver="subgradient", alpha=0.05,
+                          max_iter=30, tol=0.0, random_state=0).fit(X, Y)
+    np.testing.assert_array_equal(model.loss_.positive_states_, [False, True])
+    assert model.objective_curve_[-1] < model.objective_curve_[0]

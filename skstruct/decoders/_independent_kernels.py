@@ -121,8 +121,24 @@ def top_k_binary(unary, k):
     return paths, scores
 
 
+@njit(inline="always")
+def _turn_on(labels, unary, y_true, group, ranked, n_on):
+    """Turn on the ``n_on`` best labels j with y_true[j] == group; ``ranked`` ends with the
+    group's scores in increasing order."""
+    if n_on == 0:
+        return
+    cut = ranked[ranked.shape[0] - n_on]
+    for above in (True, False):  # the labels above the cut, then ties at the cut
+        for j in range(unary.shape[0]):
+            if n_on > 0 and y_true[j] == group and (
+                unary[j] > cut if above else unary[j] == cut
+            ):
+                labels[j] = 1
+                n_on -= 1
+
+
 @njit(parallel=True, **_NJIT)
-def count_loss_augmented_map(unary, y_true, table, table_start, mode, gold):
+def count_loss_augmented_map(unary, y_true, ranked, table, table_start, mode, gold):
     """The best 0/1 vector of every example for an objective of its score and (TP, FP).
 
     Parameters
@@ -130,6 +146,9 @@ def count_loss_augmented_map(unary, y_true, table, table_start, mode, gold):
     unary : ndarray of shape (n_samples, n_labels)
     y_true : ndarray of shape (n_samples, n_labels), int64
         Gold 0/1 indicators; N*_i = Σ_j y_true[i, j].
+    ranked : ndarray of shape (2, n_samples, n_labels)
+        Padding, then the scores of the gold positives (``ranked[0]``) or of the gold
+        negatives (``ranked[1]``) of every example in increasing order.
     table : ndarray of shape (n_rows,)
         Example ``i`` reads the (N*_i + 1) × (n_labels − N*_i + 1) grid, TP-major, that
         starts at ``table_start[i]``: the loss Δ(TP, FP) for MARGIN and SLACK, the
@@ -142,21 +161,22 @@ def count_loss_augmented_map(unary, y_true, table, table_start, mode, gold):
     Returns
     -------
     ndarray of shape (n_samples, n_labels), int64
-        The a best gold positives and b best gold negatives on, (a, b) the first argmax.
+        The a best gold positives and b best gold negatives on, for the first (a, b), in
+        grid order, that maximizes the objective.
     """
     n_samples, n_labels = unary.shape
     labels = np.zeros((n_samples, n_labels), dtype=np.int64)
     for i in prange(n_samples):
-        order = np.argsort(-unary[i])
-        prefix = np.zeros((2, n_labels + 1))  # P (gold positives) and Q (gold negatives)
-        count = np.zeros(2, dtype=np.int64)
-        for j in order:
-            g = 1 - y_true[i, j]
-            prefix[g, count[g] + 1] = prefix[g, count[g]] + unary[i, j]
-            count[g] += 1
+        n_pos = 0
+        for j in range(n_labels):
+            n_pos += y_true[i, j]
+        prefix = np.zeros((2, n_labels + 1))  # P and Q
+        for g in range(2):
+            for k in range(n_pos if g == 0 else n_labels - n_pos):
+                prefix[g, k + 1] = prefix[g, k] + ranked[g, i, n_labels - 1 - k]
         best, best_tp, best_fp, row = -np.inf, 0, 0, table_start[i]
-        for tp in range(count[0] + 1):
-            for fp in range(count[1] + 1):
+        for tp in range(n_pos + 1):
+            for fp in range(n_labels - n_pos + 1):
                 score = prefix[0, tp] + prefix[1, fp]
                 if mode == MARGIN:
                     value = score + table[row]
@@ -167,10 +187,6 @@ def count_loss_augmented_map(unary, y_true, table, table_start, mode, gold):
                 if value > best:
                     best, best_tp, best_fp = value, tp, fp
                 row += 1
-        left = np.array([best_tp, best_fp])
-        for j in order:
-            g = 1 - y_true[i, j]
-            if left[g] > 0:
-                labels[i, j] = 1
-                left[g] -= 1
+        _turn_on(labels[i], unary[i], y_true[i], 1, ranked[0, i], best_tp)
+        _turn_on(labels[i], unary[i], y_true[i], 0, ranked[1, i], best_fp)
     return labels

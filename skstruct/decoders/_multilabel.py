@@ -46,6 +46,15 @@ class MultilabelScores:
         """Number of examples in the batch."""
         return self.unary.shape[0]
 
+    @property
+    def offsets(self):
+        """Example ``i`` is the binary "sequence" ``offsets[i]:offsets[i + 1]`` of labels.
+
+        Lets task losses, which work on stacked tokens, evaluate raveled 0/1 outputs with
+        states 0 (off) and 1 (on).
+        """
+        return np.arange(self.n_examples + 1) * self.n_labels
+
     def replace(self, *, unary=None):
         """A copy with the unary scores replaced."""
         return MultilabelScores(self.unary if unary is None else unary)
@@ -72,6 +81,18 @@ class MultilabelParts:
 
     def __sub__(self, other):
         return MultilabelParts(self.unary - other.unary)
+
+    def __add__(self, other):
+        return MultilabelParts(self.unary + other.unary)
+
+    def __mul__(self, factor):
+        return MultilabelParts(self.unary * factor)
+
+    __rmul__ = __mul__
+
+    def example(self, i):
+        """The parts of example ``i`` alone, as a view."""
+        return MultilabelParts(self.unary[i : i + 1])
 
     def __isub__(self, other):
         self.unary -= other.unary
@@ -140,13 +161,18 @@ def _count_grid(n_gold, n_labels):
     return tp, fp, owner, offsets
 
 
-def _statistics(names, tp, fp):
-    """The count statistics ``names`` ("tp", "fp", "pos") of (TP, FP), shape (n_rows, K)."""
-    return np.stack([{"tp": tp, "fp": fp, "pos": tp + fp}[name] for name in names], axis=-1)
+#: The count statistics that are functions of (TP, FP) and N* for binary labels.
+_STATISTICS = frozenset({"tp", "fp", "pos", "err"})
+
+
+def _statistics(names, tp, fp, n_gold):
+    """The statistics ``names`` of vectors with TP = tp and FP = fp, shape (n_rows, K)."""
+    counts = {"tp": tp, "fp": fp, "pos": tp + fp, "err": fp + n_gold - tp}
+    return np.stack([counts[name] for name in names], axis=-1)
 
 
 def _count_loss_augmented_map(scores, y_true, task_loss, rescaling):
-    """argmax_y H(θ_y, G(y)) for a loss of statistics G among "tp", "fp" and "pos".
+    """argmax_y H(θ_y, G(y)) for a loss of statistics G among ``_STATISTICS``.
 
     The best vector with (TP, FP) = (a, b) scores μ(a, b) = P[a] + Q[b] (see
     :mod:`._independent_kernels`), so the kernel maximizes H(μ(a, b), G(a, b)) over the
@@ -157,31 +183,33 @@ def _count_loss_augmented_map(scores, y_true, task_loss, rescaling):
     n_gold = y_true.sum(axis=1)
     gold = np.einsum("ij,ij->i", scores.unary, y_true)
     names = task_loss.statistic_names
+    # -inf, then the scores of the gold positives (of the gold negatives) in increasing order
+    ranked = np.where(np.stack((y_true == 1, y_true == 0)), scores.unary, -np.inf)
+    ranked.sort(axis=2)
     if rescaling in ("margin", "slack"):
         present = np.unique(n_gold)
         tp, fp, owner, offsets = _count_grid(present, n_labels)
-        table = task_loss.eta(_statistics(names, tp, fp), present[owner])
+        table = task_loss.eta(_statistics(names, tp, fp, present[owner]), present[owner])
         table_start = np.zeros(n_labels + 1, dtype=np.int64)
         table_start[present] = offsets[:-1]
         table_start = table_start[n_gold]
         mode = kernels.MARGIN if rescaling == "margin" else kernels.SLACK
     elif callable(rescaling):
         tp, fp, owner, offsets = _count_grid(n_gold, n_labels)
-        # P and Q of every example, -inf past the size of the group
-        on = np.stack((y_true == 1, y_true == 0))
-        prefix = np.cumsum(-np.sort(np.where(on, -scores.unary, np.inf)), axis=2)
-        prefix = np.concatenate((np.zeros((2, scores.n_examples, 1)), prefix), axis=2)
+        prefix = np.zeros((2, scores.n_examples, n_labels + 1))
+        np.cumsum(ranked[..., ::-1], axis=2, out=prefix[..., 1:])
         F = prefix[0, owner, tp] + prefix[1, owner, fp]
-        stats = _statistics(names, tp, fp)
+        stats = _statistics(names, tp, fp, n_gold[owner])
         _check_monotone(rescaling, StatisticTable(F, stats, owner, offsets), gold, n_gold)
         table = rescaling(F, stats, owner, gold, n_gold)
         table_start, mode = offsets[:-1], kernels.GIVEN
     else:
         raise ValueError(f"rescaling must be 'margin', 'slack' or a callable; got {rescaling!r}.")
     cells = np.sum((n_gold + 1) * (n_labels - n_gold + 1))
-    with threads_for(scores.unary.size * np.log2(n_labels + 1) + cells):
+    with threads_for(scores.unary.size + cells):
         return kernels.count_loss_augmented_map(
-            scores.unary, y_true, np.asarray(table, dtype=np.float64), table_start, mode, gold
+            scores.unary, y_true, ranked, np.asarray(table, dtype=np.float64), table_start,
+            mode, gold,
         )
 
 
@@ -191,7 +219,7 @@ class MultilabelDecoder(Decoder):
     MAP turns on the labels with positive score; the log-partition is
     Σ_j log(1 + exp unary[i, j]) and the marginals p(y_j = 1) are the sigmoids of the
     scores. The ``k`` best vectors flip the labels of the MAP vector in order of
-    increasing flip cost |unary| (a compiled heap enumeration). Loss-augmented MAP is exact
+    increasing flip cost (the absolute unary score) (a compiled heap enumeration). Loss-augmented MAP is exact
     for the Hamming and 0/1 losses and for every count-statistic loss (F_β, precision,
     recall, IoU, label count, where a label that is on is a positive), with margin or
     slack rescaling: such a loss is a function of (TP, FP), and the best vector with
@@ -295,8 +323,8 @@ class MultilabelDecoder(Decoder):
             Gold 0/1 indicators.
         task_loss : TaskLoss
             A multilabel output is scored as a sequence of n_labels binary states; for a
-            count-statistic loss (statistics among "tp", "fp", "pos") a label that is on
-            is a positive, whatever the loss is bound to.
+            count-statistic loss (statistics among "tp", "fp", "pos", "err") a label that
+            is on is a positive, whatever the loss is bound to.
         rescaling : {"margin", "slack"} or callable, default="margin"
             A callable ``H(F, stats, example, gold_scores, n_gold)``, non-decreasing in F,
             is accepted for count-statistic losses (see
@@ -316,9 +344,9 @@ class MultilabelDecoder(Decoder):
             return self.map(scores.replace(unary=scores.unary + costs[..., 1] - costs[..., 0]))
         if isinstance(task_loss, HammingLoss) and rescaling == "slack":
             task_loss = _BinaryHamming(task_loss, n_labels)
-        if isinstance(task_loss, CountingLoss) and set(task_loss.statistic_names) <= {
-            "tp", "fp", "pos"
-        }:
+        if isinstance(task_loss, CountingLoss) and _STATISTICS.issuperset(
+            task_loss.statistic_names
+        ):
             return _count_loss_augmented_map(scores, y_true, task_loss, rescaling)
         if isinstance(task_loss, ZeroOneLoss) and rescaling in ("margin", "slack"):
             # both rescalings prefer the best other vector y iff θ_y + 1 > θ_{y_true}

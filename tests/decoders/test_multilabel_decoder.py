@@ -5,10 +5,14 @@ from hypothesis import strategies as st
 
 from skstruct.decoders import (
     BruteForceDecoder,
+    ChainDecoder,
+    ChainScores,
     MultilabelDecoder,
     MultilabelParts,
     MultilabelScores,
 )
+from skstruct.decoders._constrained import loss_augmented_map_by_statistic
+from skstruct.decoders._multilabel import _BinaryHamming
 from skstruct.losses import (
     CountingLoss,
     FBetaLoss,
@@ -19,6 +23,7 @@ from skstruct.losses import (
     RecallLoss,
     ZeroOneLoss,
 )
+from skstruct.losses._counting import MismatchCount
 
 brute = BruteForceDecoder()
 decoder = MultilabelDecoder()
@@ -40,7 +45,7 @@ def _losses(rng):
     return [HammingLoss(), HammingLoss(normalize=True), HammingLoss(class_costs=costs),
             HammingLoss(normalize=True, class_costs=rng.uniform(0, 2, size=2)), ZeroOneLoss(),
             FBetaLoss(), FBetaLoss(beta=2.0), PrecisionLoss(), RecallLoss(), IoULoss(),
-            LabelCountLoss()]
+            LabelCountLoss(), MismatchCount(), MismatchCount(zero_one=True)]
 
 
 def _bound(loss):
@@ -131,6 +136,83 @@ def test_loss_augmented_map_matches_enumeration(rescaling, scores, seed):
         np.testing.assert_allclose(objective(ours, loss), objective(ref, loss), atol=1e-9)
 
 
+def _chain_loss_augmented_map(scores, y_true, loss, rescaling):
+    """The former path: the labels as a chain of binary states, constrained message passing."""
+    n_samples, n_labels = y_true.shape
+    unary = np.stack((np.zeros_like(scores.unary), scores.unary), axis=-1).reshape(-1, 2)
+    chain = ChainScores(unary, np.arange(n_samples + 1) * n_labels, np.zeros((2, 2)),
+                        np.zeros(2), np.zeros(2))
+    labels = loss_augmented_map_by_statistic(
+        ChainDecoder(), chain, y_true.ravel(), _bound(loss), rescaling
+    )
+    return labels.reshape(n_samples, n_labels)
+
+
+def _smooth_objective(F, stats, example, gold, n_gold):
+    """An objective non-decreasing in F that is neither margin nor slack rescaling."""
+    weight = 1.0 + stats.sum(axis=-1)
+    return weight * np.tanh(F - gold[example]) + stats[:, 0] / (1.0 + n_gold[example])
+
+
+def _objective(scores, y_true, loss, rescaling, y):
+    loss = _bound(loss)
+    offsets = np.arange(scores.n_examples + 1) * scores.n_labels
+    theta = decoder.score_outputs(scores, y)
+    gold = decoder.score_outputs(scores, y_true)
+    if callable(rescaling):
+        stats = loss.statistics(y_true.ravel(), y.ravel(), offsets, 2)
+        return rescaling(theta, stats, np.arange(scores.n_examples), gold, y_true.sum(axis=1))
+    delta = loss(y_true.ravel(), y.ravel(), offsets)
+    return theta + delta if rescaling == "margin" else delta * (1 + theta - gold)
+
+
+@pytest.mark.parametrize("rescaling", ["margin", "slack", _smooth_objective])
+@pytest.mark.parametrize(
+    "loss",
+    [FBetaLoss(), FBetaLoss(beta=0.5), PrecisionLoss(), RecallLoss(), IoULoss(),
+     LabelCountLoss()],
+    ids=repr,
+)
+@pytest.mark.parametrize("n_labels", [1, 7, 30])
+def test_count_losses_agree_with_the_chain_path(rng, rescaling, loss, n_labels):
+    scores = MultilabelScores(rng.normal(size=(25, n_labels)) + rng.normal(size=(25, 1)))
+    y_true = (rng.random((25, n_labels)) < rng.random((25, 1))).astype(np.int64)
+    y_true[:3], y_true[3:6] = 0, 1  # no gold positive, all gold positive
+    ours = decoder.loss_augmented_map(scores, y_true, loss, rescaling)
+    ref = _chain_loss_augmented_map(scores, y_true, loss, rescaling)
+    np.testing.assert_allclose(_objective(scores, y_true, loss, rescaling, ours),
+                               _objective(scores, y_true, loss, rescaling, ref), atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "loss", [HammingLoss(), HammingLoss(normalize=True, class_costs=[0.3, 2.0])], ids=repr
+)
+def test_slack_hamming_agrees_with_the_chain_path(rng, loss):
+    scores = MultilabelScores(rng.normal(size=(25, 12)))
+    y_true = rng.integers(0, 2, size=(25, 12))
+    ours = decoder.loss_augmented_map(scores, y_true, loss, "slack")
+    ref = _chain_loss_augmented_map(scores, y_true, _BinaryHamming(loss, 12), "slack")
+    np.testing.assert_allclose(_objective(scores, y_true, loss, "slack", ours),
+                               _objective(scores, y_true, loss, "slack", ref), atol=1e-9)
+
+
+@given(scores=instances(max_labels=7), seed=st.integers(0, 1000),
+       rescaling=st.sampled_from(["margin", "slack", _smooth_objective]))
+def test_count_losses_match_enumeration_with_extreme_gold(scores, seed, rescaling):
+    """Gold vectors with no or only positives, and scores that tie."""
+    rng = np.random.default_rng(seed)
+    y_true = np.zeros(scores.unary.shape, dtype=np.int64)
+    y_true[rng.random(scores.n_examples) < 0.5] = 1
+    for loss in [FBetaLoss(beta=2), PrecisionLoss(), RecallLoss(), IoULoss(), LabelCountLoss()]:
+        ours = decoder.loss_augmented_map(scores, y_true, loss, rescaling)
+        if callable(rescaling):
+            ref = _chain_loss_augmented_map(scores, y_true, loss, rescaling)
+        else:
+            ref = brute.loss_augmented_map(scores, y_true, loss, rescaling)
+        np.testing.assert_allclose(_objective(scores, y_true, loss, rescaling, ours),
+                                   _objective(scores, y_true, loss, rescaling, ref), atol=1e-9)
+
+
 def test_loss_augmented_map_accepts_a_monotone_objective(rng):
     scores = MultilabelScores(rng.normal(size=(6, 4)))
     y_true = rng.integers(0, 2, size=(6, 4))
@@ -148,6 +230,8 @@ def test_loss_augmented_map_accepts_a_monotone_objective(rng):
         return decoder.score_outputs(scores, y) + bound(y_true.ravel(), y.ravel(), offsets)
 
     np.testing.assert_allclose(value(ours), value(ref), atol=1e-12)
+    with pytest.raises(ValueError, match="non-decreasing"):
+        decoder.loss_augmented_map(scores, y_true, loss, lambda F, *args: -F)
 
 
 @given(scores=instances())
@@ -197,3 +281,9 @@ def test_bad_input_is_rejected():
         decoder.loss_augmented_map(scores, np.zeros((2, 3)), ZeroOneLoss(), "hinge")
     with pytest.raises(ValueError, match="rescaling must be"):
         decoder.loss_augmented_map(scores, np.zeros((2, 3)), FBetaLoss(), "hinge")
+
+    class FalseNegatives(CountingLoss):
+        statistic_names = ("fn",)
+
+    with pytest.raises(ValueError, match="no exact loss-augmented MAP for FalseNegatives"):
+        decoder.loss_augmented_map(scores, np.zeros((2, 3)), FalseNegatives(), "margin")
