@@ -106,7 +106,8 @@ class StructuredEstimator(BaseEstimator):
             classes, y_encoded = np.unique(y_flat, return_inverse=True)
             if classes.shape[0] < 2:
                 raise ValueError(
-                    f"{name} needs at least 2 distinct labels in y; got {classes.tolist()}."
+                    f"{name} needs samples of at least 2 classes in the data, but the data "
+                    f"contains only one class: {classes.tolist()}."
                 )
             y_encoded = y_encoded.astype(np.int64)
         weights = check_sample_weight_sequences(sample_weight, batch.n_sequences)
@@ -123,6 +124,11 @@ class StructuredEstimator(BaseEstimator):
         scores_type = MulticlassScores if kind == "multiclass" else MultilabelScores
         return LinearFeatures(n_features, n_outputs, scores_type)
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
     def _validate_prediction_data(self, X):
         check_is_fitted(self)
         name = type(self).__name__
@@ -132,8 +138,8 @@ class StructuredEstimator(BaseEstimator):
         X = check_array(X, accept_sparse="csr", dtype=np.float64, estimator=name)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(
-                f"X has {X.shape[1]} features, but {name} was fitted with "
-                f"{self.n_features_in_} features."
+                f"X has {X.shape[1]} features, but {name} is expecting "
+                f"{self.n_features_in_} features as input."
             )
         return SequenceBatch(X, np.arange(X.shape[0] + 1))
 

@@ -186,7 +186,7 @@ class NoMarginals(Decoder):
         ([np.ones((0, 3))], [[]], "empty"),
         (np.ones((4, 3)), ["a"] * 4, "list of 2-D arrays"),
         ([np.ones((2, 3)), np.ones((2, 4))], [["a", "b"], ["a", "b"]], "4 features"),
-        ([np.ones((2, 3))], [["a", "a"]], "at least 2 distinct labels"),
+        ([np.ones((2, 3))], [["a", "a"]], "at least 2 classes"),
     ],
 )
 def test_bad_training_input(X, y, message):
@@ -211,7 +211,7 @@ def test_prediction_errors(rng):
     with pytest.raises(NotFittedError):
         CRF().predict(X)
     crf = CRF().fit(X, y)
-    with pytest.raises(ValueError, match="X has 3 features, but CRF was fitted with 4"):
+    with pytest.raises(ValueError, match="X has 3 features, but CRF is expecting 4 features as input"):
         crf.predict([x[:, :3] for x in X])
     with pytest.raises(ValueError, match="NaN"):
         crf.predict([np.full((2, 4), np.nan)])

@@ -167,8 +167,8 @@ def check_sequences(X, y=None, *, n_features=None, estimator=None):
         )
     if n_features is not None and widths[0] != n_features:
         raise ValueError(
-            f"X has {widths[0]} features, but {estimator or 'the estimator'} was fitted "
-            f"with {n_features} features."
+            f"X has {widths[0]} features, but {estimator or 'the estimator'} is expecting "
+            f"{n_features} features as input."
         )
     lengths = np.array([b.shape[0] for b in blocks], dtype=np.int64)
     offsets = np.concatenate(([0], np.cumsum(lengths)))

@@ -1,0 +1,25 @@
+"""scikit-learn's own estimator checks, on tabular multiclass data."""
+
+import warnings
+
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skstruct import StructuredPerceptron, StructuredSVM
+
+# Stochastic solvers visit examples in a random order, so a weight of 2 is not the same
+# as a repeated example (scikit-learn's SGD estimators make the same exception).
+_RANDOM_ORDER = "stochastic passes: weighting is not the same as repeating an example"
+EXPECTED_FAILURES = {
+    "check_sample_weight_equivalence_on_dense_data": _RANDOM_ORDER,
+    "check_sample_weight_equivalence_on_sparse_data": _RANDOM_ORDER,
+}
+
+
+@parametrize_with_checks(
+    [StructuredSVM(max_iter=20, random_state=0), StructuredPerceptron(random_state=0)],
+    expected_failed_checks=lambda estimator: EXPECTED_FAILURES,
+)
+def test_scikit_learn_estimator_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(estimator)
