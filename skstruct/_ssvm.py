@@ -79,9 +79,11 @@ TaskLoss, default="hamming"
         line search and the duality gap after every pass. ``"subgradient"``: stochastic
         subgradient with Pegasos steps and averaging, for both rescalings.
         ``"cutting_plane"``: one-slack cutting planes with an exactly solved QP on the
-        working set and an inference cache, for both rescalings.
+        working set, for both rescalings, with an inference cache (3 outputs per example)
+        when inference is costlier than Viterbi (slack rescaling, count-statistic
+        losses).
     max_iter : int, default=100
-        Passes over the data (``"cutting_plane"``: constraints added).
+        Passes over the data (``"cutting_plane"``: decoder calls).
     tol : float, default=1e-3
         ``"bcfw"``: stop when the duality gap is at most ``tol``. ``"subgradient"``: stop
         when a pass decreases the objective by less than a relative ``tol``.
@@ -227,7 +229,9 @@ TaskLoss, default="hamming"
                 result = minimize_bcfw(risk, **options)
             elif self.solver == "cutting_plane":
                 del options["averaging"], options["random_state"]
-                result = minimize_cutting_plane(risk, **options)
+                expensive = not hasattr(task_loss, "unary_costs") or self.rescaling == "slack"
+                result = minimize_cutting_plane(risk, cache_size=3 if expensive else 0,
+                                                **options)
             else:
                 first_step = getattr(self, "t_", 0) if self.warm_start else 0
                 result = minimize_subgradient(risk, w0, first_step=first_step, **options)

@@ -202,3 +202,23 @@ def test_multilabel_f1_slack_binds_labels_that_are_on(rng):
                           max_iter=30, tol=0.0, random_state=0).fit(X, Y)
     np.testing.assert_array_equal(model.loss_.positive_states_, [False, True])
     assert model.objective_curve_[-1] < model.objective_curve_[0]
+
+
+def test_cutting_plane_inference_cache_reaches_the_same_optimum(rng):
+    from skstruct.decoders import ChainDecoder
+    from skstruct.features import LinearChainFeatures
+    from skstruct.losses import FBetaLoss
+    from skstruct.optim import minimize_cutting_plane
+    from skstruct.utils import check_sequences
+
+    X, y = _sequences(rng, n=20)
+    batch, labels = check_sequences(X, y)
+    classes, encoded = np.unique(labels, return_inverse=True)
+    loss = StructuredHingeLoss(FBetaLoss(outside_label="A").bind(classes), "slack")
+    risk = RegularizedRisk(LinearChainFeatures(3, 3), batch, encoded.astype(np.int64),
+                           ChainDecoder(), loss, 0.1, np.ones(20))
+    plain = minimize_cutting_plane(risk, max_iter=300, tol=1e-6)
+    cached = minimize_cutting_plane(risk, max_iter=300, tol=1e-6, cache_size=3)
+    assert plain.converged and cached.converged
+    assert cached.n_evaluations <= plain.n_evaluations
+    assert cached.objective_curve[-1] == pytest.approx(plain.objective_curve[-1], rel=1e-4)

@@ -48,7 +48,7 @@ def _hinge_terms(risk, scores, y_hat, gold_scores):
 
 
 def minimize_cutting_plane(
-    risk, w0=None, *, max_iter=200, tol=1e-3, cache_size=3, verbose=0, callback=None,
+    risk, w0=None, *, max_iter=200, tol=1e-3, cache_size=0, verbose=0, callback=None,
     printer=print,
 ):
     """Structured SVM by the one-slack cutting-plane method.
@@ -67,14 +67,17 @@ def minimize_cutting_plane(
     w0 : ndarray of shape (n_params,), default=None
         Ignored but for the first most-violated constraint (the QP determines w).
     max_iter : int, default=200
-        Maximum number of constraints added.
+        Maximum number of decoder calls (constraints found by loss-augmented inference).
+        Constraints taken from the cache come on top, at most ``10 * max_iter`` in all.
     tol : float, default=1e-3
         Stop when the most violated constraint is violated by at most ``tol`` (Joachims'
         ε): then P(w) ≤ P* + tol. The gap P(w) − (working-set dual) is reported too.
-    cache_size : int, default=3
-        Past loss-augmented outputs kept per example. Before calling the decoder, the
-        constraint built from the best cached outputs is tried; the decoder is called
-        only when it is not violated by more than ``tol``.
+    cache_size : int, default=0
+        Past loss-augmented outputs kept per example (0: no cache). Before calling the
+        decoder, the constraint built from the best cached outputs is tried; the decoder
+        is called only when it is not violated by more than ``tol``. It pays when
+        inference costs much more than scoring the cached outputs (count-statistic losses
+        on long sequences), not for Viterbi.
     verbose, callback, printer
         As for :func:`~skstruct.optim.minimize_lbfgs`.
 
@@ -102,8 +105,8 @@ def minimize_cutting_plane(
     qp_objective = 0.0
     n_calls = 0
     start = time.perf_counter()
-    message, converged = "maximum number of iterations reached", False
-    for _ in range(max_iter):
+    message, converged = "maximum number of decoder calls reached", False
+    while n_calls < max_iter and len(planes) < 10 * max_iter:
         scores = features.scores(risk.batch, w)
         gold = risk.gold(scores)
         gold_scores = gold.dot(scores)
