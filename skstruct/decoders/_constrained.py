@@ -113,8 +113,16 @@ def best_with_statistic(scores, increments, caps, targets):
 
 
 def _loss_counters(task_loss, y_true, scores):
+    """Increments and caps of the loss's counters; caps are the largest reachable values.
+
+    True positives cannot exceed the gold positives N*, so their counter stops there
+    (R shrinks from (M + 1)² to (N* + 1)(M + 1) for F1); the others can reach M.
+    """
     increments = task_loss.increments(y_true, scores.n_states)
     caps = np.repeat(scores.lengths[:, None], increments.shape[-1], axis=1)
+    if "tp" in task_loss.statistic_names:
+        n_gold = task_loss.gold_positives(y_true, scores.offsets, scores.n_states)
+        caps[:, task_loss.statistic_names.index("tp")] = n_gold
     return increments, caps
 
 
