@@ -17,7 +17,7 @@ __all__ = ["minimize_bcfw", "structured_hinge_primal"]
 def structured_hinge_primal(risk, w):
     """Primal objective λ/2 ‖w‖² + Σ_i ω_i H_i(w) and the hinge values H_i (batched)."""
     scores = risk.features.scores(risk.batch, w)
-    values, _ = risk.loss(risk.decoder, scores, risk.y, gold=risk.gold(scores))
+    values = risk.loss.values(risk.decoder, scores, risk.y, risk.gold(scores))
     return float(risk.weights @ values) + 0.5 * risk.alpha * float(w @ w), values
 
 
