@@ -77,6 +77,16 @@ class RegularizedRisk:
             grad = self.features.transpose(self.batch, grad_parts.scale(self._weights))
         return values, grad
 
+    def value(self, w):
+        """F(w) alone (skips the gradient; cheaper for losses that have ``values``)."""
+        scores = self.features.scores(self.batch, w)
+        gold = self.gold(scores)
+        if hasattr(self.loss, "values"):
+            values = self.loss.values(self.decoder, scores, self.y, gold)
+        else:
+            values = self.loss(self.decoder, scores, self.y, gold=gold)[0]
+        return float(self._weights @ values) + 0.5 * self.alpha * float(w @ w)
+
     def value_and_gradient(self, w):
         """F(w) and ∇F(w).
 

@@ -82,7 +82,7 @@ def minimize_subgradient(
             if averaging:
                 w_avg += (2.0 / (step - first_step + 2)) * (w - w_avg)
         current = w_avg if averaging else w
-        value, _ = risk.value_and_gradient(current)
+        value = risk.value(current)
         curve.append(value)
         if verbose:
             printer(f"pass {len(curve):4d}  objective {value: .8e}  "
