@@ -2,5 +2,6 @@
 
 from ._conll import load_conll2000, read_conll
 from ._letters import load_letters
+from ._multilabel import load_multilabel
 
-__all__ = ["load_conll2000", "load_letters", "read_conll"]
+__all__ = ["load_conll2000", "load_letters", "load_multilabel", "read_conll"]
