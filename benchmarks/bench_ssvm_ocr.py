@@ -462,7 +462,7 @@ def report(r):
         "inference over the training words and one exact QP on the working set; for "
         "Hamming loss with margin rescaling `StructuredSVM` uses no inference cache.",
         "- The subgradient solver's per-pass objective is a full-batch "
-        "`RegularizedRisk.value_and_gradient` (the gradient is computed and dropped).",
+        "`RegularizedRisk.value` (one batched loss-augmented inference).",
         "",
     ]
     return "\n".join(lines)
