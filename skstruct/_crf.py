@@ -183,13 +183,7 @@ class CRF(LinearStructuredModel):
                 "increase max_iter or tol.",
                 ConvergenceWarning,
             )
-        self.output_kind_ = "sequence"
-        self.classes_ = classes
-        self.n_features_in_ = batch.n_features
-        self._store_params(features, result.w)
-        self.decoder_ = decoder
-        self.n_iter_ = result.n_iter
-        self.objective_curve_ = np.asarray(result.objective_curve)
+        self._finish_fit("sequence", classes, batch, features, decoder, result)
         return self
 
     def predict_marginals(self, X):

@@ -26,6 +26,16 @@ class LinearStructuredModel(StructuredEstimator):
             check_capability(decoder, capability, use)
         return decoder
 
+    def _finish_fit(self, kind, classes, batch, features, decoder, result):
+        """Store the fitted state; called once the solver returned (never half-written)."""
+        self.output_kind_ = kind
+        self.classes_ = classes
+        self.n_features_in_ = batch.n_features
+        self._store_params(features, result.w)
+        self.decoder_ = decoder
+        self.n_iter_ = result.n_iter
+        self.objective_curve_ = np.asarray(result.objective_curve)
+
     def _features(self):
         return self._feature_map(self.output_kind_, self.n_features_in_, len(self.classes_))
 

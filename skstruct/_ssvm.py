@@ -241,16 +241,12 @@ TaskLoss, default="hamming"
                 f"({result.message}); increase max_iter or tol.",
                 ConvergenceWarning,
             )
-        self.output_kind_ = kind
-        self.classes_ = classes
-        self.n_features_in_ = batch.n_features
-        self._store_params(features, result.w)
+        self._finish_fit(kind, classes, batch, features, decoder, result)
         self.loss_ = task_loss
-        self.decoder_ = decoder
-        self.n_iter_ = result.n_iter
-        self.objective_curve_ = np.asarray(result.objective_curve)
         if self.solver != "subgradient":
             self.duality_gaps_ = np.asarray(result.duality_gaps)
+        elif hasattr(self, "duality_gaps_"):
+            del self.duality_gaps_
         self.t_ = result.n_evaluations
         return self
 
@@ -349,11 +345,5 @@ class StructuredPerceptron(LinearStructuredModel):
             result = perceptron(risk, w0, max_iter=self.max_iter, averaging=self.averaging,
                                 random_state=self.random_state, verbose=self.verbose,
                                 callback=self.callback)
-        self.output_kind_ = kind
-        self.classes_ = classes
-        self.n_features_in_ = batch.n_features
-        self._store_params(features, result.w)
-        self.decoder_ = decoder
-        self.n_iter_ = result.n_iter
-        self.objective_curve_ = np.asarray(result.objective_curve)
+        self._finish_fit(kind, classes, batch, features, decoder, result)
         return self

@@ -4,6 +4,7 @@ import numpy as np
 
 from ..losses._counting import CountingLoss
 from ._base import Decoder
+from ._unary_parts import UnaryParts
 
 __all__ = ["MulticlassScores", "MulticlassParts", "MulticlassDecoder"]
 
@@ -63,7 +64,7 @@ class MulticlassScores:
         return MulticlassScores(self.unary if unary is None else unary)
 
 
-class MulticlassParts:
+class MulticlassParts(UnaryParts):
     """Part vectors of a batch of multiclass examples: one-hot rows or class probabilities.
 
     Parameters
@@ -78,36 +79,6 @@ class MulticlassParts:
     >>> parts.dot(MulticlassScores(np.array([[1., 2.], [3., 4.]])))
     array([2. , 3.5])
     """
-
-    def __init__(self, unary):
-        self.unary = unary
-
-    def __sub__(self, other):
-        return MulticlassParts(self.unary - other.unary)
-
-    def __add__(self, other):
-        return MulticlassParts(self.unary + other.unary)
-
-    def __mul__(self, factor):
-        return MulticlassParts(self.unary * factor)
-
-    __rmul__ = __mul__
-
-    def example(self, i):
-        """The parts of example ``i`` alone, as a view."""
-        return MulticlassParts(self.unary[i : i + 1])
-
-    def __isub__(self, other):
-        self.unary -= other.unary
-        return self
-
-    def scale(self, weights):
-        """Multiply the parts of example ``i`` by ``weights[i]``."""
-        return MulticlassParts(self.unary * np.asarray(weights, dtype=np.float64)[:, None])
-
-    def dot(self, scores):
-        """Per-example inner products ⟨a_i, η_i⟩, shape (n_samples,)."""
-        return np.einsum("ik,ik->i", self.unary, scores.unary)
 
 
 def _check_classes(y, scores):

@@ -8,6 +8,7 @@ from ..losses._task import HammingLoss, ZeroOneLoss
 from ..utils._parallel import threads_for
 from . import _independent_kernels as kernels
 from ._base import Decoder
+from ._unary_parts import UnaryParts
 from ._constrained import StatisticTable, _check_monotone
 from ._multiclass import _check_unary
 
@@ -60,7 +61,7 @@ class MultilabelScores:
         return MultilabelScores(self.unary if unary is None else unary)
 
 
-class MultilabelParts:
+class MultilabelParts(UnaryParts):
     """Part vectors of a batch of multilabel examples: indicators or p(y_j = 1).
 
     Parameters
@@ -75,36 +76,6 @@ class MultilabelParts:
     >>> parts.dot(MultilabelScores(np.array([[1., -2., 0.5]])))
     array([1.5])
     """
-
-    def __init__(self, unary):
-        self.unary = unary
-
-    def __sub__(self, other):
-        return MultilabelParts(self.unary - other.unary)
-
-    def __add__(self, other):
-        return MultilabelParts(self.unary + other.unary)
-
-    def __mul__(self, factor):
-        return MultilabelParts(self.unary * factor)
-
-    __rmul__ = __mul__
-
-    def example(self, i):
-        """The parts of example ``i`` alone, as a view."""
-        return MultilabelParts(self.unary[i : i + 1])
-
-    def __isub__(self, other):
-        self.unary -= other.unary
-        return self
-
-    def scale(self, weights):
-        """Multiply the parts of example ``i`` by ``weights[i]``."""
-        return MultilabelParts(self.unary * np.asarray(weights, dtype=np.float64)[:, None])
-
-    def dot(self, scores):
-        """Per-example inner products ⟨a_i, η_i⟩, shape (n_samples,)."""
-        return np.einsum("ij,ij->i", self.unary, scores.unary)
 
 
 def _check_indicators(y, scores):
