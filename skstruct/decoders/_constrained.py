@@ -201,21 +201,7 @@ def _solve_at(scores, increments, caps, targets):
 
 
 def map_with_label_count(scores, count, positive_states):
-    """Best labeling of each sequence with exactly ``count`` positive tokens.
-
-    Parameters
-    ----------
-    scores : ChainScores
-    count : int or ndarray of shape (n_sequences,)
-    positive_states : ndarray of shape (n_states,), bool
-
-    Returns
-    -------
-    labels : ndarray of shape (n_tokens,), int64
-        -1 for sequences where no labeling has that count.
-    best : ndarray of shape (n_sequences,)
-        Their scores (-inf where none exists).
-    """
+    """Exactly ``count`` positive tokens; see ``ChainDecoder.map_with_label_count``."""
     count = np.broadcast_to(np.asarray(count, dtype=np.int64), (scores.n_sequences,))
     if np.any(count < 0):
         raise ValueError("count must be non-negative.")
@@ -236,22 +222,7 @@ def _mismatch_counters(others, n_states):
 
 
 def map_with_min_distance(scores, others, min_distance):
-    """Best labeling at Hamming distance >= ``min_distance`` from each labeling in ``others``.
-
-    Parameters
-    ----------
-    scores : ChainScores
-    others : ndarray of shape (n_tokens, K), int
-        Labelings to stay away from, stacked; a column of -1 in a sequence imposes nothing.
-    min_distance : int >= 1
-        1 excludes the ``others`` exactly.
-
-    Returns
-    -------
-    labels : ndarray of shape (n_tokens,), int64
-        -1 for sequences with no such labeling.
-    best : ndarray of shape (n_sequences,)
-    """
+    """Best labeling far from ``others``; see ``ChainDecoder.map_with_min_distance``."""
     others = np.asarray(others, dtype=np.int64).reshape(scores.unary.shape[0], -1)
     min_distance = int(min_distance)
     if min_distance < 1:

@@ -4,23 +4,12 @@ import numpy as np
 
 from ..losses._counting import CountingLoss
 from ._base import Decoder
-from ._unary_parts import UnaryParts
+from ._unary import UnaryParts, UnaryScores
 
 __all__ = ["MulticlassScores", "MulticlassParts", "MulticlassDecoder"]
 
 
-def _check_unary(unary, n_columns):
-    """``unary`` as a float64 array of shape (n_samples, n_columns) with n_columns >= 1."""
-    unary = np.ascontiguousarray(unary, dtype=np.float64)
-    if unary.ndim != 2 or unary.shape[1] < 1:
-        raise ValueError(
-            f"unary has shape {unary.shape}; expected (n_samples, {n_columns}) with "
-            f"{n_columns} >= 1."
-        )
-    return unary
-
-
-class MulticlassScores:
+class MulticlassScores(UnaryScores):
     """Part scores η of a batch of multiclass examples.
 
     The score of class ``k`` for example ``i`` is θ = unary[i, k].
@@ -38,18 +27,12 @@ class MulticlassScores:
     (2, 3)
     """
 
-    def __init__(self, unary):
-        self.unary = _check_unary(unary, "n_classes")
+    _output_name = "n_classes"
 
     @property
     def n_states(self):
         """Number of classes."""
         return self.unary.shape[1]
-
-    @property
-    def n_examples(self):
-        """Number of examples in the batch."""
-        return self.unary.shape[0]
 
     @property
     def offsets(self):
@@ -58,10 +41,6 @@ class MulticlassScores:
         Lets task losses, which work on stacked tokens, evaluate multiclass outputs.
         """
         return np.arange(self.n_examples + 1)
-
-    def replace(self, *, unary=None):
-        """A copy with the unary scores replaced."""
-        return MulticlassScores(self.unary if unary is None else unary)
 
 
 class MulticlassParts(UnaryParts):

@@ -8,14 +8,13 @@ from ..losses._task import HammingLoss, ZeroOneLoss
 from ..utils._parallel import threads_for
 from . import _independent_kernels as kernels
 from ._base import Decoder
-from ._unary_parts import UnaryParts
+from ._unary import UnaryParts, UnaryScores
 from ._constrained import StatisticTable, _check_monotone
-from ._multiclass import _check_unary
 
 __all__ = ["MultilabelScores", "MultilabelParts", "MultilabelDecoder"]
 
 
-class MultilabelScores:
+class MultilabelScores(UnaryScores):
     """Part scores η of a batch of multilabel examples with independent binary labels.
 
     The score of a 0/1 vector y of example ``i`` is θ_y = Σ_j unary[i, j] y_j: a label
@@ -34,18 +33,12 @@ class MultilabelScores:
     (1, 3)
     """
 
-    def __init__(self, unary):
-        self.unary = _check_unary(unary, "n_labels")
+    _output_name = "n_labels"
 
     @property
     def n_labels(self):
         """Number of binary labels of every example."""
         return self.unary.shape[1]
-
-    @property
-    def n_examples(self):
-        """Number of examples in the batch."""
-        return self.unary.shape[0]
 
     @property
     def offsets(self):
@@ -55,10 +48,6 @@ class MultilabelScores:
         states 0 (off) and 1 (on).
         """
         return np.arange(self.n_examples + 1) * self.n_labels
-
-    def replace(self, *, unary=None):
-        """A copy with the unary scores replaced."""
-        return MultilabelScores(self.unary if unary is None else unary)
 
 
 class MultilabelParts(UnaryParts):

@@ -1,8 +1,40 @@
-"""Part vectors of outputs scored by one row of unary scores per example."""
+"""Score and part containers of outputs scored by one row of unary scores per example."""
 
 import numpy as np
 
-__all__ = ["UnaryParts"]
+__all__ = ["UnaryScores", "UnaryParts"]
+
+
+class UnaryScores:
+    """Per-example part scores held in one (n_samples, n_outputs) array.
+
+    Subclasses say what a row means (class scores, label-on scores) and how examples map
+    to stacked "tokens" for task losses (``offsets``).
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_samples, n_outputs)
+    """
+
+    _output_name = "n_outputs"
+
+    def __init__(self, unary):
+        unary = np.ascontiguousarray(unary, dtype=np.float64)
+        name = self._output_name
+        if unary.ndim != 2 or unary.shape[1] < 1:
+            raise ValueError(
+                f"unary has shape {unary.shape}; expected (n_samples, {name}) with {name} >= 1."
+            )
+        self.unary = unary
+
+    @property
+    def n_examples(self):
+        """Number of examples in the batch."""
+        return self.unary.shape[0]
+
+    def replace(self, *, unary=None):
+        """A copy with the unary scores replaced."""
+        return type(self)(self.unary if unary is None else unary)
 
 
 class UnaryParts:
