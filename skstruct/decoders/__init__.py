@@ -1,14 +1,16 @@
 """Decoders: inference over one family of structured outputs.
 
 A decoder takes part scores and answers inference questions (MAP, log-partition and
-marginals, top-K, loss-augmented MAP). See :class:`Decoder` for the interface.
+marginals, top-K, loss-augmented MAP); :func:`sparsemap` builds on MAP alone. See :class:`Decoder` for the interface.
 """
 
 from ._base import Decoder, check_capability
 from ._brute_force import BruteForceDecoder
 from ._chain import ChainDecoder, ChainParts, ChainScores, chain_parts
 from ._multiclass import MulticlassDecoder, MulticlassParts, MulticlassScores
+from ._matching import MatchingDecoder, MatchingParts, MatchingScores, matching_parts
 from ._multilabel import MultilabelDecoder, MultilabelParts, MultilabelScores
+from ._sparsemap import SparseMAPResult, sparsemap
 
 __all__ = [
     "BruteForceDecoder",
@@ -16,12 +18,18 @@ __all__ = [
     "ChainParts",
     "ChainScores",
     "Decoder",
+    "MatchingDecoder",
+    "MatchingParts",
+    "MatchingScores",
     "MulticlassDecoder",
     "MulticlassParts",
     "MulticlassScores",
     "MultilabelDecoder",
     "MultilabelParts",
     "MultilabelScores",
+    "SparseMAPResult",
     "chain_parts",
     "check_capability",
+    "matching_parts",
+    "sparsemap",
 ]

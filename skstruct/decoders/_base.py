@@ -1,5 +1,6 @@
 """The interface every decoder implements."""
 
+import numpy as np
 from sklearn.base import BaseEstimator
 
 __all__ = ["Decoder", "check_capability"]
@@ -70,6 +71,35 @@ class Decoder(BaseEstimator):
     def score_outputs(self, scores, y):
         """Scores θ_y = ⟨η, a_y⟩ of the outputs ``y``, one per example."""
         return self.parts(scores, y).dot(scores)
+
+    def cost_augmented(self, scores, y_true, task_loss):
+        """Scores η + c with ⟨c, a_y⟩ = Δ(y_true, y) up to a constant per example.
+
+        For a task loss that decomposes over the unary parts (Hamming), the cost-augmented
+        scores turn MAP into margin-rescaled loss-augmented MAP and marginals into
+        softmax-margin marginals. The per-example constant does not change any maximizer
+        or any loss that also scores the gold output with the augmented scores.
+
+        Parameters
+        ----------
+        scores : score container
+        y_true : ndarray
+            Encoded gold outputs.
+        task_loss : TaskLoss
+            Must provide ``unary_costs(y_true, offsets, n_states)``.
+
+        Returns
+        -------
+        score container, like ``scores``
+        """
+        if not hasattr(task_loss, "unary_costs"):
+            raise ValueError(
+                f"{type(self).__name__} can add a task loss to the scores only when it "
+                f"decomposes over tokens (such as HammingLoss); {type(task_loss).__name__} "
+                "does not."
+            )
+        costs = task_loss.unary_costs(np.ravel(y_true), scores.offsets, scores.n_states)
+        return scores.replace(unary=scores.unary + costs.reshape(scores.unary.shape))
 
 
 def check_capability(decoder, capability, needed_by):

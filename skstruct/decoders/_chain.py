@@ -75,6 +75,19 @@ class ChainScores:
         """Length of every sequence, shape (n_sequences,)."""
         return np.diff(self.offsets)
 
+    @property
+    def unary_offsets(self):
+        """Sequence ``i`` owns ``unary.ravel()[unary_offsets[i]:unary_offsets[i + 1]]``."""
+        return self.offsets * self.n_states
+
+    def take(self, indices):
+        """The scores of sequences ``indices`` (in that order; pairwise scores shared)."""
+        indices = np.asarray(indices, dtype=np.int64)
+        starts, stops = self.offsets[indices], self.offsets[indices + 1]
+        offsets = np.concatenate(([0], np.cumsum(stops - starts)))
+        rows = np.arange(offsets[-1]) - np.repeat(offsets[:-1] - starts, stops - starts)
+        return ChainScores(self.unary[rows], offsets, self.transition, self.start, self.end)
+
     def replace(self, *, unary=None):
         """A copy with the unary scores replaced (pairwise scores shared)."""
         return ChainScores(
@@ -138,6 +151,11 @@ class ChainParts:
         )
 
     __rmul__ = __mul__
+
+    @property
+    def unary_offsets(self):
+        """Sequence ``i`` owns ``unary.ravel()[unary_offsets[i]:unary_offsets[i + 1]]``."""
+        return self.offsets * self.unary.shape[1]
 
     def example(self, i):
         """The parts of sequence ``i`` alone, as views: writing to them writes here."""

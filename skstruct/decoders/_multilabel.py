@@ -325,6 +325,19 @@ class MultilabelDecoder(Decoder):
         """Indicator parts of the 0/1 vectors ``y`` (n_samples, n_labels)."""
         return MultilabelParts(_check_indicators(y, scores).astype(np.float64))
 
+    def cost_augmented(self, scores, y_true, task_loss):
+        """Scores η + c with Σ_j c_j y_j = Δ(y_true, y) up to a constant per example.
+
+        A label is a binary token (states off, on): c is the cost of "on" minus the cost
+        of "off" of every label, for task losses that decompose over labels (Hamming).
+        """
+        if not hasattr(task_loss, "unary_costs"):
+            return super().cost_augmented(scores, y_true, task_loss)
+        y_true = _check_indicators(y_true, scores)
+        costs = task_loss.unary_costs(y_true.ravel(), scores.offsets, 2)
+        on_minus_off = (costs[:, 1] - costs[:, 0]).reshape(scores.unary.shape)
+        return scores.replace(unary=scores.unary + on_minus_off)
+
     def score_outputs(self, scores, y):
         """θ_y = Σ_j unary[i, j] y[i, j] of every example, shape (n_samples,)."""
         return np.einsum("ij,ij->i", scores.unary, _check_indicators(y, scores))

@@ -32,9 +32,18 @@ class UnaryScores:
         """Number of examples in the batch."""
         return self.unary.shape[0]
 
+    @property
+    def unary_offsets(self):
+        """Example ``i`` owns ``unary.ravel()[unary_offsets[i]:unary_offsets[i + 1]]``."""
+        return np.arange(self.n_examples + 1) * self.unary.shape[1]
+
     def replace(self, *, unary=None):
         """A copy with the unary scores replaced."""
         return type(self)(self.unary if unary is None else unary)
+
+    def take(self, indices):
+        """The scores of examples ``indices`` (in that order)."""
+        return type(self)(self.unary[np.asarray(indices, dtype=np.int64)])
 
 
 class UnaryParts:
@@ -68,6 +77,11 @@ class UnaryParts:
     def __isub__(self, other):
         self.unary -= other.unary
         return self
+
+    @property
+    def unary_offsets(self):
+        """Example ``i`` owns ``unary.ravel()[unary_offsets[i]:unary_offsets[i + 1]]``."""
+        return np.arange(self.unary.shape[0] + 1) * self.unary.shape[1]
 
     def example(self, i):
         """The parts of example ``i`` alone, as a view."""

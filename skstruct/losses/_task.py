@@ -76,10 +76,13 @@ class HammingLoss(TaskLoss):
 
     def __call__(self, y_true, y_pred, offsets):
         y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
-        n_states = int(max(y_true.max(), y_pred.max())) + 1
-        if self.class_costs is not None:
-            n_states = len(self.class_costs)
-        per_token = self._cost_matrix(n_states)[y_true, y_pred] * self._token_scale(offsets)
+        if self.class_costs is None:
+            # Plain mismatches; also right for states outside 0..n-1 such as an
+            # unmatched row's -1.
+            per_token = (y_true != y_pred) * self._token_scale(offsets)
+            return np.add.reduceat(per_token, offsets[:-1])
+        per_token = self._cost_matrix(len(self.class_costs))[y_true, y_pred]
+        per_token = per_token * self._token_scale(offsets)
         return np.add.reduceat(per_token, offsets[:-1])
 
     def unary_costs(self, y_true, offsets, n_states):

@@ -1,0 +1,485 @@
+"""Compiled steps of the SparseMAP solvers, batched over examples.
+
+Every structure seen by the solver lives in a *pool*: its unary indicator vector m_s as
+sorted sparse entries (``pool_idx[pool_ptr[s]:pool_ptr[s + 1]]``, ``pool_val[...]``, local
+to its example's unary block) and its score θ_s. Example ``e`` keeps ``n_active[e]``
+active structures in slots ``support[e, :n_active[e]]`` with weights ``weights[e, :]``;
+its unary marginals u = Σ_k weights[e, k] m_k are stored densely in
+``u[u_offsets[e]:u_offsets[e + 1]]``.
+
+The active-set method keeps a Cholesky factor ``chol[e]`` of the Gram matrix of the
+*lifted* vectors m̃_s = [m_s; ρ]: G̃ = M_IᵀM_I + ρ² 11ᵀ. On the simplex the extra term is
+the constant ρ²/2, so the equality-constrained QP is unchanged (its multiplier shifts by
+ρ²), and G̃ is singular exactly when the active m_s are *affinely* dependent — the
+degeneracy that transition scores cause. A new structure that is affinely dependent on
+the active ones is brought in by an exchange step along the null direction (the quadratic
+term is flat there, the linear term rises), which keeps the factored set independent.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+#: ρ², the lift of the unary vectors (see the module docstring).
+LIFT = 1.0
+#: A new lifted vector whose component orthogonal to the active ones has squared norm
+#: below this fraction of its own squared norm counts as affinely dependent.
+DEPENDENCE_TOL = 1e-9
+
+ACTIVE_SET, VANILLA_FW, AWAY_FW, PAIRWISE_FW = 0, 1, 2, 3
+
+
+@njit(cache=True, nogil=True)
+def _gram(pool_ptr, pool_idx, pool_val, a, b):
+    """⟨m̃_a, m̃_b⟩ by merging the two sorted index lists."""
+    i, i_end = pool_ptr[a], pool_ptr[a + 1]
+    j, j_end = pool_ptr[b], pool_ptr[b + 1]
+    total = 0.0
+    while i < i_end and j < j_end:
+        if pool_idx[i] == pool_idx[j]:
+            total += pool_val[i] * pool_val[j]
+            i += 1
+            j += 1
+        elif pool_idx[i] < pool_idx[j]:
+            i += 1
+        else:
+            j += 1
+    return total + LIFT
+
+
+@njit(cache=True, nogil=True)
+def _same_structure(pool_ptr, pool_idx, pool_val, pool_theta, a, b):
+    """Whether structures ``a`` and ``b`` have equal unary vectors and scores."""
+    if pool_theta[a] != pool_theta[b]:
+        return False
+    length = pool_ptr[a + 1] - pool_ptr[a]
+    if pool_ptr[b + 1] - pool_ptr[b] != length:
+        return False
+    for q in range(length):
+        if (pool_idx[pool_ptr[a] + q] != pool_idx[pool_ptr[b] + q]
+                or pool_val[pool_ptr[a] + q] != pool_val[pool_ptr[b] + q]):
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _dot_dense(pool_ptr, pool_idx, pool_val, s, dense, base):
+    """⟨m_s, dense[base:]⟩."""
+    total = 0.0
+    for p in range(pool_ptr[s], pool_ptr[s + 1]):
+        total += pool_val[p] * dense[base + pool_idx[p]]
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _forward(chol, k, rhs, out):
+    for i in range(k):
+        acc = rhs[i]
+        for j in range(i):
+            acc -= chol[i, j] * out[j]
+        out[i] = acc / chol[i, i]
+
+
+@njit(cache=True, nogil=True)
+def _backward(chol, k, rhs, out):
+    for i in range(k - 1, -1, -1):
+        acc = rhs[i]
+        for j in range(i + 1, k):
+            acc -= chol[j, i] * out[j]
+        out[i] = acc / chol[i, i]
+
+
+@njit(cache=True, nogil=True)
+def _solve(chol, k, rhs, out):
+    """out = G̃⁻¹ rhs from the factor."""
+    work = np.empty(k)
+    _forward(chol, k, rhs, work)
+    _backward(chol, k, work, out)
+
+
+@njit(cache=True, nogil=True)
+def _solve_kkt(chol, k, theta, y_hat):
+    """Solve G y + τ 1 = θ, 1ᵀy = 1 on the active set; returns τ (for the unlifted G)."""
+    a = np.empty(k)
+    b = np.empty(k)
+    _solve(chol, k, theta, a)
+    _solve(chol, k, np.ones(k), b)
+    shift = (a.sum() - 1.0) / b.sum()
+    for i in range(k):
+        y_hat[i] = a[i] - shift * b[i]
+    return shift + LIFT
+
+
+@njit(cache=True, nogil=True)
+def _remove_slot(chol, support, weights, k, r):
+    """Delete active slot ``r`` of ``k``: shift the slots and re-triangularize the factor."""
+    for i in range(r, k - 1):
+        support[i] = support[i + 1]
+        weights[i] = weights[i + 1]
+        for j in range(k):
+            chol[i, j] = chol[i + 1, j]
+    for j in range(r, k - 1):
+        a, b = chol[j, j], chol[j, j + 1]
+        h = np.hypot(a, b)
+        c, s = a / h, b / h
+        for i in range(j, k - 1):
+            x, z = chol[i, j], chol[i, j + 1]
+            chol[i, j] = c * x + s * z
+            chol[i, j + 1] = -s * x + c * z
+    for j in range(k):
+        chol[k - 1, j] = 0.0
+        chol[j, k - 1] = 0.0
+    support[k - 1] = -1
+    weights[k - 1] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def _try_append(chol, support, k, s, pool_ptr, pool_idx, pool_val, coef):
+    """Append structure ``s`` to the factor if affinely independent of the ``k`` active.
+
+    Returns True when appended; otherwise leaves the factor alone and writes into ``coef``
+    the coefficients c with m̃_s = Σ_j c_j m̃_j (they sum to one).
+    """
+    column = np.empty(k)
+    for j in range(k):
+        column[j] = _gram(pool_ptr, pool_idx, pool_val, support[j], s)
+    diag = _gram(pool_ptr, pool_idx, pool_val, s, s)
+    row = np.empty(k)
+    _forward(chol, k, column, row)
+    residual = diag
+    for j in range(k):
+        residual -= row[j] * row[j]
+    if residual > DEPENDENCE_TOL * diag:
+        for j in range(k):
+            chol[k, j] = row[j]
+        chol[k, k] = np.sqrt(residual)
+        support[k] = s
+        return True
+    _backward(chol, k, row, coef)
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _add_structure(chol, support, weights, k, s, pool_ptr, pool_idx, pool_val):
+    """Bring ``s`` into the active set (weight 0, or by an exchange step when dependent).
+
+    Returns the new number of active structures, or -1 when ``s`` cannot improve the
+    objective (dependent, with no weight to move).
+    """
+    if k == 0:
+        chol[0, 0] = np.sqrt(_gram(pool_ptr, pool_idx, pool_val, s, s))
+        support[0] = s
+        weights[0] = 1.0
+        return 1
+    coef = np.empty(k)
+    if _try_append(chol, support, k, s, pool_ptr, pool_idx, pool_val, coef):
+        weights[k] = 0.0
+        return k + 1
+    # Exchange: move along e_s − c, on which M y and 1ᵀy are constant, until a weight
+    # with c_j > 0 reaches zero; that structure leaves and s enters.
+    step, leaving = np.inf, -1
+    for j in range(k):
+        if coef[j] > 1e-12:
+            ratio = weights[j] / coef[j]
+            if ratio < step:
+                step, leaving = ratio, j
+    if leaving < 0:
+        return -1
+    for j in range(k):
+        weights[j] = max(weights[j] - step * coef[j], 0.0)
+    _remove_slot(chol, support, weights, k, leaving)
+    k -= 1
+    if not _try_append(chol, support, k, s, pool_ptr, pool_idx, pool_val, coef):
+        return -1
+    weights[k] = step
+    return k + 1
+
+
+@njit(cache=True, nogil=True)
+def _stabilize(chol, support, weights, k, pool_theta, max_inner):
+    """Minor iterations: solve the KKT system on the active set, line search toward its
+    solution and drop the structures whose weight reaches zero, until the solution is
+    feasible. Returns (k, τ)."""
+    y_hat = np.empty(k)
+    theta = np.empty(k)
+    tau = 0.0
+    for _ in range(max_inner):
+        for j in range(k):
+            theta[j] = pool_theta[support[j]]
+        tau = _solve_kkt(chol, k, theta[:k], y_hat[:k])
+        feasible = True
+        for j in range(k):
+            if y_hat[j] < 0.0:
+                feasible = False
+        if feasible:
+            for j in range(k):
+                weights[j] = y_hat[j]
+            break
+        step, blocking = 1.0, -1
+        for j in range(k):
+            if y_hat[j] < weights[j]:
+                ratio = weights[j] / (weights[j] - y_hat[j])
+                if ratio < step:
+                    step, blocking = ratio, j
+        for j in range(k):
+            weights[j] = (1.0 - step) * weights[j] + step * y_hat[j]
+        if blocking >= 0:
+            weights[blocking] = 0.0
+        for j in range(k - 1, -1, -1):
+            if weights[j] <= 0.0 and k > 1:
+                _remove_slot(chol, support, weights, k, j)
+                k -= 1
+    return k, tau
+
+
+@njit(cache=True, nogil=True)
+def _write_unary(u, base, size, support, weights, k, pool_ptr, pool_idx, pool_val):
+    for p in range(base, base + size):
+        u[p] = 0.0
+    for j in range(k):
+        s = support[j]
+        for p in range(pool_ptr[s], pool_ptr[s + 1]):
+            u[base + pool_idx[p]] += weights[j] * pool_val[p]
+
+
+@njit(cache=True, nogil=True)
+def _objective(u, base, size, support, weights, k, pool_theta):
+    value = 0.0
+    for j in range(k):
+        value += weights[j] * pool_theta[support[j]]
+    for p in range(base, base + size):
+        value -= 0.5 * u[p] * u[p]
+    return value
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def active_set_step(rows, new_ids, support, weights, n_active, chol, u, u_offsets,
+                    pool_ptr, pool_idx, pool_val, pool_theta, tau, gap, converged,
+                    objective, tol, max_inner):
+    """One major iteration of the active-set method for the examples ``rows``.
+
+    ``new_ids[p]`` is the structure the MAP oracle returned for example ``rows[p]`` under
+    the scores (η_U − u, η_V). If its adjusted score θ_s − m_sᵀu exceeds τ by more than
+    ``tol`` (relative to max(1, |τ|)) it enters the active set and the minor iterations
+    restore the KKT conditions on the new set; otherwise the example has converged.
+    """
+    for p in prange(rows.shape[0]):
+        e = rows[p]
+        s = new_ids[p]
+        k = n_active[e]
+        base = u_offsets[e]
+        size = u_offsets[e + 1] - base
+        if k > 0:
+            excess = pool_theta[s] - _dot_dense(pool_ptr, pool_idx, pool_val, s, u, base)
+            excess -= tau[e]
+            gap[e] = max(excess, 0.0)
+            if excess <= tol * max(1.0, abs(tau[e])):
+                converged[e] = True
+                continue
+            known = False
+            for j in range(k):
+                if _same_structure(pool_ptr, pool_idx, pool_val, pool_theta, support[e, j], s):
+                    known = True
+            if known:
+                converged[e] = True
+                continue
+        k = _add_structure(chol[e], support[e], weights[e], k, s, pool_ptr, pool_idx,
+                           pool_val)
+        if k < 0:
+            converged[e] = True
+            continue
+        k, tau[e] = _stabilize(chol[e], support[e], weights[e], k, pool_theta, max_inner)
+        n_active[e] = k
+        _write_unary(u, base, size, support[e], weights[e], k, pool_ptr, pool_idx, pool_val)
+        objective[e] = _objective(u, base, size, support[e], weights[e], k, pool_theta)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def warm_start(start, start_weights, factor, support, weights, n_active, chol, u, u_offsets,
+               pool_ptr, pool_idx, pool_val, pool_theta, tau, objective):
+    """Initial active sets from given structures and weights (an earlier solution).
+
+    With ``factor`` (active set), structures affinely dependent on the earlier ones are
+    left out and the minor iterations restore the KKT conditions; the weights are
+    renormalized to the simplex either way.
+    """
+    for e in prange(start.shape[0]):
+        k = 0
+        total = 0.0
+        coef = np.empty(start.shape[1])
+        for j in range(start.shape[1]):
+            s = start[e, j]
+            if s < 0:
+                continue
+            if factor:
+                if k == 0:
+                    chol[e, 0, 0] = np.sqrt(_gram(pool_ptr, pool_idx, pool_val, s, s))
+                    support[e, 0] = s
+                elif not _try_append(chol[e], support[e], k, s, pool_ptr, pool_idx,
+                                     pool_val, coef):
+                    continue
+            support[e, k] = s
+            weights[e, k] = start_weights[e, j]
+            total += start_weights[e, j]
+            k += 1
+        for j in range(k):
+            weights[e, j] = weights[e, j] / total if total > 0 else 1.0 / k
+        if factor:
+            k, tau[e] = _stabilize(chol[e], support[e], weights[e], k, pool_theta, 200)
+        n_active[e] = k
+        base = u_offsets[e]
+        size = u_offsets[e + 1] - base
+        _write_unary(u, base, size, support[e], weights[e], k, pool_ptr, pool_idx, pool_val)
+        objective[e] = _objective(u, base, size, support[e], weights[e], k, pool_theta)
+
+
+@njit(cache=True, nogil=True)
+def _combination(size, s, t, ws, wt, pool_ptr, pool_idx, pool_val):
+    """The dense vector ws·m_s + wt·m_t (a negative id leaves its term out)."""
+    out = np.zeros(size)
+    if s >= 0:
+        for p in range(pool_ptr[s], pool_ptr[s + 1]):
+            out[pool_idx[p]] += ws * pool_val[p]
+    if t >= 0:
+        for p in range(pool_ptr[t], pool_ptr[t + 1]):
+            out[pool_idx[p]] += wt * pool_val[p]
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def frank_wolfe_step(method, rows, new_ids, support, weights, n_active, u, u_offsets,
+                     pool_ptr, pool_idx, pool_val, pool_theta, gap, converged, objective,
+                     tol):
+    """One iteration of vanilla, away-step or pairwise Frank–Wolfe for ``rows``.
+
+    The linear oracle returned ``new_ids`` under (η_U − u, η_V). Directions live in the
+    convex-combination weights: forward d = a_s − μ, away d = μ − a_v and pairwise
+    d = a_s − a_v, with v the active structure of LOWEST adjusted score θ − mᵀu. The step
+    is the exact line search γ = clip(⟨∇, d⟩ / ‖d_u‖², 0, γ_max).
+    """
+    for p in prange(rows.shape[0]):
+        e = rows[p]
+        s = new_ids[p]
+        k = n_active[e]
+        base = u_offsets[e]
+        size = u_offsets[e + 1] - base
+        if k == 0:
+            support[e, 0] = s
+            weights[e, 0] = 1.0
+            n_active[e] = 1
+            _write_unary(u, base, size, support[e], weights[e], 1, pool_ptr, pool_idx,
+                         pool_val)
+            objective[e] = _objective(u, base, size, support[e], weights[e], 1, pool_theta)
+            continue
+        mean_adjusted = 0.0
+        away, away_score, slot_s = -1, np.inf, -1
+        for j in range(k):
+            t = support[e, j]
+            adjusted = pool_theta[t] - _dot_dense(pool_ptr, pool_idx, pool_val, t, u, base)
+            mean_adjusted += weights[e, j] * adjusted
+            if adjusted < away_score:
+                away_score, away = adjusted, j
+            if _same_structure(pool_ptr, pool_idx, pool_val, pool_theta, t, s):
+                slot_s = j
+        s_adjusted = pool_theta[s] - _dot_dense(pool_ptr, pool_idx, pool_val, s, u, base)
+        forward_gap = s_adjusted - mean_adjusted
+        gap[e] = max(forward_gap, 0.0)
+        if forward_gap <= tol * max(1.0, abs(mean_adjusted)):
+            converged[e] = True
+            continue
+        # Direction in the weights: add `delta` to the weights (over slots, plus s).
+        if method == PAIRWISE_FW:
+            slope = s_adjusted - away_score
+            step_max = weights[e, away]
+            direction = _combination(size, s, support[e, away], 1.0, -1.0, pool_ptr,
+                                     pool_idx, pool_val)
+            use_away = False
+            pairwise = True
+        else:
+            away_gap = mean_adjusted - away_score
+            use_away = method == AWAY_FW and away_gap > forward_gap and k > 1
+            pairwise = False
+            if use_away:
+                slope = away_gap
+                w_away = weights[e, away]
+                step_max = w_away / (1.0 - w_away)
+                direction = _combination(size, -1, support[e, away], 0.0, -1.0, pool_ptr,
+                                         pool_idx, pool_val)
+                for q in range(size):
+                    direction[q] += u[base + q]
+            else:
+                slope = forward_gap
+                step_max = 1.0
+                direction = _combination(size, s, -1, 1.0, 0.0, pool_ptr, pool_idx, pool_val)
+                for q in range(size):
+                    direction[q] -= u[base + q]
+        norm = 0.0
+        for q in range(size):
+            norm += direction[q] * direction[q]
+        step = step_max if norm <= 0.0 else min(max(slope / norm, 0.0), step_max)
+        if slot_s < 0 and not use_away:
+            slot_s = k
+            support[e, k] = s
+            weights[e, k] = 0.0
+            k += 1
+        if pairwise:
+            weights[e, slot_s] += step
+            weights[e, away] -= step
+        elif use_away:
+            for j in range(k):
+                weights[e, j] *= 1.0 + step
+            weights[e, away] -= step
+        else:
+            for j in range(k):
+                weights[e, j] *= 1.0 - step
+            weights[e, slot_s] += step
+        for j in range(k - 1, -1, -1):
+            if weights[e, j] <= 1e-15 and k > 1:
+                for i in range(j, k - 1):
+                    support[e, i] = support[e, i + 1]
+                    weights[e, i] = weights[e, i + 1]
+                support[e, k - 1] = -1
+                weights[e, k - 1] = 0.0
+                k -= 1
+        n_active[e] = k
+        for q in range(size):
+            u[base + q] += step * direction[q]
+        objective[e] = _objective(u, base, size, support[e], weights[e], k, pool_theta)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def support_coefficients(support, n_active, pool_ptr, pool_idx, pool_val, upstream,
+                         u_offsets, out):
+    """Backward pass: out[e, :k] = D M_Iᵀ p for the upstream gradient p on u.
+
+    D = Z − (Z1)(Z1)ᵀ / (1ᵀZ1) with Z = G̃⁻¹ on the final active set (the lift does not
+    change D, the Jacobian of the KKT solution's weights with respect to θ_I).
+    """
+    for e in prange(support.shape[0]):
+        k = n_active[e]
+        base = u_offsets[e]
+        chol = np.zeros((k, k))
+        column = np.empty(k)
+        for i in range(k):
+            # Rebuild the factor of the final set (small: k is the support size).
+            for j in range(i):
+                column[j] = _gram(pool_ptr, pool_idx, pool_val, support[e, j], support[e, i])
+            diag = _gram(pool_ptr, pool_idx, pool_val, support[e, i], support[e, i])
+            row = np.empty(i)
+            _forward(chol, i, column[:i], row)
+            residual = diag
+            for j in range(i):
+                chol[i, j] = row[j]
+                residual -= row[j] * row[j]
+            chol[i, i] = np.sqrt(max(residual, 1e-300))
+        projected = np.empty(k)
+        for j in range(k):
+            projected[j] = _dot_dense(pool_ptr, pool_idx, pool_val, support[e, j], upstream,
+                                      base)
+        z_p = np.empty(k)
+        z_1 = np.empty(k)
+        _solve(chol, k, projected, z_p)
+        _solve(chol, k, np.ones(k), z_1)
+        ratio = z_1.sum()
+        along = z_p.sum() / ratio if ratio != 0.0 else 0.0
+        for j in range(k):
+            out[e, j] = z_p[j] - along * z_1[j]
