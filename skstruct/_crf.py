@@ -9,7 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._linear_model import LinearStructuredModel
+from ._linear_model import LinearStructuredModel, _arc_blocks
 from .decoders import Decoder
 from .losses import CRFLoss, TaskLoss
 from .optim import RegularizedRisk, minimize_lbfgs, minimize_lbfgsb
@@ -104,7 +104,7 @@ class CRF(LinearStructuredModel):
     [['B', 'I', 'I'], ['I', 'B']]
     """
 
-    _output_kinds = ("sequence",)
+    _output_kinds = ("sequence", "tree")
 
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="left")],
@@ -158,15 +158,16 @@ class CRF(LinearStructuredModel):
         -------
         self : CRF
         """
-        _, batch, classes, y_encoded, weights = self._validate_training_data(
+        kind, batch, classes, y_encoded, weights = self._validate_training_data(
             X, y, sample_weight
         )
         loss = CRFLoss(cost=self.cost)
         decoder = self._make_decoder(
-            "sequence", [("marginals", "CRF training"), ("map", "CRF prediction")]
+            kind, [("marginals", "CRF training"), ("map", "CRF prediction")]
         )
-        features = self._feature_map("sequence", batch.n_features, len(classes))
-        w0 = self._initial_params(features, "sequence", classes, batch.n_features)
+        n_outputs = 0 if classes is None else len(classes)
+        features = self._feature_map(kind, batch.n_features, n_outputs)
+        w0 = self._initial_params(features, kind, classes, batch.n_features)
         risk = RegularizedRisk(features, batch, y_encoded, decoder, loss, self.alpha, weights)
         minimize = minimize_lbfgs if self.solver == "lbfgs" else minimize_lbfgsb
         result = minimize(
@@ -183,7 +184,7 @@ class CRF(LinearStructuredModel):
                 "increase max_iter or tol.",
                 ConvergenceWarning,
             )
-        self._finish_fit("sequence", classes, batch, features, decoder, result)
+        self._finish_fit(kind, classes, batch, features, decoder, result)
         return self
 
     def predict_marginals(self, X):
@@ -200,6 +201,8 @@ class CRF(LinearStructuredModel):
         """
         batch = self._validate_prediction_data(X)
         _, marginals = self.decoder_.marginals(self._scores(batch))
+        if self.output_kind_ == "tree":
+            return _arc_blocks(marginals.unary, batch.token_offsets)
         return split_sequences(marginals.unary, batch.offsets)
 
     def predict_log_proba_sequences(self, X, y):

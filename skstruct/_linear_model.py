@@ -37,9 +37,13 @@ class LinearStructuredModel(StructuredEstimator):
         self.objective_curve_ = np.asarray(result.objective_curve)
 
     def _features(self):
-        return self._feature_map(self.output_kind_, self.n_features_in_, len(self.classes_))
+        n_outputs = 0 if self.classes_ is None else len(self.classes_)
+        return self._feature_map(self.output_kind_, self.n_features_in_, n_outputs)
 
     def _store_params(self, features, w):
+        if self.output_kind_ == "tree":
+            self.coef_ = np.array(features.unpack(w), dtype=np.float64)
+            return
         if self.output_kind_ == "sequence":
             unary, transition, start, end = features.unpack(w)
             self.transition_ = transition.copy()
@@ -52,6 +56,8 @@ class LinearStructuredModel(StructuredEstimator):
 
     def _params(self):
         features = self._features()
+        if self.output_kind_ == "tree":
+            return features.pack(self.coef_)
         if self.output_kind_ == "sequence":
             return features.pack(
                 self.coef_.T, self.transition_, self.start_transition_, self.end_transition_
@@ -61,7 +67,10 @@ class LinearStructuredModel(StructuredEstimator):
     def _initial_params(self, features, kind, classes, n_features):
         if not (self.warm_start and hasattr(self, "coef_")):
             return np.zeros(features.n_params)
-        if (kind != self.output_kind_ or not np.array_equal(classes, self.classes_)
+        same_classes = (classes is None and self.classes_ is None) or (
+            classes is not None and self.classes_ is not None
+            and np.array_equal(classes, self.classes_))
+        if (kind != self.output_kind_ or not same_classes
                 or n_features != self.n_features_in_):
             raise ValueError(
                 "warm_start=True needs the same kind of outputs, classes and number of "
@@ -77,8 +86,9 @@ class LinearStructuredModel(StructuredEstimator):
         return self.decoder_.map(self._scores(batch))
 
     def decision_function(self, X):
-        """Unary scores: per class (multiclass), per label (multilabel), or per token and
-        class (sequences; transitions excluded).
+        """Unary scores: per class (multiclass), per label (multilabel), per token and
+        class (sequences; transitions excluded), or per arc (trees: an (n_i, n_i) matrix
+        per sentence, entry [m, h] the score of head h for token m, the diagonal the root).
 
         Parameters
         ----------
@@ -87,10 +97,19 @@ class LinearStructuredModel(StructuredEstimator):
         Returns
         -------
         ndarray of shape (n_samples, n_outputs), or list of ndarray of shape
-        (n_tokens_i, n_classes) for sequences
+        (n_tokens_i, n_classes) for sequences, or of shape (n_i, n_i) for trees
         """
         batch = self._validate_prediction_data(X)
         unary = self._scores(batch).unary
+        if self.output_kind_ == "tree":
+            return _arc_blocks(unary, batch.token_offsets)
         if self.output_kind_ == "sequence":
             return split_sequences(unary, batch.offsets)
         return unary
+
+
+def _arc_blocks(unary, token_offsets):
+    """Split stacked modifier-major arc scores into one (n_i, n_i) matrix per sentence."""
+    lengths = np.diff(token_offsets)
+    cuts = np.cumsum(lengths * lengths)[:-1]
+    return [block.reshape(n, n) for block, n in zip(np.split(unary, cuts), lengths)]

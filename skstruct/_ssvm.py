@@ -41,6 +41,10 @@ def _threads(n_jobs):
         numba.set_num_threads(previous)
 
 
+def _n_outputs(classes):
+    return 0 if classes is None else len(classes)
+
+
 def _bind_task_loss(loss, kind, classes):
     task_loss = check_task_loss(loss, "loss")
     if isinstance(task_loss, CountingLoss):
@@ -111,7 +115,7 @@ TaskLoss, default="hamming"
         Pairwise scores (sequences only).
     intercept_ : ndarray of shape (n_outputs,)
         Multiclass and multilabel only.
-    output_kind_ : {"sequence", "multiclass", "multilabel"}
+    output_kind_ : {"sequence", "multiclass", "multilabel", "tree"}
     loss_ : TaskLoss
         The task loss used, bound to the classes.
     decoder_ : Decoder
@@ -216,7 +220,7 @@ TaskLoss, default="hamming"
         task_loss = _bind_task_loss(self.loss, kind, classes)
         decoder = self._make_decoder(kind, [("loss_augmented_map", "StructuredSVM training"),
                                             ("map", "StructuredSVM prediction")])
-        features = self._feature_map(kind, batch.n_features, len(classes))
+        features = self._feature_map(kind, batch.n_features, _n_outputs(classes))
         w0 = self._initial_params(features, kind, classes, batch.n_features)
         risk = RegularizedRisk(features, batch, y_encoded, decoder,
                                StructuredHingeLoss(task_loss, self.rescaling), self.alpha,
@@ -337,7 +341,7 @@ class StructuredPerceptron(LinearStructuredModel):
             X, y, sample_weight
         )
         decoder = self._make_decoder(kind, [("map", "StructuredPerceptron")])
-        features = self._feature_map(kind, batch.n_features, len(classes))
+        features = self._feature_map(kind, batch.n_features, _n_outputs(classes))
         w0 = self._initial_params(features, kind, classes, batch.n_features)
         risk = RegularizedRisk(features, batch, y_encoded, decoder, PerceptronLoss(), 0.0,
                                weights)

@@ -8,6 +8,10 @@ Three kinds of outputs, told apart by the form of ``y``:
   matrix.
 - ``"multilabel"``: ``y`` is a 2-D 0/1 indicator matrix (n_samples, n_labels),
   ``X`` a 2-D matrix.
+- ``"tree"``: ``y`` is a list of CoNLL head arrays, ``X`` a list of per-sentence
+  (n_i * n_i, n_features) arc feature matrices (see :mod:`skstruct.utils._trees`); chosen
+  by passing a decoder whose ``output_kind`` is ``"tree"`` (a
+  :class:`~skstruct.decoders.TreeDecoder`), since heads look like sequence labels.
 """
 
 import numpy as np
@@ -23,7 +27,8 @@ from .decoders import (
     MultilabelDecoder,
     MultilabelScores,
 )
-from .features import LinearChainFeatures, LinearFeatures
+from .features import LinearArcFeatures, LinearChainFeatures, LinearFeatures
+from .utils._trees import check_trees
 from .utils._sequences import (
     SequenceBatch,
     check_sample_weight_sequences,
@@ -59,7 +64,7 @@ class StructuredEstimator(BaseEstimator):
     the helpers below; ``predict`` and ``score`` are shared.
     """
 
-    _output_kinds = ("sequence", "multiclass", "multilabel")
+    _output_kinds = ("sequence", "multiclass", "multilabel", "tree")
 
     def _validate_training_data(self, X, y, sample_weight):
         """Check and encode training data.
@@ -77,12 +82,22 @@ class StructuredEstimator(BaseEstimator):
         weights : ndarray of shape (n_examples,)
         """
         name = type(self).__name__
-        kind = self._output_kinds[0] if len(self._output_kinds) == 1 else output_kind(y)
+        from_y = [k for k in self._output_kinds if k != "tree"]  # trees: by the decoder
+        kind = from_y[0] if len(from_y) == 1 else output_kind(y)
+        if getattr(getattr(self, "decoder", None), "output_kind", None) == "tree":
+            kind = "tree"
         if kind not in self._output_kinds:
             raise ValueError(
                 f"{name} takes {' or '.join(self._output_kinds)} outputs, but y looks like "
                 f"{kind} data."
             )
+        if kind == "tree":
+            from .decoders._tree import heads_to_states
+
+            batch, heads = check_trees(X, y, estimator=name)
+            y_encoded = heads_to_states(heads, batch.token_offsets)
+            weights = check_sample_weight_sequences(sample_weight, batch.n_sequences)
+            return kind, batch, None, y_encoded, weights
         if kind == "sequence":
             batch, y_flat = check_sequences(X, y, estimator=name)
         else:
@@ -115,10 +130,18 @@ class StructuredEstimator(BaseEstimator):
 
     @staticmethod
     def _default_decoder(kind):
+        if kind == "tree":
+            from .decoders._tree import TreeDecoder
+
+            return TreeDecoder()
         return _DECODERS[kind]()
 
     @staticmethod
     def _feature_map(kind, n_features, n_outputs):
+        if kind == "tree":
+            from .decoders._tree import TreeScores
+
+            return LinearArcFeatures(n_features, TreeScores)
         if kind == "sequence":
             return LinearChainFeatures(n_features, n_outputs)
         scores_type = MulticlassScores if kind == "multiclass" else MultilabelScores
@@ -132,6 +155,8 @@ class StructuredEstimator(BaseEstimator):
     def _validate_prediction_data(self, X):
         check_is_fitted(self)
         name = type(self).__name__
+        if self.output_kind_ == "tree":
+            return check_trees(X, n_features=self.n_features_in_, estimator=name)[0]
         if self.output_kind_ == "sequence":
             batch, _ = check_sequences(X, n_features=self.n_features_in_, estimator=name)
             return batch
@@ -144,6 +169,11 @@ class StructuredEstimator(BaseEstimator):
         return SequenceBatch(X, np.arange(X.shape[0] + 1))
 
     def _to_user(self, encoded, batch):
+        if self.output_kind_ == "tree":
+            from .decoders._tree import states_to_heads
+
+            heads = states_to_heads(encoded, batch.token_offsets)
+            return split_sequences(heads, batch.token_offsets)
         if self.output_kind_ == "sequence":
             return split_sequences(self.classes_[encoded], batch.offsets)
         if self.output_kind_ == "multiclass":
@@ -155,19 +185,21 @@ class StructuredEstimator(BaseEstimator):
 
         Parameters
         ----------
-        X : list of (n_tokens_i, n_features) matrices (sequences) or a (n_samples,
-            n_features) matrix (multiclass, multilabel)
+        X : list of (n_tokens_i, n_features) matrices (sequences), a (n_samples,
+            n_features) matrix (multiclass, multilabel), or a list of (n_i * n_i,
+            n_features) arc feature matrices (trees)
 
         Returns
         -------
-        list of ndarray of shape (n_tokens_i,), ndarray of shape (n_samples,), or 0/1
-        ndarray of shape (n_samples, n_labels)
+        list of ndarray of shape (n_tokens_i,), ndarray of shape (n_samples,), 0/1
+        ndarray of shape (n_samples, n_labels), or list of CoNLL head arrays (n_i,)
         """
         batch = self._validate_prediction_data(X)
         return self._to_user(self._decode(batch), batch)
 
     def score(self, X, y, sample_weight=None):
-        """Token accuracy (sequences), accuracy (multiclass) or subset accuracy (multilabel).
+        """Token accuracy (sequences), attachment score (trees: the fraction of tokens with
+        the right head), accuracy (multiclass) or subset accuracy (multilabel).
 
         Parameters
         ----------
@@ -182,6 +214,6 @@ class StructuredEstimator(BaseEstimator):
         from .metrics import token_accuracy
 
         y_pred = self.predict(X)
-        if self.output_kind_ == "sequence":
+        if self.output_kind_ in ("sequence", "tree"):
             return token_accuracy(y, y_pred, sample_weight=sample_weight)
         return accuracy_score(y, y_pred, sample_weight=sample_weight)

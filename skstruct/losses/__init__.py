@@ -13,7 +13,13 @@ from ._counting import (
     RecallLoss,
 )
 from ._task import HammingLoss, TaskLoss, ZeroOneLoss, check_task_loss
-from ._training import CRFLoss, PerceptronLoss, StructuredHingeLoss, TrainingLoss
+from ._training import (
+    CRFLoss,
+    PerceptronLoss,
+    SparseMAPLoss,
+    StructuredHingeLoss,
+    TrainingLoss,
+)
 
 __all__ = [
     "CRFLoss",
@@ -25,6 +31,7 @@ __all__ = [
     "PerceptronLoss",
     "PrecisionLoss",
     "RecallLoss",
+    "SparseMAPLoss",
     "StructuredHingeLoss",
     "TaskLoss",
     "TrainingLoss",

@@ -5,7 +5,13 @@ import numpy as np
 from ..decoders._base import check_capability
 from ._task import check_task_loss
 
-__all__ = ["TrainingLoss", "CRFLoss", "PerceptronLoss", "StructuredHingeLoss"]
+__all__ = [
+    "TrainingLoss",
+    "CRFLoss",
+    "PerceptronLoss",
+    "SparseMAPLoss",
+    "StructuredHingeLoss",
+]
 
 
 class TrainingLoss:
@@ -64,12 +70,11 @@ class CRFLoss(TrainingLoss):
     def __call__(self, decoder, scores, y_true, gold=None):
         augmented = scores
         if self.cost is not None:
-            costs = self.cost.unary_costs(y_true, scores.offsets, scores.n_states)
-            augmented = scores.replace(unary=scores.unary + costs)
+            augmented = decoder.cost_augmented(scores, y_true, self.cost)
         log_z, expected = decoder.marginals(augmented)
         if gold is None:
             gold = decoder.parts(scores, y_true)
-        values = log_z - gold.dot(scores)
+        values = log_z - gold.dot(augmented)
         expected -= gold
         return values, expected
 
@@ -153,3 +158,76 @@ class StructuredHingeLoss(TrainingLoss):
         values = delta * (1.0 + margin)
         weights = np.where(values > 0, delta, 0.0)
         return np.maximum(values, 0.0), predicted.scale(weights)
+
+
+def _squared_norms(unary, unary_offsets):
+    """½-less per-example squared norms of the unary blocks, shape (n_examples,)."""
+    flat = np.asarray(unary, dtype=np.float64).reshape(-1)
+    cumulative = np.concatenate(([0.0], np.cumsum(flat * flat)))
+    return cumulative[unary_offsets[1:]] - cumulative[unary_offsets[:-1]]
+
+
+class SparseMAPLoss(TrainingLoss):
+    """SparseMAP loss, or m-SparseMAP with a task loss (cost-augmented).
+
+    The Fenchel–Young loss of Ω(μ) = ½‖u‖² on the marginal polytope:
+
+        ℓ(η; ȳ) = max_{μ ∈ M} [ηᵀμ − ½‖u‖²] − [θ_ȳ − ½‖m_ȳ‖²],
+
+    with gradient μ* − a_ȳ, where μ* = [u*; v*] is the SparseMAP solution
+    (:func:`~skstruct.decoders.sparsemap`, which needs only MAP calls). With a ``cost``,
+    η is replaced by the cost-augmented scores η + c (⟨c, a_y⟩ = Δ(ȳ, y) up to a
+    constant), in the maximization and in the gold term alike, so ℓ ≥ 0 still holds and
+    ℓ = 0 exactly when ȳ wins by the margin Δ.
+
+    Parameters
+    ----------
+    cost : None, str or TaskLoss, default=None
+        A task loss that decomposes over the unary parts (``"hamming"``): m-SparseMAP.
+    max_iter : int, default=100
+        MAP calls per example and evaluation (see :func:`~skstruct.decoders.sparsemap`).
+    tol : float, default=1e-9
+        SparseMAP stopping tolerance on the Frank–Wolfe gap.
+
+    Notes
+    -----
+    ℓ ≥ 0, ℓ is convex in η, and ℓ_{tΩ}(η) = t ℓ_Ω(η/t). With one unary part per class
+    (multiclass), SparseMAP is sparsemax and ℓ is the sparsemax loss.
+
+    References
+    ----------
+    Niculae, Martins, Blondel & Cardie (2018). SparseMAP: differentiable sparse structured
+    inference. ICML.
+    Blondel, Martins & Niculae (2020). Learning with Fenchel–Young losses. JMLR.
+    """
+
+    required_capability = "map"
+
+    def __init__(self, cost=None, max_iter=100, tol=1e-9):
+        self.cost = None if cost is None else check_task_loss(cost, "cost")
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def check_decoder(self, decoder):
+        check_capability(decoder, "map", type(self).__name__)
+        check_capability(decoder, "parts", type(self).__name__)
+
+    def solve(self, decoder, scores, y_true):
+        """The SparseMAP solution at the (cost-augmented) scores, and those scores."""
+        from ..decoders._sparsemap import sparsemap
+
+        augmented = scores
+        if self.cost is not None:
+            augmented = decoder.cost_augmented(scores, y_true, self.cost)
+        return sparsemap(decoder, augmented, max_iter=self.max_iter, tol=self.tol), augmented
+
+    def __call__(self, decoder, scores, y_true, gold=None):
+        result, augmented = self.solve(decoder, scores, y_true)
+        if gold is None:
+            gold = decoder.parts(scores, y_true)
+        offsets = np.asarray(scores.unary_offsets)
+        values = (result.objective - gold.dot(augmented)
+                  + 0.5 * _squared_norms(gold.unary, offsets))
+        gradient = result.marginals
+        gradient -= gold
+        return np.maximum(values, 0.0), gradient

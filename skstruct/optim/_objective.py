@@ -64,7 +64,7 @@ class RegularizedRisk:
 
     def example(self, i):
         """Inputs and encoded output of example ``i`` alone: (SequenceBatch, y_i)."""
-        a, b = self.batch.offsets[i], self.batch.offsets[i + 1]
+        a, b = self.batch.output_offsets[i], self.batch.output_offsets[i + 1]
         return self.batch.take([i]), self.y[a:b]
 
     def data_term(self, w):

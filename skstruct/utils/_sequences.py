@@ -45,6 +45,11 @@ class SequenceBatch:
         return np.diff(self.offsets)
 
     @property
+    def output_offsets(self):
+        """Sequence ``i`` owns encoded outputs ``output_offsets[i]:output_offsets[i + 1]``."""
+        return self.offsets
+
+    @property
     def is_sparse(self):
         return sp.issparse(self.X)
 
