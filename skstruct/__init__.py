@@ -1,7 +1,7 @@
 """skstruct: structured-output learners for scikit-learn.
 
-Estimators predict structured outputs (label sequences today; multilabel sets, trees and
-matchings as the library grows) from feature-based inputs, and compose four independent
+Estimators predict structured outputs (label sequences, multiclass labels, multilabel sets,
+dependency trees) from feature-based inputs, and compose four independent
 pieces: a feature map (inputs and weights to part scores), a decoder (inference over one
 family of outputs), a training loss, and an optimizer.
 """
@@ -14,8 +14,15 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from ._crf import CRF  # noqa: E402
+from ._sparsemap import SparseMAPClassifier  # noqa: E402
 from ._ssvm import StructuredPerceptron, StructuredSVM  # noqa: E402
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["CRF", "StructuredPerceptron", "StructuredSVM", "__version__"]
+__all__ = [
+    "CRF",
+    "SparseMAPClassifier",
+    "StructuredPerceptron",
+    "StructuredSVM",
+    "__version__",
+]

@@ -15,7 +15,7 @@ from sklearn.utils.estimator_checks import (
     check_set_params,
 )
 
-from skstruct import CRF, StructuredPerceptron, StructuredSVM
+from skstruct import CRF, SparseMAPClassifier, StructuredPerceptron, StructuredSVM
 from skstruct.datasets import load_conll2000
 from skstruct.metrics import span_f1_scorer, token_accuracy_scorer
 from skstruct.preprocessing import SequenceVectorizer, sentences_to_features
@@ -28,6 +28,7 @@ ESTIMATORS = [
     StructuredSVM(alpha=1e-2, max_iter=5, random_state=0),
     StructuredSVM(solver="subgradient", max_iter=5, random_state=0),
     StructuredPerceptron(max_iter=5, random_state=0),
+    SparseMAPClassifier(alpha=1e-3, max_iter=20),
 ]
 
 

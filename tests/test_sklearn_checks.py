@@ -4,7 +4,7 @@ import warnings
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skstruct import StructuredPerceptron, StructuredSVM
+from skstruct import SparseMAPClassifier, StructuredPerceptron, StructuredSVM
 
 # Stochastic solvers visit examples in a random order, so a weight of 2 is not the same
 # as a repeated example (scikit-learn's SGD estimators make the same exception).
@@ -16,8 +16,14 @@ EXPECTED_FAILURES = {
 
 
 @parametrize_with_checks(
-    [StructuredSVM(max_iter=20, random_state=0), StructuredPerceptron(random_state=0)],
-    expected_failed_checks=lambda estimator: EXPECTED_FAILURES,
+    [
+        StructuredSVM(max_iter=20, random_state=0),
+        StructuredPerceptron(random_state=0),
+        SparseMAPClassifier(max_iter=50),
+    ],
+    expected_failed_checks=lambda estimator: (
+        {} if isinstance(estimator, SparseMAPClassifier) else EXPECTED_FAILURES
+    ),
 )
 def test_scikit_learn_estimator_checks(estimator, check):
     with warnings.catch_warnings():

