@@ -7,7 +7,7 @@ from scipy.optimize import minimize
 from skstruct import SparseMAPClassifier
 from skstruct.decoders import ChainDecoder, ChainScores, MulticlassDecoder, MulticlassScores
 from skstruct.decoders import chain_parts
-from skstruct.losses import SparseMAPLoss
+from skstruct.losses import FBetaLoss, SparseMAPLoss
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -148,4 +148,4 @@ def test_m_sparsemap_on_multilabel():
 def test_cost_must_decompose():
     X = np.array([[0.0, 1.0], [1.0, 0.0]])
     with pytest.raises(ValueError, match="decompose"):
-        SparseMAPClassifier(cost="f1").fit([X], [np.array([0, 1])])
+        SparseMAPClassifier(cost=FBetaLoss()).fit([X], [np.array([0, 1])])
