@@ -1,4 +1,5 @@
-"""Turn sequences of token feature dicts into per-sequence sparse matrices."""
+"""Turn sequences of token feature dicts into per-sequence sparse matrices, and sentences
+into arc feature matrices for dependency parsers."""
 
 from collections.abc import Mapping
 from itertools import chain, repeat
@@ -12,7 +13,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["SequenceVectorizer", "sentences_to_features", "word_features"]
+from ._dependency_features import ArcVectorizer
+
+__all__ = ["ArcVectorizer", "SequenceVectorizer", "sentences_to_features", "word_features"]
 
 
 def _check_sequences(X):

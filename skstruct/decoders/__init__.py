@@ -11,6 +11,7 @@ from ._multiclass import MulticlassDecoder, MulticlassParts, MulticlassScores
 from ._matching import MatchingDecoder, MatchingParts, MatchingScores, matching_parts
 from ._multilabel import MultilabelDecoder, MultilabelParts, MultilabelScores
 from ._sparsemap import SparseMAPResult, sparsemap
+from ._tree import TreeDecoder, TreeParts, TreeScores, heads_to_states, states_to_heads, tree_parts
 
 __all__ = [
     "BruteForceDecoder",
@@ -28,8 +29,14 @@ __all__ = [
     "MultilabelParts",
     "MultilabelScores",
     "SparseMAPResult",
+    "TreeDecoder",
+    "TreeParts",
+    "TreeScores",
     "chain_parts",
     "check_capability",
     "matching_parts",
+    "heads_to_states",
     "sparsemap",
+    "states_to_heads",
+    "tree_parts",
 ]

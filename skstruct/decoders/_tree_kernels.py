@@ -1,0 +1,916 @@
+"""Compiled inference over batches of arc-factored dependency trees.
+
+Every batch kernel takes the stacked arc scores ``unary`` (Σ_i n_i²,), the token
+``offsets`` (n_sentences + 1,) and the block offsets ``unary_offsets`` (n_sentences + 1,),
+and runs one sentence per parallel iteration. Sentence ``i`` has n = n_i tokens and arc
+scores A[m, h] = ``unary[unary_offsets[i] + m * n + h]``: the score of token h heading
+token m for h ≠ m, and of m attaching to the root for h = m. Outputs are encoded states,
+one per token: the head's index, or the token's own index for the root.
+
+Inside the per-sentence routines the root is node 0 and token t is node t + 1 (MAP), or
+position 0 and t + 1 on the line (Eisner's spans).
+
+* ``chu_liu_edmonds``: maximum spanning arborescence (non-projective MAP), O(n²).
+* ``eisner``: best projective tree, O(n³).
+* ``matrix_tree``: log-partition and arc marginals over non-projective trees by
+  cancellation-free elimination of the Laplacian, O(n³).
+* ``eisner_inside_outside``: log-partition and arc marginals over projective trees, O(n³).
+"""
+
+import numpy as np
+from numba import njit, prange
+
+_NJIT = dict(cache=True, nogil=True)
+# Reassociation lets sums over split points and over tokens vectorize; no flag assumes
+# finite values.
+_FAST = {"reassoc", "contract", "arcp", "nsz"}
+
+#: Largest spread (max − min) of the arc scores into any one token (root included) for
+#: which ``matrix_tree`` eliminates in linear space after a per-token shift; beyond it,
+#: the sentence is eliminated in log space. Below the limit every shifted weight is at
+#: least exp(-LINEAR_SPREAD_LIMIT), far above the double-precision underflow at exp(-708),
+#: so every quantity of the elimination stays accurately representable.
+LINEAR_SPREAD_LIMIT = 500.0
+
+
+@njit(**_NJIT)
+def _copy_block(unary, start, n):
+    block = np.empty((n, n))
+    for m in range(n):
+        for h in range(n):
+            block[m, h] = unary[start + m * n + h]
+    return block
+
+
+# --------------------------------------------------------------------------------------
+# Chu–Liu–Edmonds
+
+
+@njit(inline="always")
+def _beats(k1, w1, k2, w2):
+    """Whether the weight (k1, w1) exceeds (k2, w2) lexicographically; w = -inf is no arc."""
+    if w1 == -np.inf:
+        return False
+    if w2 == -np.inf:
+        return True
+    return k1 > k2 or (k1 == k2 and w1 > w2)
+
+
+@njit(**_NJIT)
+def _best_head(W, K, active, v, n_nodes):
+    best = -1
+    bk = 0
+    bw = -np.inf
+    for u in range(n_nodes):
+        if u != v and active[u] and _beats(K[u, v], W[u, v], bk, bw):
+            best = u
+            bk = K[u, v]
+            bw = W[u, v]
+    return best
+
+
+@njit(**_NJIT)
+def _arborescence(block, single_root, states):
+    """Maximum spanning arborescence of one sentence (Chu–Liu–Edmonds), into ``states``.
+
+    Arc weights are pairs (k, w) compared lexicographically: w is the arc score and k is
+    -1 on root arcs when ``single_root`` (else 0). A tree's k is minus its number of root
+    children, so the best tree has one root child and is the best such tree: the
+    algorithm is exact for weights in any totally ordered abelian group.
+
+    Contraction is lazy: every node keeps its best incoming arc; a walk along these arcs
+    from every node either reaches the root (the nodes walked are settled) or closes a
+    cycle, which is contracted into a new node whose incoming arcs are reduced by the
+    cycle arcs they would replace. Each arc of the current graph remembers the original
+    arc it stands for, which expands the contractions in reverse order.
+    """
+    n = block.shape[0]
+    size = 2 * n + 1
+    W = np.full((size, size), -np.inf)
+    K = np.zeros((size, size), dtype=np.int64)
+    src = np.zeros((size, size), dtype=np.int64)
+    dst = np.zeros((size, size), dtype=np.int64)
+    for m in range(1, n + 1):
+        W[0, m] = block[m - 1, m - 1]
+        dst[0, m] = m
+        if single_root:
+            K[0, m] = -1
+        for h in range(1, n + 1):
+            if h != m:
+                W[h, m] = block[m - 1, h - 1]
+                src[h, m] = h
+                dst[h, m] = m
+    active = np.zeros(size, dtype=np.bool_)
+    active[: n + 1] = True
+    settled = np.zeros(size, dtype=np.bool_)
+    settled[0] = True
+    parent = np.full(size, -1, dtype=np.int64)
+    best_in = np.full(size, -1, dtype=np.int64)
+    for v in range(1, n + 1):
+        best_in[v] = _best_head(W, K, active, v, n + 1)
+    queue = np.empty(size, dtype=np.int64)
+    for v in range(n):
+        queue[v] = v + 1
+    q_head, q_tail = 0, n
+    mark = np.zeros(size, dtype=np.int64)
+    walk = 0
+    cycle = np.empty(size, dtype=np.int64)
+    n_nodes = n + 1
+    while q_head < q_tail:
+        v = queue[q_head]
+        q_head += 1
+        if not active[v] or settled[v]:
+            continue
+        walk += 1
+        u = v
+        while not settled[u] and mark[u] != walk:
+            mark[u] = walk
+            u = best_in[u]
+        if settled[u]:
+            u = v
+            while not settled[u]:
+                settled[u] = True
+                u = best_in[u]
+            continue
+        # u lies on a cycle: contract it into the new node c
+        c = n_nodes
+        n_nodes += 1
+        length = 0
+        x = u
+        while True:
+            cycle[length] = x
+            length += 1
+            parent[x] = c
+            x = best_in[x]
+            if x == u:
+                break
+        for x in range(c):
+            if not active[x] or parent[x] == c:
+                continue
+            bk, bw, arg = 0, -np.inf, -1
+            for t in range(length):
+                y = cycle[t]
+                if W[x, y] == -np.inf:
+                    continue
+                b = best_in[y]
+                kk = K[x, y] - K[b, y]
+                ww = W[x, y] - W[b, y]
+                if _beats(kk, ww, bk, bw):
+                    bk, bw, arg = kk, ww, y
+            if arg >= 0:
+                W[x, c] = bw
+                K[x, c] = bk
+                src[x, c] = src[x, arg]
+                dst[x, c] = dst[x, arg]
+            if x == 0:
+                continue
+            bk, bw, arg = 0, -np.inf, -1
+            for t in range(length):
+                y = cycle[t]
+                if _beats(K[y, x], W[y, x], bk, bw):
+                    bk, bw, arg = K[y, x], W[y, x], y
+            if arg >= 0:
+                W[c, x] = bw
+                K[c, x] = bk
+                src[c, x] = src[arg, x]
+                dst[c, x] = dst[arg, x]
+        for t in range(length):
+            active[cycle[t]] = False
+        active[c] = True
+        for x in range(c):
+            if active[x] and best_in[x] >= 0 and parent[best_in[x]] == c:
+                best_in[x] = c
+        best_in[c] = _best_head(W, K, active, c, c + 1)
+        queue[q_tail] = c
+        q_tail += 1
+    # expand: the arc into every node, as an original (head, modifier) pair
+    in_src = np.full(n_nodes, -1, dtype=np.int64)
+    in_dst = np.full(n_nodes, -1, dtype=np.int64)
+    for x in range(1, n_nodes):
+        if active[x]:
+            b = best_in[x]
+            in_src[x] = src[b, x]
+            in_dst[x] = dst[b, x]
+    for c in range(n_nodes - 1, n, -1):
+        d = in_dst[c]
+        entered = d
+        while parent[entered] != c:
+            entered = parent[entered]
+        for x in range(c):
+            if parent[x] != c:
+                continue
+            if x == entered:
+                in_src[x] = in_src[c]
+                in_dst[x] = d
+            else:
+                b = best_in[x]
+                in_src[x] = src[b, x]
+                in_dst[x] = dst[b, x]
+    for m in range(1, n + 1):
+        h = in_src[m]
+        states[m - 1] = m - 1 if h == 0 else h - 1
+
+
+@njit(parallel=True, **_NJIT)
+def chu_liu_edmonds(unary, offsets, unary_offsets, single_root):
+    """Best non-projective tree of every sentence.
+
+    Returns
+    -------
+    states : ndarray of shape (n_tokens,), int64
+    best : ndarray of shape (n_sentences,)
+        The score of each best tree.
+    """
+    n_sent = offsets.shape[0] - 1
+    states = np.empty(offsets[-1], dtype=np.int64)
+    best = np.empty(n_sent)
+    for s in prange(n_sent):
+        a, n, start = offsets[s], offsets[s + 1] - offsets[s], unary_offsets[s]
+        out = np.empty(n, dtype=np.int64)
+        _arborescence(_copy_block(unary, start, n), single_root, out)
+        total = 0.0
+        for m in range(n):
+            states[a + m] = out[m]
+            total += unary[start + m * n + out[m]]
+        best[s] = total
+    return states, best
+
+
+# --------------------------------------------------------------------------------------
+# Eisner
+#
+# Spans over positions 0 (the root) .. n: complete right CR[i, j] (head i and its
+# descendants up to j), complete left CL[i, j] (head j), incomplete right IR[i, j] (the arc
+# i → j and what lies between) and incomplete left IL[i, j] (the arc j → i). The root
+# heads no left span. Every recursion combines a row of one chart with a column of
+# another; charts read by column are kept transposed (CRt[j, i] = CR[i, j], CLt, ILt) so
+# that the inner loops run over contiguous memory. B[i, j] combines CR[i, q] and
+# CL[q + 1, j], the part IR[i, j] and IL[i, j] share. With ``single_root`` the root's
+# incomplete spans IR[0, j] take only the split q = 0, so the root has one child.
+
+#: The linear-space inside pass is kept when log Z' >= 2 n - EISNER_LINEAR_FLOOR, with Z'
+#: the partition function of the scores shifted by the best score into every token. Then
+#: spans that underflow (below exp(-708)) lose less than 6.75^n exp(-708) / Z' <= exp(-38)
+#: of Z' (each weight is at most 1 and there are fewer than 6.75^n projective trees).
+EISNER_LINEAR_FLOOR = 670.0
+
+
+@njit(**_NJIT)
+def _position_scores(block):
+    """S[h, m]: the score of position h heading position m (position 0 is the root)."""
+    n = block.shape[0]
+    S = np.full((n + 1, n + 1), -np.inf)
+    for m in range(1, n + 1):
+        S[0, m] = block[m - 1, m - 1]
+        for h in range(1, n + 1):
+            if h != m:
+                S[h, m] = block[m - 1, h - 1]
+    return S
+
+
+@njit(**_NJIT)
+def _eisner_map(block, single_root, states):
+    """Best projective tree of one sentence, into ``states`` (Eisner 1996)."""
+    n = block.shape[0]
+    size = n + 1
+    S = _position_scores(block)
+    CR = np.zeros((size, size))
+    CRt = np.zeros((size, size))
+    CL = np.zeros((size, size))
+    CLt = np.zeros((size, size))
+    IR = np.zeros((size, size))
+    ILt = np.zeros((size, size))
+    split = np.zeros((size, size), dtype=np.int64)
+    split_cr = np.zeros((size, size), dtype=np.int64)
+    split_cl = np.zeros((size, size), dtype=np.int64)
+    for w in range(1, size):
+        for i in range(size - w):
+            j = i + w
+            q_end = i + 1 if (single_root and i == 0) else j
+            top, arg = -np.inf, i
+            for q in range(i, q_end):
+                v = CR[i, q] + CLt[j, q + 1]
+                if v > top:
+                    top, arg = v, q
+            split[i, j] = arg
+            IR[i, j] = top + S[i, j]
+            if i > 0:
+                ILt[j, i] = top + S[j, i]
+                top, arg = -np.inf, i
+                for q in range(i, j):
+                    v = CL[i, q] + ILt[j, q]
+                    if v > top:
+                        top, arg = v, q
+                CL[i, j] = top
+                CLt[j, i] = top
+                split_cl[i, j] = arg
+            else:
+                ILt[j, i] = -np.inf
+                CL[i, j] = -np.inf
+                CLt[j, i] = -np.inf
+            top, arg = -np.inf, j
+            for q in range(i + 1, j + 1):
+                v = IR[i, q] + CRt[j, q]
+                if v > top:
+                    top, arg = v, q
+            CR[i, j] = top
+            CRt[j, i] = top
+            split_cr[i, j] = arg
+    # backtrack from CR[0, n]; span kinds 0 = CR, 1 = CL, 2 = IR, 3 = IL
+    depth = 4 * size + 4
+    kind = np.empty(depth, dtype=np.int64)
+    left = np.empty(depth, dtype=np.int64)
+    right = np.empty(depth, dtype=np.int64)
+    kind[0], left[0], right[0] = 0, 0, n
+    sp = 1
+    while sp > 0:
+        sp -= 1
+        t, i, j = kind[sp], left[sp], right[sp]
+        if i == j:
+            continue
+        if t == 0:
+            q = split_cr[i, j]
+            kind[sp], left[sp], right[sp] = 2, i, q
+            kind[sp + 1], left[sp + 1], right[sp + 1] = 0, q, j
+        elif t == 1:
+            q = split_cl[i, j]
+            kind[sp], left[sp], right[sp] = 1, i, q
+            kind[sp + 1], left[sp + 1], right[sp + 1] = 3, q, j
+        else:
+            if t == 2:
+                states[j - 1] = j - 1 if i == 0 else i - 1
+            else:
+                states[i - 1] = j - 1
+            q = split[i, j]
+            kind[sp], left[sp], right[sp] = 0, i, q
+            kind[sp + 1], left[sp + 1], right[sp + 1] = 1, q + 1, j
+        sp += 2
+
+
+@njit(parallel=True, **_NJIT)
+def eisner(unary, offsets, unary_offsets, single_root):
+    """Best projective tree of every sentence.
+
+    Returns
+    -------
+    states : ndarray of shape (n_tokens,), int64
+    best : ndarray of shape (n_sentences,)
+    """
+    n_sent = offsets.shape[0] - 1
+    states = np.empty(offsets[-1], dtype=np.int64)
+    best = np.empty(n_sent)
+    for s in prange(n_sent):
+        a, n, start = offsets[s], offsets[s + 1] - offsets[s], unary_offsets[s]
+        out = np.empty(n, dtype=np.int64)
+        _eisner_map(_copy_block(unary, start, n), single_root, out)
+        total = 0.0
+        for m in range(n):
+            states[a + m] = out[m]
+            total += unary[start + m * n + out[m]]
+        best[s] = total
+    return states, best
+
+
+@njit(fastmath=_FAST, **_NJIT)
+def _eisner_inside_linear(block, single_root, CR, CRt, CL, CLt, IR, ILt, B):
+    """Inside pass in linear space, into the zeroed charts; returns the total shift.
+
+    Arc weights are exp(score − c_m), with c_m the best score into token m; every tree
+    has one arc into every token, so log Z = Σ_m c_m + log CR[0, n].
+    """
+    n = block.shape[0]
+    size = n + 1
+    weight = np.zeros((size, size))  # weight[h, m]: position h heading position m
+    shift = 0.0
+    for m in range(1, size):
+        top = block[m - 1, 0]
+        for h in range(1, n):
+            top = max(top, block[m - 1, h])
+        shift += top
+        weight[0, m] = np.exp(block[m - 1, m - 1] - top)
+        for h in range(1, size):
+            if h != m:
+                weight[h, m] = np.exp(block[m - 1, h - 1] - top)
+    for i in range(size):
+        CR[i, i] = 1.0
+        CRt[i, i] = 1.0
+        CL[i, i] = 1.0
+        CLt[i, i] = 1.0
+    for w in range(1, size):
+        for i in range(size - w):
+            j = i + w
+            q_end = i + 1 if (single_root and i == 0) else j
+            acc = 0.0
+            for q in range(i, q_end):
+                acc += CR[i, q] * CLt[j, q + 1]
+            B[i, j] = acc
+            IR[i, j] = acc * weight[i, j]
+            if i > 0:
+                ILt[j, i] = acc * weight[j, i]
+                acc = 0.0
+                for q in range(i, j):
+                    acc += CL[i, q] * ILt[j, q]
+                CL[i, j] = acc
+                CLt[j, i] = acc
+            acc = 0.0
+            for q in range(i + 1, j + 1):
+                acc += IR[i, q] * CRt[j, q]
+            CR[i, j] = acc
+            CRt[j, i] = acc
+    return shift
+
+
+@njit(inline="always")
+def _share_factor(g, x):
+    """g / x, or 0 when the product with terms below x could overflow (x tiny)."""
+    return g / x if x >= 1e-300 else 0.0
+
+
+@njit(**_NJIT)
+def _eisner_outside_linear(n, single_root, CR, CRt, CL, CLt, IR, ILt, B, marg):
+    """Arc marginals from the linear-space charts, into ``marg``.
+
+    Reverse-mode differentiation of log Z in the probability domain: g[X] = ∂ log Z /
+    ∂ log X is the marginal probability of span X, split among the terms a b of X by their
+    shares a b / X ≤ 1. The marginal of arc i → j is g[IR[i, j]]. Adjoints of charts read
+    by row and by column accumulate in two arrays, added when read.
+    """
+    size = n + 1
+    gCR = np.zeros((size, size))
+    gCRt = np.zeros((size, size))
+    gCL = np.zeros((size, size))
+    gCLt = np.zeros((size, size))
+    gIR = np.zeros((size, size))
+    gILt = np.zeros((size, size))
+    gCR[0, n] = 1.0
+    for w in range(n, 0, -1):
+        for i in range(size - w):
+            j = i + w
+            g = gCR[i, j] + gCRt[j, i]
+            x = CR[i, j]
+            if g != 0.0 and x > 0.0:
+                f = _share_factor(g, x)
+                for q in range(i + 1, j + 1):
+                    term = IR[i, q] * CRt[j, q]
+                    p = f * term if f > 0.0 else g * (term / x)
+                    gIR[i, q] += p
+                    gCRt[j, q] += p
+            if i > 0:
+                g = gCL[i, j] + gCLt[j, i]
+                x = CL[i, j]
+                if g != 0.0 and x > 0.0:
+                    f = _share_factor(g, x)
+                    for q in range(i, j):
+                        term = CL[i, q] * ILt[j, q]
+                        p = f * term if f > 0.0 else g * (term / x)
+                        gCL[i, q] += p
+                        gILt[j, q] += p
+            g = gIR[i, j] + gILt[j, i]
+            x = B[i, j]
+            if g != 0.0 and x > 0.0:
+                f = _share_factor(g, x)
+                q_end = i + 1 if (single_root and i == 0) else j
+                for q in range(i, q_end):
+                    term = CR[i, q] * CLt[j, q + 1]
+                    p = f * term if f > 0.0 else g * (term / x)
+                    gCR[i, q] += p
+                    gCLt[j, q + 1] += p
+            if i == 0:
+                marg[j - 1, j - 1] = gIR[i, j]
+            else:
+                marg[j - 1, i - 1] = gIR[i, j]
+                marg[i - 1, j - 1] = gILt[j, i]
+
+
+@njit(**_NJIT)
+def _eisner_inside_outside_log(block, single_root, with_marginals, marg):
+    """Log Z and arc marginals of one sentence with every chart in log space.
+
+    The inside pass is Eisner's recursion in the log semiring; the backward pass splits
+    every span's marginal among its terms by their softmax weights exp(term − X) ≤ 1.
+    """
+    n = block.shape[0]
+    size = n + 1
+    S = _position_scores(block)
+    CR = np.zeros((size, size))
+    CRt = np.zeros((size, size))
+    CL = np.zeros((size, size))
+    CLt = np.zeros((size, size))
+    IR = np.zeros((size, size))
+    ILt = np.zeros((size, size))
+    B = np.zeros((size, size))
+    for w in range(1, size):
+        for i in range(size - w):
+            j = i + w
+            q_end = i + 1 if (single_root and i == 0) else j
+            top = -np.inf
+            for q in range(i, q_end):
+                top = max(top, CR[i, q] + CLt[j, q + 1])
+            acc = 0.0
+            for q in range(i, q_end):
+                acc += np.exp(CR[i, q] + CLt[j, q + 1] - top)
+            B[i, j] = top + np.log(acc)
+            IR[i, j] = B[i, j] + S[i, j]
+            if i > 0:
+                ILt[j, i] = B[i, j] + S[j, i]
+                top = -np.inf
+                for q in range(i, j):
+                    top = max(top, CL[i, q] + ILt[j, q])
+                acc = 0.0
+                for q in range(i, j):
+                    acc += np.exp(CL[i, q] + ILt[j, q] - top)
+                CL[i, j] = top + np.log(acc)
+            else:
+                ILt[j, i] = -np.inf
+                CL[i, j] = -np.inf
+            CLt[j, i] = CL[i, j]
+            top = -np.inf
+            for q in range(i + 1, j + 1):
+                top = max(top, IR[i, q] + CRt[j, q])
+            acc = 0.0
+            for q in range(i + 1, j + 1):
+                acc += np.exp(IR[i, q] + CRt[j, q] - top)
+            CR[i, j] = top + np.log(acc)
+            CRt[j, i] = CR[i, j]
+    log_z = CR[0, n]
+    if not with_marginals:
+        return log_z
+    gCR = np.zeros((size, size))
+    gCRt = np.zeros((size, size))
+    gCL = np.zeros((size, size))
+    gCLt = np.zeros((size, size))
+    gIR = np.zeros((size, size))
+    gILt = np.zeros((size, size))
+    gCR[0, n] = 1.0
+    for w in range(n, 0, -1):
+        for i in range(size - w):
+            j = i + w
+            g = gCR[i, j] + gCRt[j, i]
+            if g != 0.0:
+                x = CR[i, j]
+                for q in range(i + 1, j + 1):
+                    p = g * np.exp(IR[i, q] + CRt[j, q] - x)
+                    gIR[i, q] += p
+                    gCRt[j, q] += p
+            if i > 0:
+                g = gCL[i, j] + gCLt[j, i]
+                if g != 0.0:
+                    x = CL[i, j]
+                    for q in range(i, j):
+                        p = g * np.exp(CL[i, q] + ILt[j, q] - x)
+                        gCL[i, q] += p
+                        gILt[j, q] += p
+            g = gIR[i, j] + gILt[j, i]
+            if g != 0.0:
+                x = B[i, j]
+                q_end = i + 1 if (single_root and i == 0) else j
+                for q in range(i, q_end):
+                    p = g * np.exp(CR[i, q] + CLt[j, q + 1] - x)
+                    gCR[i, q] += p
+                    gCLt[j, q + 1] += p
+            if i == 0:
+                marg[j - 1, j - 1] = gIR[i, j]
+            else:
+                marg[j - 1, i - 1] = gIR[i, j]
+                marg[i - 1, j - 1] = gILt[j, i]
+    return log_z
+
+
+@njit(**_NJIT)
+def _eisner_inside_outside(block, single_root, with_marginals, marg, log_space):
+    """log Z of one sentence over projective trees, and arc marginals into ``marg``.
+
+    Linear space after a per-token shift when that is accurate (``EISNER_LINEAR_FLOOR``),
+    log space otherwise.
+    """
+    n = block.shape[0]
+    if not log_space and n < 300:
+        size = n + 1
+        CR = np.zeros((size, size))
+        CRt = np.zeros((size, size))
+        CL = np.zeros((size, size))
+        CLt = np.zeros((size, size))
+        IR = np.zeros((size, size))
+        ILt = np.zeros((size, size))
+        B = np.zeros((size, size))
+        shift = _eisner_inside_linear(block, single_root, CR, CRt, CL, CLt, IR, ILt, B)
+        z = CR[0, n]
+        if z > 0.0 and z < np.inf and np.log(z) >= 2.0 * n - EISNER_LINEAR_FLOOR:
+            if with_marginals:
+                _eisner_outside_linear(n, single_root, CR, CRt, CL, CLt, IR, ILt, B, marg)
+            return shift + np.log(z)
+    return _eisner_inside_outside_log(block, single_root, with_marginals, marg)
+
+
+@njit(parallel=True, **_NJIT)
+def eisner_inside_outside(
+    unary, offsets, unary_offsets, single_root, with_marginals, log_space
+):
+    """Log-partition and arc marginals of every sentence over projective trees.
+
+    Parameters
+    ----------
+    log_space : bool
+        True runs every sentence in log space; False in linear space where that is
+        accurate (``EISNER_LINEAR_FLOOR``), in log space elsewhere.
+
+    Returns
+    -------
+    log_z : ndarray of shape (n_sentences,)
+    marginals : ndarray of shape (Σ_i n_i²,)
+        Laid out like ``unary``; empty when ``with_marginals`` is False.
+    """
+    n_sent = offsets.shape[0] - 1
+    log_z = np.empty(n_sent)
+    out = np.zeros(unary.shape[0] if with_marginals else 0)
+    for s in prange(n_sent):
+        n, start = offsets[s + 1] - offsets[s], unary_offsets[s]
+        marg = np.zeros((n, n) if with_marginals else (0, 0))
+        log_z[s] = _eisner_inside_outside(
+            _copy_block(unary, start, n), single_root, with_marginals, marg, log_space
+        )
+        if with_marginals:
+            for m in range(n):
+                for h in range(n):
+                    out[start + m * n + h] = marg[m, h]
+    return log_z, out
+
+
+# --------------------------------------------------------------------------------------
+# Matrix-tree theorem by cancellation-free elimination
+#
+# With weights w(h, m) = exp A[m, h] and root weights r(m) = exp A[m, m], the Laplacian
+# L[h, m] = -w(h, m) (h ≠ m), L[m, m] = r(m) + Σ_{h ≠ m} w(h, m) has det L = Z, the sum
+# over trees of the product of their weights (Koo et al. 2007; Tutte's matrix-tree
+# theorem). L is a column diagonally dominant M-matrix whose column m has "excess" r(m).
+# Gaussian elimination of node k (in order 0 .. n - 1) keeps that structure:
+#
+#     p_k = e_k + Σ_{h > k} W[h, k]                 (the pivot L[k, k])
+#     W[h, m] += W[h, k] W[k, m] / p_k              (h, m > k, off-diagonal magnitudes)
+#     e_m += e_k W[k, m] / p_k                      (m > k, column excesses)
+#
+# and Z = Π_k p_k. Every update adds non-negative numbers, so the pivots keep a small
+# relative error however peaked the distribution (Grassmann, Taksar & Heyman 1985), whereas
+# LU with a subtracted diagonal, or marginals from L⁻¹ as differences of its entries,
+# lose every digit when the trees' total weight is tiny relative to the entries.
+#
+# Trees with a single root child: Z₁ = [λ¹] det L(λ r). Expanding the elimination to
+# first order in λ, pivots k < n - 1 leave the excess out (p_k = Σ_{h > k} W[h, k]),
+# excesses propagate as above, and the last pivot is the excess e_{n-1}: Z₁ = Π_k p_k.
+#
+# Marginals are ∂ log Z / ∂ log w, obtained by reverse-mode differentiation of the
+# elimination. The adjoint of the stage-k quantities is the arc marginal of the reduced
+# graph, in [0, 1], and each step splits it by the share the old value and the new term
+# have in their sum: the backward pass also only multiplies by shares in [0, 1] and adds,
+# with one subtraction (1 − Σ) per pivot that costs an absolute error of a few ulps.
+
+
+@njit(**_NJIT)
+def _stage_offsets(n):
+    """Start of the stored (n - k - 1)² block of elimination stage k, for every k."""
+    out = np.zeros(n + 1, dtype=np.int64)
+    for k in range(n):
+        out[k + 1] = out[k] + (n - k - 1) * (n - k - 1)
+    return out
+
+
+@njit(fastmath=_FAST, **_NJIT)
+def _matrix_tree_linear(block, single_root, with_marginals, marg):
+    """log Z of one sentence, and ∂ log Z / ∂ A into ``marg``, in linear space.
+
+    Weights are shifted by the largest score into each token (every tree has one arc into
+    every token, so log Z gets the shifts back); needs a spread of at most
+    ``LINEAR_SPREAD_LIMIT`` within each token's scores.
+    """
+    n = block.shape[0]
+    W = np.empty((n, n))  # W[h, m]: weight of h heading m; the diagonal is unused
+    e = np.empty(n)
+    log_z = 0.0
+    for m in range(n):
+        top = block[m, 0]
+        for h in range(1, n):
+            top = max(top, block[m, h])
+        log_z += top
+        for h in range(n):
+            W[h, m] = np.exp(block[m, h] - top)
+        e[m] = W[m, m]
+        W[m, m] = 1.0
+    pivot = np.empty(n)
+    e_stage = np.empty(n)
+    offsets = _stage_offsets(n)
+    store = np.empty(offsets[n] if with_marginals else 0)
+    e_store = np.empty(n * (n - 1) // 2 if with_marginals else 0)
+    e_pos = 0
+    for k in range(n):
+        with_excess = not single_root or k == n - 1
+        p = e[k] if with_excess else 0.0
+        for h in range(k + 1, n):
+            p += W[h, k]
+        pivot[k] = p
+        e_stage[k] = e[k]
+        log_z += np.log(p)
+        ek = e[k] / p
+        for m in range(k + 1, n):
+            e[m] += ek * W[k, m]
+        for h in range(k + 1, n):
+            a = W[h, k] / p
+            for m in range(k + 1, n):
+                W[h, m] += a * W[k, m]
+        if with_marginals:
+            pos = offsets[k]
+            for h in range(k + 1, n):
+                for m in range(k + 1, n):
+                    store[pos] = W[h, m]
+                    pos += 1
+            for m in range(k + 1, n):
+                e_store[e_pos] = e[m]
+                e_pos += 1
+    if not with_marginals:
+        return log_z
+    G = np.zeros((n, n))  # adjoint of log W[h, m] at the current stage
+    ge = np.zeros(n)
+    grow = np.empty(n)
+    for k in range(n - 1, -1, -1):
+        size = n - k - 1
+        pos = offsets[k]
+        e_pos -= size
+        p = pivot[k]
+        pbar = 1.0
+        for m in range(k + 1, n):
+            grow[m] = 0.0
+        for h in range(k + 1, n):
+            a = W[h, k] / p
+            gc = 0.0
+            row = pos + (h - k - 1) * size - (k + 1)
+            for m in range(k + 1, n):
+                # G[h, h] stays 0 and the stored diagonal is positive: no term there
+                g = G[h, m]
+                t = g * (a * W[k, m] / store[row + m])
+                G[h, m] = g - t
+                gc += t
+                grow[m] += t
+            G[h, k] = gc
+            pbar -= gc
+        ek = e_stage[k] / p
+        ek_bar = 0.0
+        for m in range(k + 1, n):
+            g = ge[m]
+            r = g * (ek * W[k, m] / e_store[e_pos + m - k - 1])
+            ge[m] = g - r
+            grow[m] += r
+            ek_bar += r
+            pbar -= r
+        for h in range(k + 1, n):
+            G[h, k] += pbar * W[h, k] / p
+        for m in range(k + 1, n):
+            G[k, m] = grow[m]
+        with_excess = not single_root or k == n - 1
+        ge[k] = ek_bar + (pbar * ek if with_excess else 0.0)
+    for m in range(n):
+        for h in range(n):
+            marg[m, h] = ge[m] if h == m else G[h, m]
+    return log_z
+
+
+@njit(inline="always")
+def _logaddexp(x, y):
+    if x > y:
+        return x + np.log1p(np.exp(y - x))
+    return y + np.log1p(np.exp(x - y))
+
+
+@njit(**_NJIT)
+def _matrix_tree_log(block, single_root, with_marginals, marg):
+    """Same as :func:`_matrix_tree_linear` with every weight held by its logarithm."""
+    n = block.shape[0]
+    W = np.empty((n, n))  # log w(h, m)
+    e = np.empty(n)
+    for m in range(n):
+        for h in range(n):
+            W[h, m] = block[m, h]
+        e[m] = block[m, m]
+        W[m, m] = 0.0
+    pivot = np.empty(n)
+    e_stage = np.empty(n)
+    offsets = _stage_offsets(n)
+    store = np.empty(offsets[n] if with_marginals else 0)
+    e_store = np.empty(n * (n - 1) // 2 if with_marginals else 0)
+    e_pos = 0
+    log_z = 0.0
+    for k in range(n):
+        with_excess = not single_root or k == n - 1
+        top = e[k] if with_excess else -np.inf
+        for h in range(k + 1, n):
+            top = max(top, W[h, k])
+        acc = np.exp(e[k] - top) if with_excess else 0.0
+        for h in range(k + 1, n):
+            acc += np.exp(W[h, k] - top)
+        p = top + np.log(acc)
+        pivot[k] = p
+        e_stage[k] = e[k]
+        log_z += p
+        ek = e[k] - p
+        for m in range(k + 1, n):
+            e[m] = _logaddexp(e[m], ek + W[k, m])
+        for h in range(k + 1, n):
+            a = W[h, k] - p
+            for m in range(k + 1, n):
+                if m != h:
+                    W[h, m] = _logaddexp(W[h, m], a + W[k, m])
+        if with_marginals:
+            pos = offsets[k]
+            for h in range(k + 1, n):
+                for m in range(k + 1, n):
+                    store[pos] = W[h, m]
+                    pos += 1
+            for m in range(k + 1, n):
+                e_store[e_pos] = e[m]
+                e_pos += 1
+    if not with_marginals:
+        return log_z
+    G = np.zeros((n, n))
+    ge = np.zeros(n)
+    grow = np.empty(n)
+    for k in range(n - 1, -1, -1):
+        size = n - k - 1
+        pos = offsets[k]
+        e_pos -= size
+        p = pivot[k]
+        pbar = 1.0
+        for m in range(k + 1, n):
+            grow[m] = 0.0
+        for h in range(k + 1, n):
+            a = W[h, k] - p
+            gc = 0.0
+            row = pos + (h - k - 1) * size - (k + 1)
+            for m in range(k + 1, n):
+                if m == h:
+                    continue
+                g = G[h, m]
+                t = g * np.exp(a + W[k, m] - store[row + m])
+                G[h, m] = g - t
+                gc += t
+                grow[m] += t
+            G[h, k] = gc
+            pbar -= gc
+        ek = e_stage[k] - p
+        ek_bar = 0.0
+        for m in range(k + 1, n):
+            g = ge[m]
+            r = g * np.exp(ek + W[k, m] - e_store[e_pos + m - k - 1])
+            ge[m] = g - r
+            grow[m] += r
+            ek_bar += r
+            pbar -= r
+        for h in range(k + 1, n):
+            G[h, k] += pbar * np.exp(W[h, k] - p)
+        for m in range(k + 1, n):
+            G[k, m] = grow[m]
+        with_excess = not single_root or k == n - 1
+        ge[k] = ek_bar + (pbar * np.exp(ek) if with_excess else 0.0)
+    for m in range(n):
+        for h in range(n):
+            marg[m, h] = ge[m] if h == m else G[h, m]
+    return log_z
+
+
+@njit(parallel=True, **_NJIT)
+def matrix_tree(unary, offsets, unary_offsets, single_root, with_marginals, log_space):
+    """Log-partition and arc marginals of every sentence over non-projective trees.
+
+    Parameters
+    ----------
+    log_space : bool
+        True eliminates every sentence in log space; False in linear space where the
+        spread of each token's scores allows it (``LINEAR_SPREAD_LIMIT``), in log space
+        elsewhere.
+
+    Returns
+    -------
+    log_z : ndarray of shape (n_sentences,)
+    marginals : ndarray of shape (Σ_i n_i²,)
+        Laid out like ``unary``; empty when ``with_marginals`` is False.
+    """
+    n_sent = offsets.shape[0] - 1
+    log_z = np.empty(n_sent)
+    out = np.zeros(unary.shape[0] if with_marginals else 0)
+    for s in prange(n_sent):
+        n, start = offsets[s + 1] - offsets[s], unary_offsets[s]
+        block = _copy_block(unary, start, n)
+        spread = 0.0
+        for m in range(n):
+            lo, hi = block[m, 0], block[m, 0]
+            for h in range(1, n):
+                lo = min(lo, block[m, h])
+                hi = max(hi, block[m, h])
+            spread = max(spread, hi - lo)
+        marg = np.zeros((n, n) if with_marginals else (0, 0))
+        if not log_space and spread <= LINEAR_SPREAD_LIMIT:
+            log_z[s] = _matrix_tree_linear(block, single_root, with_marginals, marg)
+        else:
+            log_z[s] = _matrix_tree_log(block, single_root, with_marginals, marg)
+        if with_marginals:
+            for m in range(n):
+                for h in range(n):
+                    out[start + m * n + h] = marg[m, h]
+    return log_z, out
