@@ -9,11 +9,14 @@ from ..losses._counting import CountingLoss
 from ._base import Decoder
 from ._chain import ChainParts, ChainScores
 from ._multiclass import MulticlassParts, MulticlassScores
+from ._matching import MatchingParts, MatchingScores, enumerate_matchings
 from ._multilabel import MultilabelParts, MultilabelScores
+from ._tree import TreeParts, TreeScores, enumerate_trees
 
 __all__ = ["BruteForceDecoder"]
 
 _INDEPENDENT = (MulticlassScores, MultilabelScores)
+_ARC_FACTORED = (TreeScores, MatchingScores)
 
 
 def _chain_outputs(scores, i):
@@ -69,7 +72,15 @@ class BruteForceDecoder(Decoder):
 
     Exponential in the size of the output: meant for tiny instances, as the reference
     implementation that tests compare the compiled decoders with. Supports the score
-    containers of the chain, multiclass and multilabel families.
+    containers of the chain, multiclass, multilabel, tree and matching families (for
+    matchings, marginals are computed too: by enumeration the permanent is no harder).
+
+    Parameters
+    ----------
+    projective : bool, default=False
+        Trees: enumerate projective trees only.
+    single_root : bool, default=False
+        Trees: enumerate trees with one word attached to the root only.
 
     Examples
     --------
@@ -83,6 +94,40 @@ class BruteForceDecoder(Decoder):
 
     capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts"})
 
+    def __init__(self, projective=False, single_root=False):
+        self.projective = projective
+        self.single_root = single_root
+
+    def _arc_factored(self, scores):
+        """Per example: every output (n_outputs, n_tokens) and its indicator rows
+        (n_outputs, block size), for trees and matchings."""
+        for i in range(scores.n_examples):
+            block = scores.block(i)
+            if isinstance(scores, TreeScores):
+                outputs = enumerate_trees(block.shape[0], self.projective, self.single_root)
+            else:
+                outputs = enumerate_matchings(*block.shape)
+            indicators = np.zeros((outputs.shape[0],) + block.shape)
+            rows = np.arange(outputs.shape[0])[:, None]
+            tokens = np.arange(outputs.shape[1])[None, :]
+            matched = outputs >= 0
+            indicators[np.broadcast_to(rows, outputs.shape)[matched],
+                       np.broadcast_to(tokens, outputs.shape)[matched], outputs[matched]] = 1
+            yield i, outputs, indicators.reshape(outputs.shape[0], -1)
+
+    def _arc_factored_parts(self, scores, unary):
+        if isinstance(scores, TreeScores):
+            return TreeParts(unary, scores.offsets)
+        return MatchingParts(unary, scores.shapes)
+
+    def _arc_factored_call(self, operation, scores, *args):
+        flat = scores.unary
+        results = []
+        for i, outputs, indicators in self._arc_factored(scores):
+            a, b = scores.unary_offsets[i], scores.unary_offsets[i + 1]
+            results.append(operation(i, outputs, indicators, indicators @ flat[a:b], *args))
+        return results
+
     def _enumerate(self, scores):
         if not isinstance(scores, ChainScores):
             raise TypeError(f"BruteForceDecoder does not know {type(scores).__name__}.")
@@ -91,6 +136,11 @@ class BruteForceDecoder(Decoder):
             yield i, outputs, unary, pairwise, _chain_theta(scores, i, unary, pairwise)
 
     def map(self, scores, *, return_score=False):
+        if isinstance(scores, _ARC_FACTORED):
+            found = self._arc_factored_call(
+                lambda i, out, ind, theta: (out[np.argmax(theta)], theta.max()), scores)
+            labels = np.concatenate([f[0] for f in found])
+            return (labels, np.array([f[1] for f in found])) if return_score else labels
         if isinstance(scores, _INDEPENDENT):
             outputs, indicators, _ = _independent_outputs(scores)
             theta = scores.unary @ indicators.T
@@ -104,12 +154,21 @@ class BruteForceDecoder(Decoder):
         return (labels, np.array(best)) if return_score else labels
 
     def log_partition(self, scores):
+        if isinstance(scores, _ARC_FACTORED):
+            return np.array(self._arc_factored_call(
+                lambda i, out, ind, theta: logsumexp(theta), scores))
         if isinstance(scores, _INDEPENDENT):
             _, indicators, _ = _independent_outputs(scores)
             return logsumexp(scores.unary @ indicators.T, axis=1)
         return np.array([logsumexp(theta) for *_, theta in self._enumerate(scores)])
 
     def marginals(self, scores):
+        if isinstance(scores, _ARC_FACTORED):
+            found = self._arc_factored_call(
+                lambda i, out, ind, theta: (logsumexp(theta),
+                                            np.exp(theta - logsumexp(theta)) @ ind), scores)
+            unary = np.concatenate([f[1] for f in found])
+            return np.array([f[0] for f in found]), self._arc_factored_parts(scores, unary)
         if isinstance(scores, _INDEPENDENT):
             _, indicators, parts_type = _independent_outputs(scores)
             theta = scores.unary @ indicators.T
@@ -135,6 +194,16 @@ class BruteForceDecoder(Decoder):
         return np.array(log_z), parts
 
     def top_k(self, scores, k):
+        if isinstance(scores, _ARC_FACTORED):
+            paths = np.full((scores.offsets[-1], k), -1, dtype=np.int64)
+            top = np.full((scores.n_examples, k), -np.inf)
+            for i, outputs, _, theta in self._arc_factored_call(
+                    lambda i, out, ind, theta: (i, out, ind, theta), scores):
+                order = np.argsort(-theta, kind="stable")[:k]
+                a, b = scores.offsets[i], scores.offsets[i + 1]
+                paths[a:b, : len(order)] = outputs[order].T
+                top[i, : len(order)] = theta[order]
+            return paths, top
         if isinstance(scores, _INDEPENDENT):
             outputs, indicators, _ = _independent_outputs(scores)
             theta = scores.unary @ indicators.T
@@ -157,6 +226,20 @@ class BruteForceDecoder(Decoder):
     def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
         if isinstance(scores, _INDEPENDENT):
             return self._independent_loss_augmented_map(scores, y_true, task_loss, rescaling)
+        if isinstance(scores, _ARC_FACTORED):
+            y_true = np.asarray(y_true)
+
+            def best(i, outputs, _, theta):
+                a, b = scores.offsets[i], scores.offsets[i + 1]
+                gold = y_true[a:b]
+                offsets = np.arange(len(outputs) + 1) * (b - a)
+                delta = task_loss(np.tile(gold, len(outputs)), outputs.ravel(), offsets)
+                if rescaling == "margin":
+                    return outputs[np.argmax(theta + delta)]
+                gold_theta = theta[np.flatnonzero((outputs == gold).all(axis=1))[0]]
+                return outputs[np.argmax(delta * (1.0 + theta - gold_theta))]
+
+            return np.concatenate(self._arc_factored_call(best, scores))
         labels = []
         for i, outputs, _, _, theta in self._enumerate(scores):
             a, b = scores.offsets[i], scores.offsets[i + 1]
@@ -191,6 +274,15 @@ class BruteForceDecoder(Decoder):
         return np.array(labels)
 
     def parts(self, scores, y):
+        if isinstance(scores, _ARC_FACTORED):
+            y = np.asarray(y)
+            unary = np.zeros_like(scores.unary)
+            for i in range(scores.n_examples):
+                a, b = scores.offsets[i], scores.offsets[i + 1]
+                width = scores.block(i).shape[1]
+                rows = np.flatnonzero(y[a:b] >= 0)
+                unary[scores.unary_offsets[i] + rows * width + y[a:b][rows]] = 1.0
+            return self._arc_factored_parts(scores, unary)
         if isinstance(scores, _INDEPENDENT):
             _, indicators, parts_type = _independent_outputs(scores)
             if isinstance(scores, MulticlassScores):

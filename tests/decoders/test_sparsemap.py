@@ -11,8 +11,12 @@ from skstruct.decoders import (
     ChainScores,
     MulticlassDecoder,
     MulticlassScores,
+    MatchingDecoder,
+    MatchingScores,
     MultilabelDecoder,
     MultilabelScores,
+    TreeDecoder,
+    TreeScores,
     chain_parts,
 )
 from skstruct.decoders._sparsemap import sparsemap
@@ -233,3 +237,57 @@ def test_bad_arguments():
 
     with pytest.raises(ValueError, match="parts"):
         sparsemap(NoParts(), scores)
+
+
+def _arc_factored_reference(decoder, scores, i):
+    """Indicator rows and scores of every structure of example ``i`` (by enumeration)."""
+    brute = BruteForceDecoder(projective=getattr(decoder, "projective", False),
+                              single_root=getattr(decoder, "single_root", False))
+    (_, outputs, indicators), = [t for t in brute._arc_factored(scores) if t[0] == i]
+    a, b = scores.unary_offsets[i], scores.unary_offsets[i + 1]
+    return indicators, indicators @ scores.unary[a:b]
+
+
+@pytest.mark.parametrize("projective", [False, True])
+@pytest.mark.parametrize("single_root", [False, True])
+@pytest.mark.parametrize("scale", [0.1, 1.0, 10.0])
+def test_trees_against_the_enumerated_qp(projective, single_root, scale):
+    rng = np.random.default_rng(int(10 * scale) + 2 * projective + single_root)
+    lengths = np.array([1, 2, 3, 4])
+    scores = TreeScores(scale * rng.normal(size=int((lengths ** 2).sum())),
+                        np.concatenate(([0], np.cumsum(lengths))))
+    decoder = TreeDecoder(projective=projective, single_root=single_root)
+    result = sparsemap(decoder, scores, max_iter=500)
+    assert result.converged.all()
+    for i in range(scores.n_examples):
+        vertices, theta = _arc_factored_reference(decoder, scores, i)
+        expected = reference_objective(vertices, theta)
+        assert result.objective[i] == pytest.approx(expected, rel=1e-8, abs=1e-10)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (3, 3), (2, 4), (4, 2), (3, 4)])
+def test_matchings_against_the_enumerated_qp(shape):
+    rng = np.random.default_rng(shape[0] * 10 + shape[1])
+    shapes = np.array([shape, shape[::-1]])
+    scores = MatchingScores(rng.normal(size=2 * shape[0] * shape[1]), shapes)
+    result = sparsemap(MatchingDecoder(), scores, max_iter=500)
+    assert result.converged.all()
+    for i in range(2):
+        vertices, theta = _arc_factored_reference(MatchingDecoder(), scores, i)
+        expected = reference_objective(vertices, theta)
+        assert result.objective[i] == pytest.approx(expected, rel=1e-8, abs=1e-10)
+
+
+def test_tree_decoder_agrees_with_the_brute_force_decoder():
+    rng = np.random.default_rng(9)
+    lengths = np.array([1, 3, 4, 2])
+    scores = TreeScores(rng.normal(size=int((lengths ** 2).sum())),
+                        np.concatenate(([0], np.cumsum(lengths))))
+    for projective in (False, True):
+        fast = TreeDecoder(projective=projective)
+        brute = BruteForceDecoder(projective=projective)
+        np.testing.assert_allclose(fast.map(scores, return_score=True)[1],
+                                   brute.map(scores, return_score=True)[1])
+        np.testing.assert_allclose(fast.log_partition(scores), brute.log_partition(scores))
+        np.testing.assert_allclose(fast.marginals(scores)[1].unary,
+                                   brute.marginals(scores)[1].unary, atol=1e-10)
