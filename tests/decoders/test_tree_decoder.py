@@ -62,12 +62,11 @@ def sentence(y, scores, i):
     return y[scores.offsets[i] : scores.offsets[i + 1]]
 
 
-def log_space_marginals(decoder, scores, with_marginals=True):
+def log_space_marginals(decoder, scores):
     """The log-space kernels, which the decoder uses only for very spread scores."""
     kernel = kernels.eisner_inside_outside if decoder.projective else kernels.matrix_tree
     log_z, marg = kernel(
-        scores.unary, scores.offsets, scores.unary_offsets, decoder.single_root,
-        with_marginals, True,
+        scores.unary, scores.offsets, scores.unary_offsets, decoder.single_root, True, True
     )
     return log_z, TreeParts(marg, scores.offsets)
 
