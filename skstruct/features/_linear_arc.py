@@ -61,7 +61,14 @@ class LinearArcFeatures:
         X = batch.X
         if not sp.issparse(X):
             return np.arange(X.shape[1]), np.asarray(X).T @ g
-        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-        columns, position = np.unique(X.indices, return_inverse=True)
+        # Stochastic solvers call this once per step on the same one-sentence batches:
+        # the columns present and each entry's place among them are computed once.
+        layout = getattr(batch, "_column_layout", None)
+        if layout is None:
+            rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+            columns, position = np.unique(X.indices, return_inverse=True)
+            layout = (rows, columns.astype(np.int64), position)
+            batch._column_layout = layout
+        rows, columns, position = layout
         values = np.bincount(position, weights=X.data * g[rows], minlength=columns.shape[0])
-        return columns.astype(np.int64), values
+        return columns, values
