@@ -44,12 +44,12 @@ ARC_TEMPLATES = (
 #: 17 templates, alone and with direction and distance, and the bias.
 _N_FIXED = 2 * 17 + 1
 
-#: Special words (ids 0 and 1 of ``vocabulary_``) and parts of speech (ids 0 to 3 of
-#: ``pos_vocabulary_``).
-UNKNOWN, ROOT, START, END = "<unk>", "<root>", "<s>", "</s>"
+#: Ids of the special values: words "<unk>" and "<root>" are 0 and 1, tags "<unk>",
+#: "<root>", "<s>" and "</s>" are 0 to 3; learned words and tags come after them.
 _UNK_ID, _ROOT_ID, _START_ID, _END_ID = 0, 1, 2, 3
 
-#: Direction ids: the head left of the modifier, right of it, or the root.
+#: Direction ids: the head left of the modifier (an arc pointing right), right of it,
+#: or the root.
 _RIGHT_ARC, _LEFT_ARC, _ROOT_ARC = 0, 1, 2
 
 # 64-bit mixing: the finalizer of SplitMix64 (Stafford's variant 13) and the golden ratio.
@@ -60,6 +60,8 @@ _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
 
 #: Rows (arcs) per batch of sentences when building per-sentence matrices.
 _BATCH_ROWS = 2**20
+#: Most nonzeros of a matrix with 32-bit indices; more take 64-bit indices.
+_MAX_INT32_NNZ = np.iinfo(np.int32).max
 #: Operations per arc, to size the thread count of the compiled kernels.
 _WORK_PER_ARC = 200
 
@@ -189,8 +191,9 @@ def _fill_features(words, tags, offsets, row_offsets, n_tags, indptr, indices, d
                    n_features, mask):
     """Hash the features of every arc into ``indices[indptr[r]:]``, sorted and unique.
 
-    The matching ``data`` are set to one. ``n_unique[r]`` receives the number of distinct columns of row ``r``, smaller than
-    ``indptr[r + 1] - indptr[r]`` only when two features of the arc share a column.
+    The matching ``data`` are set to one. ``n_unique[r]`` receives the number of distinct
+    columns of row ``r``, smaller than ``indptr[r + 1] - indptr[r]`` only when two
+    features of the arc share a column.
     """
     scale = _N_BUCKETS / np.float64(n_features)
     for s in prange(offsets.shape[0] - 1):
@@ -291,7 +294,10 @@ def _fill_features(words, tags, offsets, row_offsets, n_tags, indptr, indices, d
 
 @njit(**_NJIT)
 def _compact(indptr, indices, n_unique):
-    """Move the rows left over the gaps left by repeated columns; rewrite ``indptr``."""
+    """Move the rows left over the gaps left by repeated columns; rewrite ``indptr``.
+
+    Only ``indices`` move: all the data are ones, so any prefix of them is right.
+    """
     end = 0
     for row in range(n_unique.shape[0]):
         lo = indptr[row]
@@ -353,8 +359,14 @@ def _sentence_columns(X):
     return np.concatenate(words), np.concatenate(tags), lengths
 
 
+#: Variable-width strings sort faster than fixed-width ones as wide as the longest word.
+_STRING_DTYPE = getattr(getattr(np, "dtypes", None), "StringDType", None)  # NumPy >= 2
+
+
 def _unique_strings(values, name):
     """``np.unique(values, return_inverse=True)``, checking that the values are strings."""
+    if values.dtype.kind == "U" and _STRING_DTYPE is not None:
+        values = values.astype(_STRING_DTYPE())
     try:
         unique, inverse = np.unique(values, return_inverse=True)
     except TypeError:
@@ -428,13 +440,22 @@ class ArcVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
     Attributes
     ----------
     vocabulary_ : dict of {str: int}
-        Id of each known (lowercased) word; ids 0 and 1 are ``"<unk>"`` and
-        ``"<root>"``, known words have ids from 2 in sorted order.
+        Id of each known (lowercased) word, from 2 in sorted order; ids 0 and 1,
+        not in the dict, stand for ``"<unk>"`` and ``"<root>"``.
     pos_vocabulary_ : dict of {str: int}
-        Id of each tag seen in fit; ids 0 to 3 are ``"<unk>"``, ``"<root>"``,
-        ``"<s>"`` and ``"</s>"``, tags have ids from 4 in sorted order.
+        Id of each tag seen in fit, from 4 in sorted order; ids 0 to 3, not in
+        the dict, stand for ``"<unk>"``, ``"<root>"``, ``"<s>"`` and ``"</s>"``.
     n_features_out_ : int
         Number of columns of the output, ``n_features``.
+
+    Notes
+    -----
+    The output is large: a sentence of ``n`` words has ``n * n`` arcs of
+    about 46 features each on UD English EWT (its training set: 5.27 million
+    arcs, 245 million nonzeros, 2.8 GB in float64 CSR). Use ``dtype=np.float32``
+    to store 8 instead of 12 bytes per nonzero, and :meth:`transform_stacked`
+    to avoid the per-sentence copies of :meth:`transform`. The kernels run in
+    parallel over sentences.
 
     See Also
     --------
@@ -633,7 +654,7 @@ class ArcVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
         indptr[0] = 0
         np.cumsum(counts, out=indptr[1:])
         nnz = int(indptr[-1])
-        index_dtype = np.int32 if nnz <= np.iinfo(np.int32).max else np.int64
+        index_dtype = np.int32 if nnz <= _MAX_INT32_NNZ else np.int64
         indptr = indptr.astype(index_dtype, copy=False)
         indices = np.empty(nnz, dtype=index_dtype)
         data = np.empty(nnz, dtype=dtype)

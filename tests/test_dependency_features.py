@@ -306,6 +306,20 @@ def test_list_output_is_built_in_batches(monkeypatch):
         assert (x != y).nnz == 0
 
 
+def test_64_bit_indices_for_large_outputs(monkeypatch):
+    import skstruct._dependency_features as module
+
+    rng = np.random.default_rng(2)
+    sentences = _random_sentences(rng, 10)
+    vec = ArcVectorizer(n_features=97).fit(sentences)  # collisions: rows are compacted
+    expected, _ = vec.transform_stacked(sentences)
+    monkeypatch.setattr(module, "_MAX_INT32_NNZ", 10)
+    stacked, _ = vec.transform_stacked(sentences)
+    np.testing.assert_array_equal(stacked.indptr, expected.indptr)
+    np.testing.assert_array_equal(stacked.indices, expected.indices)
+    assert stacked.has_canonical_format
+
+
 @pytest.mark.parametrize(
     "X, message",
     [

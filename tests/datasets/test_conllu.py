@@ -78,9 +78,10 @@ def test_read_conllu_blank_lines_and_line_endings(text):
 
 
 def test_read_conllu_fields_with_spaces():
-    text = _word(1, "New York", "PROPN", 0, "root", lemma="New York")
+    text = "# text = New York = NYC\n" + _word(1, "New York", "PROPN", 0, "root", lemma="New York")
     (sentence,) = read_conllu(io.StringIO(text))
     assert sentence["form"].tolist() == ["New York"]
+    assert sentence["text"] == "New York = NYC"
 
 
 def test_read_conllu_empty_input():
@@ -88,14 +89,17 @@ def test_read_conllu_empty_input():
     assert read_conllu(io.StringIO("# sent_id = 1\n\n\n")) == []
 
 
+NINE_FIELDS = _line(2, "a", "a", "X", "_", "_", 1, "dep", "_")
+
+
 @pytest.mark.parametrize(
     "line, message",
     [
-        (_line(2, "a", "a", "X", "_", "_", 1, "dep", "_"), "expected 10 tab-separated fields, got 9"),
+        (NINE_FIELDS, "expected 10 tab-separated fields, got 9"),
         ("2 a a X _ _ 1 dep _ _\n", "expected 10 tab-separated fields, got 1"),
         (_line(2, "a", "a", "X", "_", "_", "_", "dep", "_", "_"), "head '_' is not an integer"),
         (_line(2, "a", "a", "X", "_", "_", "x1", "dep", "_", "_"), "head 'x1' is not an integer"),
-        (_line("two", "a", "a", "X", "_", "_", 1, "dep", "_", "_"), "word id 'two' is not an integer"),
+        (_line("two", "a", "a", "X", "_", "_", 1, "dep", "_", "_"), "word id 'two' is not an"),
         (_line(2, "a", "a", "X", "_", "_", 5, "dep", "_", "_"), "head 5 is outside 0..2"),
         (_line(2, "a", "a", "X", "_", "_", -1, "dep", "_", "_"), "head -1 is outside 0..2"),
         (_line(3, "a", "a", "X", "_", "_", 1, "dep", "_", "_"), "expected word id 2, got 3"),
@@ -112,7 +116,8 @@ def test_read_conllu_malformed_line_names_line_number(line, message):
 def test_read_conllu_paths(tmp_path, name, opener):
     path = tmp_path / name
     with opener(path, "wt", encoding="utf-8") as f:
-        f.write(_word(1, "naïve", "ADJ", 0, "root") + "\n" + _word(1, "x", "X", 0, "root", lemma="y"))
+        f.write(_word(1, "naïve", "ADJ", 0, "root") + "\n")
+        f.write(_word(1, "x", "X", 0, "root", lemma="y"))
     sentences = read_conllu(path)
     assert [s["form"].tolist() for s in sentences] == [["naïve"], ["x"]]
     assert [s["form"].tolist() for s in read_conllu(str(path))] == [["naïve"], ["x"]]
@@ -175,7 +180,8 @@ def test_load_ud_english_ewt_bad_subset():
 @needs_shared
 def test_load_ud_english_ewt_path():
     bundled = load_ud_english_ewt("test")
-    for path in (SHARED / "ud_english_ewt", str(SHARED / "ud_english_ewt" / "en_ewt-ud-test.conllu.gz")):
+    folder = SHARED / "ud_english_ewt"
+    for path in (folder, str(folder / "en_ewt-ud-test.conllu.gz")):
         loaded = load_ud_english_ewt("test", path=path)
         assert len(loaded) == len(bundled)
         assert all(
