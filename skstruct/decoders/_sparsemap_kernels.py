@@ -25,6 +25,10 @@ LIFT = 1.0
 #: below this fraction of its own squared norm counts as affinely dependent.
 DEPENDENCE_TOL = 1e-9
 
+#: Gaps below this (relative to max(1, |τ|)) are rounding: a solver at the optimum may
+#: find a structure that "improves" by a few ulps, so tol=0 must still stop.
+ROUNDING = 1e-13
+
 ACTIVE_SET, VANILLA_FW, AWAY_FW, PAIRWISE_FW = 0, 1, 2, 3
 
 
@@ -272,7 +276,7 @@ def active_set_step(rows, new_ids, support, weights, n_active, chol, u, u_offset
             excess = pool_theta[s] - _dot_dense(pool_ptr, pool_idx, pool_val, s, u, base)
             excess -= tau[e]
             gap[e] = max(excess, 0.0)
-            if excess <= tol * max(1.0, abs(tau[e])):
+            if excess <= max(tol, ROUNDING) * max(1.0, abs(tau[e])):
                 converged[e] = True
                 continue
             known = False
@@ -383,7 +387,7 @@ def frank_wolfe_step(method, rows, new_ids, support, weights, n_active, u, u_off
         s_adjusted = pool_theta[s] - _dot_dense(pool_ptr, pool_idx, pool_val, s, u, base)
         forward_gap = s_adjusted - mean_adjusted
         gap[e] = max(forward_gap, 0.0)
-        if forward_gap <= tol * max(1.0, abs(mean_adjusted)):
+        if forward_gap <= max(tol, ROUNDING) * max(1.0, abs(mean_adjusted)):
             converged[e] = True
             continue
         # Direction in the weights: add `delta` to the weights (over slots, plus s).

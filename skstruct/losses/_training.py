@@ -202,6 +202,8 @@ class SparseMAPLoss(TrainingLoss):
     """
 
     required_capability = "map"
+    #: The full-batch objective keeps the last solution to start the next solve from.
+    warm_startable = True
 
     def __init__(self, cost=None, max_iter=100, tol=1e-9):
         self.cost = None if cost is None else check_task_loss(cost, "cost")
@@ -212,17 +214,27 @@ class SparseMAPLoss(TrainingLoss):
         check_capability(decoder, "map", type(self).__name__)
         check_capability(decoder, "parts", type(self).__name__)
 
-    def solve(self, decoder, scores, y_true):
+    def solve(self, decoder, scores, y_true, init=None):
         """The SparseMAP solution at the (cost-augmented) scores, and those scores."""
         from ..decoders._sparsemap import sparsemap
 
         augmented = scores
         if self.cost is not None:
             augmented = decoder.cost_augmented(scores, y_true, self.cost)
-        return sparsemap(decoder, augmented, max_iter=self.max_iter, tol=self.tol), augmented
+        result = sparsemap(decoder, augmented, max_iter=self.max_iter, tol=self.tol,
+                           init=init)
+        return result, augmented
 
-    def __call__(self, decoder, scores, y_true, gold=None):
-        result, augmented = self.solve(decoder, scores, y_true)
+    def __call__(self, decoder, scores, y_true, gold=None, warm_start=None):
+        """Losses and gradients; ``warm_start`` is a dict in which the caller lets the
+        loss keep its last solution for the same batch, to start the next solve from
+        its active sets."""
+        init = None if warm_start is None else warm_start.get("result")
+        if init is not None and init.n_examples != scores.n_examples:
+            init = None
+        result, augmented = self.solve(decoder, scores, y_true, init=init)
+        if warm_start is not None:
+            warm_start["result"] = result
         if gold is None:
             gold = decoder.parts(scores, y_true)
         offsets = np.asarray(scores.unary_offsets)

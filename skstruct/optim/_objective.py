@@ -40,6 +40,9 @@ class RegularizedRisk:
         self._weights = self.sample_weight / self.sample_weight.sum()
         self._uniform = bool(np.all(self.sample_weight == self.sample_weight[0]))
         self._gold = None
+        # Losses whose inner solver can start from its previous solution (SparseMAP's
+        # active sets) get a place for it that lives as long as this objective.
+        self._warm_start = {} if getattr(loss, "warm_startable", False) else None
 
     @property
     def n_params(self):
@@ -67,10 +70,16 @@ class RegularizedRisk:
         a, b = self.batch.output_offsets[i], self.batch.output_offsets[i + 1]
         return self.batch.take([i]), self.y[a:b]
 
+    def _loss(self, scores):
+        gold = self.gold(scores)
+        if self._warm_start is None:
+            return self.loss(self.decoder, scores, self.y, gold=gold)
+        return self.loss(self.decoder, scores, self.y, gold=gold, warm_start=self._warm_start)
+
     def data_term(self, w):
         """Per-example losses ℓ_i and the weighted gradient of the data term."""
         scores = self.features.scores(self.batch, w)
-        values, grad_parts = self.loss(self.decoder, scores, self.y, gold=self.gold(scores))
+        values, grad_parts = self._loss(scores)
         if self._uniform:
             grad = self.features.transpose(self.batch, grad_parts) * self._weights[0]
         else:
@@ -84,7 +93,7 @@ class RegularizedRisk:
         if hasattr(self.loss, "values"):
             values = self.loss.values(self.decoder, scores, self.y, gold)
         else:
-            values = self.loss(self.decoder, scores, self.y, gold=gold)[0]
+            values = self._loss(scores)[0]
         return float(self._weights @ values) + 0.5 * self.alpha * float(w @ w)
 
     def value_and_gradient(self, w):
