@@ -37,6 +37,7 @@ class _Pool:
         self._sizes, self._out_sizes = [], []
         self.output_tail = ()
         self.n = 0
+        self._stacked = None
 
     def add(self, decoder, scores, y):
         """Add the outputs ``y`` of the examples of ``scores``; returns their ids."""
@@ -55,6 +56,7 @@ class _Pool:
         self._out_sizes.append(np.diff(scores.offsets))
         ids = self.n + np.arange(scores.n_examples)
         self.n += scores.n_examples
+        self._stacked = None
         return ids
 
     def arrays(self):
@@ -66,9 +68,11 @@ class _Pool:
 
     def outputs(self, ids):
         """The encoded outputs of structures ``ids``, stacked as a decoder batch."""
-        sizes = np.concatenate(self._out_sizes)
-        ptr = np.concatenate(([0], np.cumsum(sizes)))
-        flat = np.concatenate(self._out)[_block_index(ptr, np.asarray(ids))]
+        if self._stacked is None:
+            sizes = np.concatenate(self._out_sizes)
+            self._stacked = (np.concatenate(([0], np.cumsum(sizes))), np.concatenate(self._out))
+        ptr, outputs = self._stacked
+        flat = outputs[_block_index(ptr, np.asarray(ids))]
         return flat.reshape((-1,) + self.output_tail)
 
 
@@ -115,11 +119,10 @@ class SparseMAPResult:
     def combine(self, coefficients):
         """Σ_k coefficients[e, k] a_{s_k} over the support of every example, as parts."""
         total = None
-        rows = np.arange(self.n_examples)
         for k in range(int(self.support_size.max())):
             ids = np.where(k < self.support_size, self._support[:, k], self._support[:, 0])
             factor = np.where(k < self.support_size, coefficients[:, k], 0.0)
-            parts = self._decoder.parts(self._scores, self._pool.outputs(ids[rows]))
+            parts = self._decoder.parts(self._scores, self._pool.outputs(ids))
             term = parts.scale(factor)
             total = term if total is None else total + term
         return total
