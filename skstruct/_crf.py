@@ -19,7 +19,7 @@ __all__ = ["CRF"]
 
 
 class CRF(LinearStructuredModel):
-    """Linear-chain conditional random field trained by L-BFGS.
+    """Conditional random field (linear chains, or dependency trees) trained by L-BFGS.
 
     Models p(y | x) ∝ exp θ_y with
     θ_y = start[y_0] + Σ_t x_t · coef[y_t] + Σ_{t≥1} transition[y_{t-1}, y_t] + end[y_{L-1}],
@@ -41,7 +41,11 @@ class CRF(LinearStructuredModel):
         tokens, e.g. ``"hamming"`` or ``HammingLoss(class_costs=...)``.
     decoder : Decoder, default=None
         Inference engine; ``None`` means :class:`~skstruct.decoders.ChainDecoder`. It must
-        provide ``"marginals"`` (training) and ``"map"`` (prediction).
+        provide ``"marginals"`` (training) and ``"map"`` (prediction). A
+        :class:`~skstruct.decoders.TreeDecoder` makes this a CRF over dependency trees
+        (``X`` a list of (n_i * n_i, n_features) arc feature matrices, ``y`` a list of
+        CoNLL head arrays; the partition function by the matrix-tree theorem, or
+        inside–outside when projective), with ``coef_`` of shape (n_features,).
     solver : {"lbfgs", "lbfgsb"}, default="lbfgs"
         ``"lbfgs"``: limited-memory BFGS with a strong-Wolfe line search
         (:func:`~skstruct.optim.minimize_lbfgs`); ``"lbfgsb"``: scipy's L-BFGS-B, same

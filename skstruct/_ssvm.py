@@ -68,7 +68,10 @@ class StructuredSVM(LinearStructuredModel):
     decoder : Decoder, default=None
         ``None`` infers it from ``y``: :class:`~skstruct.decoders.ChainDecoder` for a list
         of label sequences, :class:`~skstruct.decoders.MulticlassDecoder` for 1-D labels,
-        :class:`~skstruct.decoders.MultilabelDecoder` for a 2-D indicator matrix.
+        :class:`~skstruct.decoders.MultilabelDecoder` for a 2-D indicator matrix. Pass a
+        :class:`~skstruct.decoders.TreeDecoder` for dependency trees (``X`` a list of
+        (n_i * n_i, n_features) arc feature matrices, ``y`` a list of CoNLL head arrays;
+        Hamming loss, margin rescaling).
     loss : {"hamming", "zero_one", "f1", "iou", "precision", "recall", "label_count"} or \
 TaskLoss, default="hamming"
         The task loss Δ. For sequences and multiclass data, "positive" labels (used by F1,

@@ -1,0 +1,107 @@
+"""Estimators on dependency trees: fit, predict, score and the tree-specific outputs."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.model_selection import cross_validate
+
+from skstruct import CRF, SparseMAPClassifier, StructuredSVM
+from skstruct.datasets import load_ud_english_ewt
+from skstruct.decoders import TreeDecoder
+from skstruct.preprocessing import ArcVectorizer
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+PARSERS = [
+    CRF(decoder=TreeDecoder(), alpha=1e-2, max_iter=40),
+    StructuredSVM(decoder=TreeDecoder(), alpha=1e-2, max_iter=10, random_state=0),
+    SparseMAPClassifier(decoder=TreeDecoder(), alpha=1e-2, max_iter=40),
+    SparseMAPClassifier(decoder=TreeDecoder(), cost="hamming", alpha=1e-2, max_iter=40),
+    CRF(decoder=TreeDecoder(projective=True, single_root=True), alpha=1e-2, max_iter=20),
+]
+
+
+def _ids(estimator):
+    return f"{type(estimator).__name__}-{getattr(estimator, 'cost', None)}"
+
+
+@pytest.fixture(scope="module")
+def treebank():
+    sentences = [s for s in load_ud_english_ewt("dev") if len(s["head"]) <= 12][:120]
+    vectorizer = ArcVectorizer(n_features=2**16).fit(sentences)
+    X = vectorizer.transform(sentences)
+    y = [s["head"] for s in sentences]
+    return X[:80], y[:80], X[80:], y[80:]
+
+
+def _is_tree(heads, single_root=False):
+    n = len(heads)
+    roots = np.sum(heads == 0)
+    if roots < 1 or (single_root and roots != 1):
+        return False
+    for m in range(1, n + 1):
+        seen, node = set(), m
+        while node != 0:
+            if node in seen:
+                return False
+            seen.add(node)
+            node = heads[node - 1]
+    return True
+
+
+@pytest.mark.parametrize("parser", PARSERS, ids=_ids)
+def test_parsers_learn_trees(parser, treebank):
+    X, y, X_test, y_test = treebank
+    model = clone(parser).fit(X, y)
+    assert model.output_kind_ == "tree"
+    assert model.coef_.shape == (2**16,)
+    predicted = model.predict(X_test)
+    assert [len(p) for p in predicted] == [len(h) for h in y_test]
+    single_root = model.decoder_.single_root
+    assert all(_is_tree(p, single_root) for p in predicted)
+    # Far better than attaching every word to its left neighbour (about 30 % here).
+    assert model.score(X, y) > 0.8
+    assert model.score(X_test, y_test) > 0.5
+    blocks = model.decision_function(X_test[:3])
+    assert [b.shape for b in blocks] == [(len(h), len(h)) for h in y_test[:3]]
+
+
+def test_tree_marginals_and_distributions(treebank):
+    X, y, X_test, _ = treebank
+    crf = clone(PARSERS[0]).fit(X, y)
+    for block in crf.predict_marginals(X_test[:5]):
+        np.testing.assert_allclose(block.sum(axis=1), 1.0)
+    sparse = clone(PARSERS[2]).fit(X, y)
+    for (trees, weights), block in zip(sparse.predict_distribution(X_test[:5]),
+                                       sparse.predict_marginals(X_test[:5])):
+        assert weights.sum() == pytest.approx(1.0)
+        assert all(_is_tree(t) for t in trees)
+        expected = np.zeros_like(block)
+        for tree, weight in zip(trees, weights):
+            n = len(tree)
+            states = np.where(tree == 0, np.arange(n), tree - 1)
+            expected[np.arange(n), states] += weight
+        np.testing.assert_allclose(block, expected, atol=1e-10)
+
+
+def test_cross_validate_on_trees(treebank):
+    X, y, _, _ = treebank
+    scores = cross_validate(clone(PARSERS[0]).set_params(max_iter=10), X, y, cv=2, n_jobs=2)
+    assert np.all(scores["test_score"] > 0.3)
+
+
+def test_bad_tree_input(treebank):
+    X, y, _, _ = treebank
+    parser = CRF(decoder=TreeDecoder(), max_iter=2)
+    with pytest.raises(ValueError, match="n \\* n arc rows"):
+        parser.fit([sp.csr_matrix(np.ones((5, 3)))], [np.array([0, 1])])
+    with pytest.raises(ValueError, match="CoNLL heads"):
+        parser.fit(X[:1], [np.full(len(y[0]), len(y[0]) + 1)])
+    with pytest.raises(ValueError, match="heads itself"):
+        parser.fit(X[:1], [np.arange(1, len(y[0]) + 1)])
+    with pytest.raises(ValueError, match="tokens in X"):
+        parser.fit(X[:2], [y[1], y[0]] if len(y[0]) != len(y[1]) else [y[0][:-1], y[1]])
+    fitted = clone(PARSERS[0]).set_params(max_iter=2).fit(X[:5], y[:5])
+    with pytest.raises(ValueError, match="features"):
+        fitted.predict([sp.csr_matrix(np.ones((4, 7)))])
