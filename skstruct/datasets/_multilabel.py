@@ -371,15 +371,15 @@ def _describe(name, bunch):
 def load_multilabel(name, subset="train", *, path=None):
     """Load a multilabel data set of the MULAN repository (published train/test split).
 
-    =========  ===========  ========  ======  ======  ===========
-    name       train/test   features  labels  rows    cardinality
-    =========  ===========  ========  ======  ======  ===========
-    yeast      1500 / 917   103       14      dense   4.24
-    scene      1211 / 1196  294       6       dense   1.07
-    emotions   391 / 202    72        6       dense   1.87
-    bibtex     4880 / 2515  1836      159     sparse  2.40
-    tmc2007    21519 / 7077 500       22      sparse  2.16
-    =========  ===========  ========  ======  ======  ===========
+    =========  ============  ========  ======  ======  ===========
+    name       train/test    features  labels  rows    cardinality
+    =========  ============  ========  ======  ======  ===========
+    yeast      1500 / 917    103       14      dense   4.24
+    scene      1211 / 1196   294       6       dense   1.07
+    emotions   391 / 202     72        6       dense   1.87
+    bibtex     4880 / 2515   1836      159     sparse  2.40
+    tmc2007    21519 / 7077  500       22      sparse  2.16
+    =========  ============  ========  ======  ======  ===========
 
     The cardinality is the mean number of labels per sample (train and test together).
     yeast and emotions are bundled with the package (bit-exact copies of the parsed ARFF
@@ -404,16 +404,12 @@ def load_multilabel(name, subset="train", *, path=None):
     Returns
     -------
     data : :class:`~sklearn.utils.Bunch`
-        data : ndarray of shape (n_samples, n_features), dtype=float64, or CSR matrix
-            The features; a CSR matrix for files with sparse rows (bibtex, tmc2007).
-        target : ndarray of shape (n_samples, n_labels), dtype=intp
-            The 0/1 label indicator matrix.
-        feature_names : ndarray of shape (n_features,), dtype=object
-        target_names : ndarray of shape (n_labels,), dtype=object
-            The label names, in the order of the ARFF attributes (the columns of
-            ``target``).
-        DESCR : str
-            Description of the data set.
+        With the keys ``data`` (ndarray of shape (n_samples, n_features), float64, or a
+        CSR matrix for files with sparse rows: bibtex, tmc2007), ``target`` (the 0/1
+        label indicator matrix, ndarray of shape (n_samples, n_labels), intp),
+        ``feature_names`` (ndarray of shape (n_features,)), ``target_names`` (the label
+        names in the order of the ARFF attributes, the columns of ``target``) and
+        ``DESCR`` (a description of the data set).
 
     Examples
     --------
