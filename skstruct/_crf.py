@@ -1,18 +1,15 @@
-"""Linear-chain conditional random field."""
+"""Conditional random fields over linear chains and dependency trees."""
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._linear_model import LinearStructuredModel, _arc_blocks
 from .decoders import Decoder
 from .losses import CRFLoss, TaskLoss
-from .optim import RegularizedRisk, minimize_lbfgs, minimize_lbfgsb
 from .utils._sequences import check_sequences, split_sequences
 
 __all__ = ["CRF"]
@@ -162,34 +159,10 @@ class CRF(LinearStructuredModel):
         -------
         self : CRF
         """
-        kind, batch, classes, y_encoded, weights = self._validate_training_data(
-            X, y, sample_weight
+        return self._fit_quasi_newton(
+            X, y, sample_weight, CRFLoss(cost=self.cost),
+            [("marginals", "CRF training"), ("map", "CRF prediction")],
         )
-        loss = CRFLoss(cost=self.cost)
-        decoder = self._make_decoder(
-            kind, [("marginals", "CRF training"), ("map", "CRF prediction")]
-        )
-        n_outputs = 0 if classes is None else len(classes)
-        features = self._feature_map(kind, batch.n_features, n_outputs)
-        w0 = self._initial_params(features, kind, classes, batch.n_features)
-        risk = RegularizedRisk(features, batch, y_encoded, decoder, loss, self.alpha, weights)
-        minimize = minimize_lbfgs if self.solver == "lbfgs" else minimize_lbfgsb
-        result = minimize(
-            risk.value_and_gradient,
-            w0,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            verbose=self.verbose,
-            callback=self.callback,
-        )
-        if not result.converged:
-            warnings.warn(
-                f"CRF did not converge in {self.max_iter} iterations ({result.message}); "
-                "increase max_iter or tol.",
-                ConvergenceWarning,
-            )
-        self._finish_fit(kind, classes, batch, features, decoder, result)
-        return self
 
     def predict_marginals(self, X):
         """Per-token label probabilities p(y_t = k | x).

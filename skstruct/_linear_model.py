@@ -1,10 +1,14 @@
 """Fitted linear structured models: parameters stored as scikit-learn attributes."""
 
+import warnings
+
 import numpy as np
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 
 from ._structured_base import StructuredEstimator
 from .decoders import check_capability
+from .optim import RegularizedRisk, minimize_lbfgs, minimize_lbfgsb
 from .utils._sequences import split_sequences
 
 __all__ = ["LinearStructuredModel"]
@@ -25,6 +29,45 @@ class LinearStructuredModel(StructuredEstimator):
         for capability, use in needs:
             check_capability(decoder, capability, use)
         return decoder
+
+    def _fit_quasi_newton(self, X, y, sample_weight, loss, needs):
+        """Minimize the regularized mean ``loss`` with (L-)BFGS, for any output kind.
+
+        ``needs`` lists the (capability, use) pairs the decoder must provide. Uses the
+        estimator's ``alpha``, ``solver``, ``max_iter``, ``tol``, ``warm_start``,
+        ``verbose`` and ``callback``.
+        """
+        kind, batch, classes, y_encoded, weights = self._validate_training_data(
+            X, y, sample_weight
+        )
+        decoder = self._make_decoder(kind, needs)
+        n_outputs = 0 if classes is None else len(classes)
+        features = self._feature_map(kind, batch.n_features, n_outputs)
+        cost = getattr(loss, "cost", None)
+        if cost is not None:
+            # Fail now, with the decoder's message, if the cost cannot enter the scores.
+            first = slice(batch.output_offsets[0], batch.output_offsets[1])
+            probe = features.scores(batch.take([0]), np.zeros(features.n_params))
+            decoder.cost_augmented(probe, y_encoded[first], cost)
+        w0 = self._initial_params(features, kind, classes, batch.n_features)
+        risk = RegularizedRisk(features, batch, y_encoded, decoder, loss, self.alpha, weights)
+        minimize = minimize_lbfgs if self.solver == "lbfgs" else minimize_lbfgsb
+        result = minimize(
+            risk.value_and_gradient,
+            w0,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            verbose=self.verbose,
+            callback=self.callback,
+        )
+        if not result.converged:
+            warnings.warn(
+                f"{type(self).__name__} did not converge in {self.max_iter} iterations "
+                f"({result.message}); increase max_iter or tol.",
+                ConvergenceWarning,
+            )
+        self._finish_fit(kind, classes, batch, features, decoder, result)
+        return self
 
     def _finish_fit(self, kind, classes, batch, features, decoder, result):
         """Store the fitted state; called once the solver returned (never half-written)."""

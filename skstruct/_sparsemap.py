@@ -1,17 +1,14 @@
 """Linear structured models trained with the SparseMAP loss."""
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._linear_model import LinearStructuredModel, _arc_blocks
 from .decoders import Decoder, sparsemap
 from .losses import SparseMAPLoss, TaskLoss
-from .optim import RegularizedRisk, minimize_lbfgs, minimize_lbfgsb
 from .utils._sequences import split_sequences
 
 __all__ = ["SparseMAPClassifier"]
@@ -161,39 +158,12 @@ class SparseMAPClassifier(LinearStructuredModel):
         -------
         self : SparseMAPClassifier
         """
-        kind, batch, classes, y_encoded, weights = self._validate_training_data(
-            X, y, sample_weight
-        )
         loss = SparseMAPLoss(self.cost, max_iter=self.sparsemap_max_iter,
                              tol=self.sparsemap_tol)
-        decoder = self._make_decoder(
-            kind, [("map", "SparseMAP training"), ("parts", "SparseMAP training")]
+        return self._fit_quasi_newton(
+            X, y, sample_weight, loss,
+            [("map", "SparseMAP training"), ("parts", "SparseMAP training")],
         )
-        if loss.cost is not None:
-            # Fail now, with the decoder's message, if the cost cannot be added to scores.
-            probe = self._feature_map(kind, batch.n_features, _n_outputs(classes))
-            decoder.cost_augmented(probe.scores(batch.take([0]), np.zeros(probe.n_params)),
-                                   _first_output(y_encoded, batch), loss.cost)
-        features = self._feature_map(kind, batch.n_features, _n_outputs(classes))
-        w0 = self._initial_params(features, kind, classes, batch.n_features)
-        risk = RegularizedRisk(features, batch, y_encoded, decoder, loss, self.alpha, weights)
-        minimize = minimize_lbfgs if self.solver == "lbfgs" else minimize_lbfgsb
-        result = minimize(
-            risk.value_and_gradient,
-            w0,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            verbose=self.verbose,
-            callback=self.callback,
-        )
-        if not result.converged:
-            warnings.warn(
-                f"SparseMAPClassifier did not converge in {self.max_iter} iterations "
-                f"({result.message}); increase max_iter or tol.",
-                ConvergenceWarning,
-            )
-        self._finish_fit(kind, classes, batch, features, decoder, result)
-        return self
 
     def _solve(self, X):
         batch = self._validate_prediction_data(X)
@@ -256,12 +226,3 @@ class SparseMAPClassifier(LinearStructuredModel):
         if self.output_kind_ == "multiclass":
             return self.classes_[int(encoded.reshape(-1)[0])]
         return encoded.reshape(-1).astype(np.int64)
-
-
-def _n_outputs(classes):
-    return 0 if classes is None else len(classes)
-
-
-def _first_output(y_encoded, batch):
-    a, b = batch.output_offsets[0], batch.output_offsets[1]
-    return y_encoded[a:b]

@@ -7,6 +7,7 @@ from scipy.optimize import linear_sum_assignment
 
 from ..losses._task import HammingLoss
 from ._base import Decoder
+from ._unary import BlockParts
 
 __all__ = [
     "MatchingScores",
@@ -203,7 +204,7 @@ class MatchingScores:
         return type(self)(*_take(self.unary, self.shapes, indices))
 
 
-class MatchingParts:
+class MatchingParts(BlockParts):
     """Part vectors of a batch of matchings: pair indicators, or any weights on pairs.
 
     Laid out like :class:`MatchingScores`: ``unary`` is the row-major ravel of one
@@ -235,29 +236,9 @@ class MatchingParts:
         return type(self)(unary, self.shapes)
 
     @property
-    def n_examples(self):
-        """Number of examples in the batch."""
-        return self.shapes.shape[0]
-
-    @property
     def unary_offsets(self):
         """Cumulative r_i c_i from 0, shape (n_examples + 1,)."""
         return _unary_offsets(self.shapes)
-
-    def __sub__(self, other):
-        return self._new(self.unary - other.unary)
-
-    def __add__(self, other):
-        return self._new(self.unary + other.unary)
-
-    def __mul__(self, factor):
-        return self._new(self.unary * factor)
-
-    __rmul__ = __mul__
-
-    def __isub__(self, other):
-        self.unary -= other.unary
-        return self
 
     def block(self, i):
         """The (r_i, c_i) part matrix of example ``i``, as a view."""
@@ -269,24 +250,6 @@ class MatchingParts:
         """The parts of example ``i`` alone, as a view: writing to them writes here."""
         offsets = self.unary_offsets
         return type(self)(self.unary[offsets[i] : offsets[i + 1]], self.shapes[i : i + 1])
-
-    def scale(self, weights):
-        """Multiply the parts of example ``i`` by ``weights[i]``."""
-        weights = np.asarray(weights, dtype=np.float64)
-        sizes = self.shapes[:, 0] * self.shapes[:, 1]
-        return self._new(self.unary * np.repeat(weights, sizes))
-
-    def dot(self, scores):
-        """Per-example inner products ⟨a_i, η_i⟩ with a :class:`MatchingScores`.
-
-        Returns
-        -------
-        ndarray of shape (n_examples,)
-        """
-        if self.n_examples == 0:
-            return np.zeros(0)
-        products = self.unary * scores.unary
-        return np.add.reduceat(products, self.unary_offsets[:-1])
 
     def take(self, indices):
         """The parts of the examples ``indices``, in that order (a copy)."""

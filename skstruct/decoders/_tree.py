@@ -9,6 +9,7 @@ from ..losses._task import HammingLoss
 from ..utils._parallel import threads_for
 from . import _tree_kernels as kernels
 from ._base import Decoder
+from ._unary import BlockParts
 
 __all__ = [
     "TreeScores",
@@ -310,7 +311,7 @@ class TreeScores:
         return self.unary, self.offsets, self._unary_offsets
 
 
-class TreeParts:
+class TreeParts(BlockParts):
     """Part vectors of a batch of trees: arc indicators, or arc marginals.
 
     Laid out like :class:`TreeScores`: ``unary`` is the row-major ravel of one (n_i, n_i)
@@ -344,31 +345,11 @@ class TreeParts:
         return type(self)(unary, self.offsets)
 
     @property
-    def n_examples(self):
-        """Number of sentences in the batch."""
-        return self.offsets.shape[0] - 1
-
-    @property
     def unary_offsets(self):
         """Cumulative n_i² from 0, shape (n_sentences + 1,)."""
         if self._unary_offsets is None:
             self._unary_offsets = _unary_offsets(self.offsets)
         return self._unary_offsets
-
-    def __sub__(self, other):
-        return self._new(self.unary - other.unary)
-
-    def __add__(self, other):
-        return self._new(self.unary + other.unary)
-
-    def __mul__(self, factor):
-        return self._new(self.unary * factor)
-
-    __rmul__ = __mul__
-
-    def __isub__(self, other):
-        self.unary -= other.unary
-        return self
 
     def block(self, i):
         """The (n_i, n_i) part matrix of sentence ``i``, as a view."""
@@ -381,22 +362,6 @@ class TreeParts:
         offsets = self.unary_offsets
         n = self.offsets[i + 1] - self.offsets[i]
         return type(self)(self.unary[offsets[i] : offsets[i + 1]], np.array([0, n]))
-
-    def scale(self, weights):
-        """Multiply the parts of sentence ``i`` by ``weights[i]``."""
-        weights = np.asarray(weights, dtype=np.float64)
-        return self._new(self.unary * np.repeat(weights, np.diff(self.offsets) ** 2))
-
-    def dot(self, scores):
-        """Per-sentence inner products ⟨a_i, η_i⟩ with a :class:`TreeScores`.
-
-        Returns
-        -------
-        ndarray of shape (n_sentences,)
-        """
-        if self.n_examples == 0:
-            return np.zeros(0)
-        return np.add.reduceat(self.unary * scores.unary, self.unary_offsets[:-1])
 
     def take(self, indices):
         """The parts of the sentences ``indices``, in that order (a copy)."""

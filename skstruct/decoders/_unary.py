@@ -2,7 +2,7 @@
 
 import numpy as np
 
-__all__ = ["UnaryScores", "UnaryParts"]
+__all__ = ["UnaryScores", "UnaryParts", "PartsArithmetic", "BlockParts"]
 
 
 class UnaryScores:
@@ -46,22 +46,14 @@ class UnaryScores:
         return type(self)(self.unary[np.asarray(indices, dtype=np.int64)])
 
 
-class UnaryParts:
-    """Per-example part vectors held in one (n_samples, n_outputs) array.
+class PartsArithmetic:
+    """Linear-space operations of part containers whose only array is ``unary``.
 
-    Subclasses name the family (multiclass: one-hot rows or class probabilities;
-    multilabel: 0/1 rows or label probabilities); arithmetic keeps the subclass.
-
-    Parameters
-    ----------
-    unary : ndarray of shape (n_samples, n_outputs)
+    Subclasses implement ``_new(unary)``: a container like ``self`` with other values.
     """
 
-    def __init__(self, unary):
-        self.unary = unary
-
     def _new(self, unary):
-        return type(self)(unary)
+        raise NotImplementedError
 
     def __sub__(self, other):
         return self._new(self.unary - other.unary)
@@ -77,6 +69,48 @@ class UnaryParts:
     def __isub__(self, other):
         self.unary -= other.unary
         return self
+
+
+class BlockParts(PartsArithmetic):
+    """Part vectors stored as one flat block per example (trees, matchings).
+
+    Example ``i`` owns ``unary[unary_offsets[i]:unary_offsets[i + 1]]``; subclasses give
+    ``unary_offsets`` and ``_new``.
+    """
+
+    @property
+    def n_examples(self):
+        """Number of examples in the batch."""
+        return self.unary_offsets.shape[0] - 1
+
+    def scale(self, weights):
+        """Multiply the parts of example ``i`` by ``weights[i]``."""
+        weights = np.asarray(weights, dtype=np.float64)
+        return self._new(self.unary * np.repeat(weights, np.diff(self.unary_offsets)))
+
+    def dot(self, scores):
+        """Per-example inner products ⟨a_i, η_i⟩, shape (n_examples,)."""
+        if self.n_examples == 0:
+            return np.zeros(0)
+        return np.add.reduceat(self.unary * scores.unary, self.unary_offsets[:-1])
+
+
+class UnaryParts(PartsArithmetic):
+    """Per-example part vectors held in one (n_samples, n_outputs) array.
+
+    Subclasses name the family (multiclass: one-hot rows or class probabilities;
+    multilabel: 0/1 rows or label probabilities); arithmetic keeps the subclass.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_samples, n_outputs)
+    """
+
+    def __init__(self, unary):
+        self.unary = unary
+
+    def _new(self, unary):
+        return type(self)(unary)
 
     @property
     def unary_offsets(self):
