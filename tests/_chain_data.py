@@ -29,3 +29,14 @@ def chain_instances(draw, max_states=3, max_length=4, max_sequences=3):
     scale = draw(st.sampled_from([0.1, 1.0, 10.0]))
     rng = np.random.default_rng(seed)
     return random_chain_scores(rng, lengths, n_states, scale)
+
+
+def moved_chain_scores(scores, direction, step):
+    """``scores + step * direction`` for two ChainScores of the same batch (all parts)."""
+    return ChainScores(
+        scores.unary + step * direction.unary,
+        scores.offsets,
+        scores.transition + step * direction.transition,
+        scores.start + step * direction.start,
+        scores.end + step * direction.end,
+    )

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from _chain_data import moved_chain_scores, random_chain_scores
 from scipy.optimize import minimize
 
 from skstruct import SparseMAPClassifier
@@ -51,32 +52,19 @@ def test_multiclass_equals_the_sparsemax_loss():
     np.testing.assert_allclose(clf.predict_marginals(X), expected, atol=1e-12)
 
 
-def _random_chain(rng, lengths, n_states):
-    offsets = np.concatenate(([0], np.cumsum(lengths)))
-    return ChainScores(rng.normal(size=(offsets[-1], n_states)), offsets,
-                       rng.normal(size=(n_states, n_states)), rng.normal(size=n_states),
-                       rng.normal(size=n_states))
-
-
 @pytest.mark.parametrize("cost", [None, "hamming"])
 def test_loss_gradient_matches_finite_differences(cost):
     rng = np.random.default_rng(1)
-    scores = _random_chain(rng, [3, 1, 4], 3)
+    scores = random_chain_scores(rng, [3, 1, 4], 3)
     y = rng.integers(0, 3, size=8)
     loss, decoder = SparseMAPLoss(cost=cost), ChainDecoder()
     values, grad = loss(decoder, scores, y)
     assert np.all(values >= 0)
-    direction = _random_chain(rng, [3, 1, 4], 3)
+    direction = random_chain_scores(rng, [3, 1, 4], 3)
     eps = 1e-6
 
     def moved(sign):
-        shifted = ChainScores(
-            scores.unary + sign * eps * direction.unary, scores.offsets,
-            scores.transition + sign * eps * direction.transition,
-            scores.start + sign * eps * direction.start,
-            scores.end + sign * eps * direction.end,
-        )
-        return loss(decoder, shifted, y)[0]
+        return loss(decoder, moved_chain_scores(scores, direction, sign * eps), y)[0]
 
     numeric = (moved(1) - moved(-1)) / (2 * eps)
     np.testing.assert_allclose(grad.dot(direction), numeric, rtol=1e-5, atol=1e-7)

@@ -4,6 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
+from _chain_data import moved_chain_scores, random_chain_scores
 
 from skstruct.decoders import (
     BruteForceDecoder,
@@ -61,13 +62,7 @@ def chain_vertices(scores):
 
 
 def random_chain(rng, length, n_states, scale):
-    return ChainScores(
-        scale * rng.normal(size=(length, n_states)),
-        np.array([0, length]),
-        scale * rng.normal(size=(n_states, n_states)),
-        scale * rng.normal(size=n_states),
-        scale * rng.normal(size=n_states),
-    )
+    return random_chain_scores(rng, [length], n_states, scale)
 
 
 @pytest.mark.parametrize("scale", [0.01, 0.1, 1.0, 10.0, 100.0])
@@ -143,12 +138,7 @@ def test_vjp_matches_finite_differences_on_chains():
         eps = 1e-6
 
         def moved(sign):
-            shifted = ChainScores(
-                scores.unary + sign * eps * direction.unary, scores.offsets,
-                scores.transition + sign * eps * direction.transition,
-                scores.start + sign * eps * direction.start,
-                scores.end + sign * eps * direction.end,
-            )
+            shifted = moved_chain_scores(scores, direction, sign * eps)
             return np.sum(upstream * sparsemap(decoder, shifted).unary)
 
         numeric = (moved(1) - moved(-1)) / (2 * eps)
