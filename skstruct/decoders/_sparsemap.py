@@ -194,7 +194,11 @@ def sparsemap(decoder, scores, *, method="active_set", max_iter=100, tol=1e-9,
     Parameters
     ----------
     decoder : Decoder
-        Must provide ``map`` and ``parts``.
+        Must provide ``map`` and ``parts``. A user's decoder works as is when its score
+        container has ``unary``, ``unary_offsets``, ``offsets`` (where each example's
+        encoded output starts), ``replace(unary=...)``, ``take(indices)`` and
+        ``n_examples``, and its part container has ``unary``, ``unary_offsets``,
+        ``dot``, ``scale`` and ``+`` (see :ref:`architecture`).
     scores : score container
         Part scores η of a batch (its ``unary`` array is η_U; the rest is η_V).
     method : {"active_set", "fw", "away_fw", "pairwise_fw"}, default="active_set"
