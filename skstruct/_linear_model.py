@@ -115,10 +115,11 @@ class LinearStructuredModel(StructuredEstimator):
             and np.array_equal(classes, self.classes_))
         if (kind != self.output_kind_ or not same_classes
                 or n_features != self.n_features_in_):
+            previous = "" if self.classes_ is None else f"classes {self.classes_.tolist()}, "
             raise ValueError(
                 "warm_start=True needs the same kind of outputs, classes and number of "
-                f"features as the previous fit ({self.output_kind_} outputs, classes "
-                f"{self.classes_.tolist()}, {self.n_features_in_} features)."
+                f"features as the previous fit ({self.output_kind_} outputs, {previous}"
+                f"{self.n_features_in_} features)."
             )
         return self._params()
 

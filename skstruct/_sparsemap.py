@@ -1,9 +1,11 @@
 """Linear structured models trained with the SparseMAP loss."""
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._linear_model import LinearStructuredModel, _arc_blocks
@@ -169,6 +171,13 @@ class SparseMAPClassifier(LinearStructuredModel):
         batch = self._validate_prediction_data(X)
         result = sparsemap(self.decoder_, self._scores(batch),
                            max_iter=self.sparsemap_max_iter, tol=self.sparsemap_tol)
+        if not result.converged.all():
+            warnings.warn(
+                f"SparseMAP stopped before its optimum on {int((~result.converged).sum())} "
+                f"of {result.n_examples} examples (largest gap {result.gap.max():.3g}); "
+                "increase sparsemap_max_iter.",
+                ConvergenceWarning,
+            )
         return batch, result
 
     def predict_marginals(self, X):

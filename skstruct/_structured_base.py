@@ -84,8 +84,14 @@ class StructuredEstimator(BaseEstimator):
         name = type(self).__name__
         from_y = [k for k in self._output_kinds if k != "tree"]  # trees: by the decoder
         kind = from_y[0] if len(from_y) == 1 else output_kind(y)
-        if getattr(getattr(self, "decoder", None), "output_kind", None) == "tree":
+        declared = getattr(getattr(self, "decoder", None), "output_kind", None)
+        if declared == "tree":
             kind = "tree"
+        elif declared is not None and declared != kind:
+            raise ValueError(
+                f"{name} was given a {type(self.decoder).__name__}, which decodes {declared} "
+                f"outputs, but y looks like {kind} data."
+            )
         if kind not in self._output_kinds:
             raise ValueError(
                 f"{name} takes {' or '.join(self._output_kinds)} outputs, but y looks like "

@@ -8,7 +8,7 @@ from sklearn.model_selection import cross_validate
 
 from skstruct import CRF, SparseMAPClassifier, StructuredSVM
 from skstruct.datasets import load_ud_english_ewt
-from skstruct.decoders import TreeDecoder
+from skstruct.decoders import ChainDecoder, TreeDecoder
 from skstruct.preprocessing import ArcVectorizer
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -98,6 +98,10 @@ def test_bad_tree_input(treebank):
         parser.fit([sp.csr_matrix(np.ones((5, 3)))], [np.array([0, 1])])
     with pytest.raises(ValueError, match="CoNLL heads"):
         parser.fit(X[:1], [np.full(len(y[0]), len(y[0]) + 1)])
+    with pytest.raises(ValueError, match="cycle"):
+        parser.fit([sp.csr_matrix(np.ones((4, 3)))], [np.array([2, 1])])
+    with pytest.raises(ValueError, match="decodes sequence outputs"):
+        SparseMAPClassifier(decoder=ChainDecoder()).fit(np.ones((3, 2)), np.array([0, 1, 0]))
     with pytest.raises(ValueError, match="heads itself"):
         parser.fit(X[:1], [np.arange(1, len(y[0]) + 1)])
     with pytest.raises(ValueError, match="tokens in X"):

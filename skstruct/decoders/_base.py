@@ -36,6 +36,9 @@ class Decoder(BaseEstimator):
 
     #: The operations this decoder answers (a subset of the names above).
     capabilities = frozenset()
+    #: The kind of outputs it decodes, as estimators name them ("sequence", "multiclass",
+    #: "multilabel", "tree", "matching"); None for decoders of several families.
+    output_kind = None
     _parameter_constraints: dict = {}
 
     def _unsupported(self, capability):

@@ -14,6 +14,7 @@ from ._constrained import (
     map_with_label_count,
     map_with_min_distance,
 )
+from ._unary import _products
 
 __all__ = ["ChainScores", "ChainParts", "ChainDecoder"]
 
@@ -194,6 +195,14 @@ class ChainParts:
         -------
         ndarray of shape (n_sequences,)
         """
+        if not (np.isfinite(scores.unary).all() and np.isfinite(scores.transition).all()
+                and np.isfinite(scores.start).all() and np.isfinite(scores.end).all()):
+            # -inf forbids a part: parts that are absent contribute 0, not NaN.
+            return (np.add.reduceat(_products(self.unary, scores.unary).sum(axis=1),
+                                    self.offsets[:-1])
+                    + _products(self.transition, scores.transition).sum(axis=(1, 2))
+                    + _products(self.start, scores.start).sum(axis=1)
+                    + _products(self.end, scores.end).sum(axis=1))
         per_token = np.einsum("ts,ts->t", self.unary, scores.unary)
         unary = np.add.reduceat(per_token, self.offsets[:-1])
         pairwise = np.einsum("nij,ij->n", self.transition, scores.transition)
@@ -265,6 +274,7 @@ class ChainDecoder(Decoder):
     array([0, 1, 0])
     """
 
+    output_kind = "sequence"
     capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts"})
 
     _parameter_constraints = {"log_space": [StrOptions({"auto"}), "boolean"]}

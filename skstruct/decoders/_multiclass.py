@@ -109,6 +109,7 @@ class MulticlassDecoder(Decoder):
            [0, 1]])
     """
 
+    output_kind = "multiclass"
     capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts"})
 
     def map(self, scores, *, return_score=False):

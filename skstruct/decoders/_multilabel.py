@@ -208,6 +208,7 @@ class MultilabelDecoder(Decoder):
     array([[1.5, 1. , 0.5]])
     """
 
+    output_kind = "multilabel"
     capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts"})
 
     def map(self, scores, *, return_score=False):

@@ -49,7 +49,7 @@ class _Pool:
         self._idx.append(nonzero - block[example])
         self._val.append(flat[nonzero])
         self._sizes.append(np.bincount(example, minlength=scores.n_examples))
-        self._theta.append(np.asarray(parts.dot(scores), dtype=np.float64))
+        self._theta.append(np.asarray(decoder.score_outputs(scores, y), dtype=np.float64))
         y = np.asarray(y)
         self.output_tail = y.shape[1:] if y.ndim > 1 else ()
         self._out.append(y.reshape(-1))
@@ -95,11 +95,15 @@ class SparseMAPResult:
         ηᵀμ − ½‖u‖² per example.
     converged : ndarray of shape (n_examples,), bool
     support_size : ndarray of shape (n_examples,)
+    method : str
+        The solver that produced it.
     """
 
-    def __init__(self, decoder, scores, pool, support, weights, n_active, u, n_iter, gap,
-                 objective, converged):
+    def __init__(self, decoder, scores, pool, support, weights, n_active, lift, u, n_iter,
+                 gap, objective, converged, method):
         self._decoder = decoder
+        self._lift = lift
+        self.method = method
         self._scores = scores
         self._pool = pool
         self._support = support
@@ -173,11 +177,22 @@ class SparseMAPResult:
         part container
             [∂/∂η_U; ∂/∂η_V] of ⟨p, u*⟩, laid out like the decoder's parts.
         """
+        if self.method != "active_set":
+            raise ValueError(
+                "The backward pass needs an active-set solution (its support is affinely "
+                f"independent and solves the KKT system); this one comes from {self.method!r}."
+                " Re-solve with sparsemap(..., init=result)."
+            )
+        if np.shape(grad_unary) != self.unary.shape:
+            raise ValueError(
+                f"grad_unary has shape {np.shape(grad_unary)}; expected {self.unary.shape}, "
+                "the shape of the unary marginals."
+            )
         upstream = np.ascontiguousarray(grad_unary, dtype=np.float64).reshape(-1)
         coefficients = np.zeros(self._weights.shape)
         ptr, idx, val, _ = self._pool.arrays()
         kernels.support_coefficients(
-            self._support, self.support_size, ptr, idx, val, upstream,
+            self._support, self.support_size, self._lift, ptr, idx, val, upstream,
             np.asarray(self._scores.unary_offsets, dtype=np.int64), coefficients,
         )
         return self.combine(coefficients)
@@ -207,7 +222,9 @@ def sparsemap(decoder, scores, *, method="active_set", max_iter=100, tol=1e-9,
     max_iter : int, default=100
         Most MAP calls per example.
     tol : float, default=1e-9
-        Stop an example when its Frank–Wolfe gap is at most ``tol · max(1, |τ|)``.
+        Stop an example when its Frank–Wolfe gap is at most ``tol · max(ρ², |τ|)``, with
+        ρ² the squared norm of the example's first structure's unary vector (its scale;
+        1 if that is zero) and τ the multiplier of the simplex constraint.
     max_inner : int, default=200
         Most minor (line-search) iterations per major iteration of the active-set method.
     init : SparseMAPResult, default=None
@@ -256,11 +273,17 @@ def sparsemap(decoder, scores, *, method="active_set", max_iter=100, tol=1e-9,
         raise ValueError(f"max_iter must be >= 1; got {max_iter}.")
     if not tol >= 0:
         raise ValueError(f"tol must be >= 0; got {tol}.")
+    if int(max_inner) < 1:
+        raise ValueError(f"max_inner must be >= 1; got {max_inner}.")
+    if scores.n_examples == 0:
+        raise ValueError("SparseMAP needs at least one example; the batch is empty.")
     check_capability(decoder, "map", "SparseMAP")
     check_capability(decoder, "parts", "SparseMAP")
     code = _METHODS[method]
     n = scores.n_examples
     flat = np.ascontiguousarray(scores.unary, dtype=np.float64).reshape(-1)
+    if np.isnan(flat).any() or np.isposinf(flat).any():
+        raise ValueError("The scores contain NaN or +inf (-inf forbids a part).")
     u_offsets = np.asarray(scores.unary_offsets, dtype=np.int64)
     u = np.zeros_like(flat)
     capacity = 8
@@ -268,6 +291,7 @@ def sparsemap(decoder, scores, *, method="active_set", max_iter=100, tol=1e-9,
     weights = np.zeros((n, capacity))
     chol = np.zeros((n, capacity, capacity)) if code == kernels.ACTIVE_SET else None
     n_active = np.zeros(n, dtype=np.int64)
+    lift = np.ones(n)
     n_iter = np.zeros(n, dtype=np.int64)
     gap = np.full(n, np.inf)
     objective = np.zeros(n)
@@ -277,7 +301,8 @@ def sparsemap(decoder, scores, *, method="active_set", max_iter=100, tol=1e-9,
     if init is not None:
         capacity = max(capacity, int(init.support_size.max()) + 2)
         support, weights, chol = _warm_start(decoder, scores, init, pool, capacity, code,
-                                             n_active, u, u_offsets, tau, objective)
+                                             n_active, lift, u, u_offsets, tau, objective,
+                                             int(max_inner))
     for _ in range(max_iter):
         rows = np.flatnonzero(~converged)
         if rows.size == 0:
@@ -299,26 +324,33 @@ def sparsemap(decoder, scores, *, method="active_set", max_iter=100, tol=1e-9,
         with threads_for(positions.shape[0] * 4):
             if code == kernels.ACTIVE_SET:
                 kernels.active_set_step(
-                    rows, new_ids, support, weights, n_active, chol, u, u_offsets, ptr, idx,
+                    rows, new_ids, support, weights, n_active, chol, lift, u, u_offsets, ptr,
+                    idx,
                     val, theta, tau, gap, converged, objective, float(tol), int(max_inner),
                 )
             else:
                 kernels.frank_wolfe_step(
-                    code, rows, new_ids, support, weights, n_active, u, u_offsets, ptr, idx,
+                    code, rows, new_ids, support, weights, n_active, lift, u, u_offsets, ptr,
+                    idx,
                     val, theta, gap, converged, objective, float(tol),
                 )
         n_iter[rows] += 1
-    return SparseMAPResult(decoder, scores, pool, support, weights, n_active, u, n_iter,
-                           gap, objective, converged)
+    return SparseMAPResult(decoder, scores, pool, support, weights, n_active, lift, u,
+                           n_iter, gap, objective, converged, method)
 
 
-def _warm_start(decoder, scores, init, pool, capacity, code, n_active, u, u_offsets, tau,
-                objective):
+def _warm_start(decoder, scores, init, pool, capacity, code, n_active, lift, u, u_offsets,
+                tau, objective, max_inner):
     """Active sets from an earlier solution's supports, rescored under ``scores``."""
     n = scores.n_examples
-    if init.n_examples != n:
+    if not isinstance(init, SparseMAPResult):
+        raise TypeError(f"init must be a SparseMAPResult; got {type(init).__name__}.")
+    if init.n_examples != n or not (
+            np.array_equal(init._scores.offsets, scores.offsets)
+            and np.array_equal(init._scores.unary_offsets, scores.unary_offsets)):
         raise ValueError(
-            f"init solves {init.n_examples} examples; the scores have {n}."
+            "init must solve the same examples (the same sizes) as the scores; it has "
+            f"{init.n_examples} examples, the scores {n}."
         )
     previous = init.support_size
     start = np.full((n, capacity), -1, dtype=np.int64)
@@ -333,8 +365,8 @@ def _warm_start(decoder, scores, init, pool, capacity, code, n_active, u, u_offs
     weights = np.zeros((n, capacity))
     chol = np.zeros((n, capacity, capacity)) if code == kernels.ACTIVE_SET else None
     kernels.warm_start(start, start_weights, code == kernels.ACTIVE_SET, support, weights,
-                       n_active, chol if chol is not None else np.zeros((n, 1, 1)), u,
-                       u_offsets, ptr, idx, val, theta, tau, objective)
+                       n_active, chol if chol is not None else np.zeros((n, 1, 1)), lift, u,
+                       u_offsets, ptr, idx, val, theta, tau, objective, max_inner)
     return support, weights, chol
 
 

@@ -19,8 +19,9 @@ term is flat there, the linear term rises), which keeps the factored set indepen
 import numpy as np
 from numba import njit, prange
 
-#: ρ², the lift of the unary vectors (see the module docstring).
-LIFT = 1.0
+#: The lift ρ² of an example (see the module docstring) is the squared norm of its first
+#: structure's unary vector (1 if that is zero), so that the factor, the dependence test
+#: and the stopping test do not depend on the scale of the part vectors.
 #: A new lifted vector whose component orthogonal to the active ones has squared norm
 #: below this fraction of its own squared norm counts as affinely dependent.
 DEPENDENCE_TOL = 1e-9
@@ -33,8 +34,15 @@ ACTIVE_SET, VANILLA_FW, AWAY_FW, PAIRWISE_FW = 0, 1, 2, 3
 
 
 @njit(cache=True, nogil=True)
-def _gram(pool_ptr, pool_idx, pool_val, a, b):
-    """⟨m̃_a, m̃_b⟩ by merging the two sorted index lists."""
+def _lift(pool_ptr, pool_idx, pool_val, s):
+    """ρ² for an example whose first structure is ``s``."""
+    norm = _gram(pool_ptr, pool_idx, pool_val, s, s, 0.0)
+    return norm if norm > 0.0 else 1.0
+
+
+@njit(cache=True, nogil=True)
+def _gram(pool_ptr, pool_idx, pool_val, a, b, lift):
+    """⟨m̃_a, m̃_b⟩ = ⟨m_a, m_b⟩ + ρ², by merging the two sorted index lists."""
     i, i_end = pool_ptr[a], pool_ptr[a + 1]
     j, j_end = pool_ptr[b], pool_ptr[b + 1]
     total = 0.0
@@ -47,7 +55,7 @@ def _gram(pool_ptr, pool_idx, pool_val, a, b):
             i += 1
         else:
             j += 1
-    return total + LIFT
+    return total + lift
 
 
 @njit(cache=True, nogil=True)
@@ -101,7 +109,7 @@ def _solve(chol, k, rhs, out):
 
 
 @njit(cache=True, nogil=True)
-def _solve_kkt(chol, k, theta, y_hat):
+def _solve_kkt(chol, k, theta, y_hat, lift):
     """Solve G y + τ 1 = θ, 1ᵀy = 1 on the active set; returns τ (for the unlifted G)."""
     a = np.empty(k)
     b = np.empty(k)
@@ -110,7 +118,7 @@ def _solve_kkt(chol, k, theta, y_hat):
     shift = (a.sum() - 1.0) / b.sum()
     for i in range(k):
         y_hat[i] = a[i] - shift * b[i]
-    return shift + LIFT
+    return shift + lift
 
 
 @njit(cache=True, nogil=True)
@@ -137,7 +145,7 @@ def _remove_slot(chol, support, weights, k, r):
 
 
 @njit(cache=True, nogil=True)
-def _try_append(chol, support, k, s, pool_ptr, pool_idx, pool_val, coef):
+def _try_append(chol, support, k, s, pool_ptr, pool_idx, pool_val, coef, lift):
     """Append structure ``s`` to the factor if affinely independent of the ``k`` active.
 
     Returns True when appended; otherwise leaves the factor alone and writes into ``coef``
@@ -145,8 +153,8 @@ def _try_append(chol, support, k, s, pool_ptr, pool_idx, pool_val, coef):
     """
     column = np.empty(k)
     for j in range(k):
-        column[j] = _gram(pool_ptr, pool_idx, pool_val, support[j], s)
-    diag = _gram(pool_ptr, pool_idx, pool_val, s, s)
+        column[j] = _gram(pool_ptr, pool_idx, pool_val, support[j], s, lift)
+    diag = _gram(pool_ptr, pool_idx, pool_val, s, s, lift)
     row = np.empty(k)
     _forward(chol, k, column, row)
     residual = diag
@@ -163,19 +171,19 @@ def _try_append(chol, support, k, s, pool_ptr, pool_idx, pool_val, coef):
 
 
 @njit(cache=True, nogil=True)
-def _add_structure(chol, support, weights, k, s, pool_ptr, pool_idx, pool_val):
+def _add_structure(chol, support, weights, k, s, pool_ptr, pool_idx, pool_val, lift):
     """Bring ``s`` into the active set (weight 0, or by an exchange step when dependent).
 
     Returns the new number of active structures, or -1 when ``s`` cannot improve the
     objective (dependent, with no weight to move).
     """
     if k == 0:
-        chol[0, 0] = np.sqrt(_gram(pool_ptr, pool_idx, pool_val, s, s))
+        chol[0, 0] = np.sqrt(_gram(pool_ptr, pool_idx, pool_val, s, s, lift))
         support[0] = s
         weights[0] = 1.0
         return 1
     coef = np.empty(k)
-    if _try_append(chol, support, k, s, pool_ptr, pool_idx, pool_val, coef):
+    if _try_append(chol, support, k, s, pool_ptr, pool_idx, pool_val, coef, lift):
         weights[k] = 0.0
         return k + 1
     # Exchange: move along e_s − c, on which M y and 1ᵀy are constant, until a weight
@@ -192,14 +200,14 @@ def _add_structure(chol, support, weights, k, s, pool_ptr, pool_idx, pool_val):
         weights[j] = max(weights[j] - step * coef[j], 0.0)
     _remove_slot(chol, support, weights, k, leaving)
     k -= 1
-    if not _try_append(chol, support, k, s, pool_ptr, pool_idx, pool_val, coef):
+    if not _try_append(chol, support, k, s, pool_ptr, pool_idx, pool_val, coef, lift):
         return -1
     weights[k] = step
     return k + 1
 
 
 @njit(cache=True, nogil=True)
-def _stabilize(chol, support, weights, k, pool_theta, max_inner):
+def _stabilize(chol, support, weights, k, pool_theta, max_inner, lift):
     """Minor iterations: solve the KKT system on the active set, line search toward its
     solution and drop the structures whose weight reaches zero, until the solution is
     feasible. Returns (k, τ)."""
@@ -209,7 +217,7 @@ def _stabilize(chol, support, weights, k, pool_theta, max_inner):
     for _ in range(max_inner):
         for j in range(k):
             theta[j] = pool_theta[support[j]]
-        tau = _solve_kkt(chol, k, theta[:k], y_hat[:k])
+        tau = _solve_kkt(chol, k, theta[:k], y_hat[:k], lift)
         feasible = True
         for j in range(k):
             if y_hat[j] < 0.0:
@@ -217,6 +225,11 @@ def _stabilize(chol, support, weights, k, pool_theta, max_inner):
         if feasible:
             for j in range(k):
                 weights[j] = y_hat[j]
+            # A structure at exactly zero weight leaves; the others' solution is the same.
+            for j in range(k - 1, -1, -1):
+                if weights[j] <= 0.0 and k > 1:
+                    _remove_slot(chol, support, weights, k, j)
+                    k -= 1
             break
         step, blocking = 1.0, -1
         for j in range(k):
@@ -256,14 +269,14 @@ def _objective(u, base, size, support, weights, k, pool_theta):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def active_set_step(rows, new_ids, support, weights, n_active, chol, u, u_offsets,
+def active_set_step(rows, new_ids, support, weights, n_active, chol, lift, u, u_offsets,
                     pool_ptr, pool_idx, pool_val, pool_theta, tau, gap, converged,
                     objective, tol, max_inner):
     """One major iteration of the active-set method for the examples ``rows``.
 
     ``new_ids[p]`` is the structure the MAP oracle returned for example ``rows[p]`` under
     the scores (η_U − u, η_V). If its adjusted score θ_s − m_sᵀu exceeds τ by more than
-    ``tol`` (relative to max(1, |τ|)) it enters the active set and the minor iterations
+    ``tol`` (relative to max(ρ², |τ|)) it enters the active set and the minor iterations
     restore the KKT conditions on the new set; otherwise the example has converged.
     """
     for p in prange(rows.shape[0]):
@@ -276,7 +289,7 @@ def active_set_step(rows, new_ids, support, weights, n_active, chol, u, u_offset
             excess = pool_theta[s] - _dot_dense(pool_ptr, pool_idx, pool_val, s, u, base)
             excess -= tau[e]
             gap[e] = max(excess, 0.0)
-            if excess <= max(tol, ROUNDING) * max(1.0, abs(tau[e])):
+            if excess <= max(tol, ROUNDING) * max(lift[e], abs(tau[e])):
                 converged[e] = True
                 continue
             known = False
@@ -286,20 +299,24 @@ def active_set_step(rows, new_ids, support, weights, n_active, chol, u, u_offset
             if known:
                 converged[e] = True
                 continue
+        else:
+            lift[e] = _lift(pool_ptr, pool_idx, pool_val, s)
         k = _add_structure(chol[e], support[e], weights[e], k, s, pool_ptr, pool_idx,
-                           pool_val)
+                           pool_val, lift[e])
         if k < 0:
             converged[e] = True
             continue
-        k, tau[e] = _stabilize(chol[e], support[e], weights[e], k, pool_theta, max_inner)
+        k, tau[e] = _stabilize(chol[e], support[e], weights[e], k, pool_theta, max_inner,
+                               lift[e])
         n_active[e] = k
         _write_unary(u, base, size, support[e], weights[e], k, pool_ptr, pool_idx, pool_val)
         objective[e] = _objective(u, base, size, support[e], weights[e], k, pool_theta)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def warm_start(start, start_weights, factor, support, weights, n_active, chol, u, u_offsets,
-               pool_ptr, pool_idx, pool_val, pool_theta, tau, objective):
+def warm_start(start, start_weights, factor, support, weights, n_active, chol, lift, u,
+               u_offsets, pool_ptr, pool_idx, pool_val, pool_theta, tau, objective,
+               max_inner):
     """Initial active sets from given structures and weights (an earlier solution).
 
     With ``factor`` (active set), structures affinely dependent on the earlier ones are
@@ -314,12 +331,14 @@ def warm_start(start, start_weights, factor, support, weights, n_active, chol, u
             s = start[e, j]
             if s < 0:
                 continue
+            if k == 0:
+                lift[e] = _lift(pool_ptr, pool_idx, pool_val, s)
             if factor:
                 if k == 0:
-                    chol[e, 0, 0] = np.sqrt(_gram(pool_ptr, pool_idx, pool_val, s, s))
+                    chol[e, 0, 0] = np.sqrt(_gram(pool_ptr, pool_idx, pool_val, s, s, lift[e]))
                     support[e, 0] = s
                 elif not _try_append(chol[e], support[e], k, s, pool_ptr, pool_idx,
-                                     pool_val, coef):
+                                     pool_val, coef, lift[e]):
                     continue
             support[e, k] = s
             weights[e, k] = start_weights[e, j]
@@ -328,7 +347,8 @@ def warm_start(start, start_weights, factor, support, weights, n_active, chol, u
         for j in range(k):
             weights[e, j] = weights[e, j] / total if total > 0 else 1.0 / k
         if factor:
-            k, tau[e] = _stabilize(chol[e], support[e], weights[e], k, pool_theta, 200)
+            k, tau[e] = _stabilize(chol[e], support[e], weights[e], k, pool_theta, max_inner,
+                                   lift[e])
         n_active[e] = k
         base = u_offsets[e]
         size = u_offsets[e + 1] - base
@@ -350,7 +370,7 @@ def _combination(size, s, t, ws, wt, pool_ptr, pool_idx, pool_val):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def frank_wolfe_step(method, rows, new_ids, support, weights, n_active, u, u_offsets,
+def frank_wolfe_step(method, rows, new_ids, support, weights, n_active, lift, u, u_offsets,
                      pool_ptr, pool_idx, pool_val, pool_theta, gap, converged, objective,
                      tol):
     """One iteration of vanilla, away-step or pairwise Frank–Wolfe for ``rows``.
@@ -367,6 +387,7 @@ def frank_wolfe_step(method, rows, new_ids, support, weights, n_active, u, u_off
         base = u_offsets[e]
         size = u_offsets[e + 1] - base
         if k == 0:
+            lift[e] = _lift(pool_ptr, pool_idx, pool_val, s)
             support[e, 0] = s
             weights[e, 0] = 1.0
             n_active[e] = 1
@@ -387,7 +408,7 @@ def frank_wolfe_step(method, rows, new_ids, support, weights, n_active, u, u_off
         s_adjusted = pool_theta[s] - _dot_dense(pool_ptr, pool_idx, pool_val, s, u, base)
         forward_gap = s_adjusted - mean_adjusted
         gap[e] = max(forward_gap, 0.0)
-        if forward_gap <= max(tol, ROUNDING) * max(1.0, abs(mean_adjusted)):
+        if forward_gap <= max(tol, ROUNDING) * max(lift[e], abs(mean_adjusted)):
             converged[e] = True
             continue
         # Direction in the weights: add `delta` to the weights (over slots, plus s).
@@ -451,7 +472,7 @@ def frank_wolfe_step(method, rows, new_ids, support, weights, n_active, u, u_off
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def support_coefficients(support, n_active, pool_ptr, pool_idx, pool_val, upstream,
+def support_coefficients(support, n_active, lift, pool_ptr, pool_idx, pool_val, upstream,
                          u_offsets, out):
     """Backward pass: out[e, :k] = D M_Iᵀ p for the upstream gradient p on u.
 
@@ -466,8 +487,9 @@ def support_coefficients(support, n_active, pool_ptr, pool_idx, pool_val, upstre
         for i in range(k):
             # Rebuild the factor of the final set (small: k is the support size).
             for j in range(i):
-                column[j] = _gram(pool_ptr, pool_idx, pool_val, support[e, j], support[e, i])
-            diag = _gram(pool_ptr, pool_idx, pool_val, support[e, i], support[e, i])
+                column[j] = _gram(pool_ptr, pool_idx, pool_val, support[e, j], support[e, i],
+                                  lift[e])
+            diag = _gram(pool_ptr, pool_idx, pool_val, support[e, i], support[e, i], lift[e])
             row = np.empty(i)
             _forward(chol, i, column[:i], row)
             residual = diag

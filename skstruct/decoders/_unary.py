@@ -46,6 +46,15 @@ class UnaryScores:
         return type(self)(self.unary[np.asarray(indices, dtype=np.int64)])
 
 
+def _products(parts, scores):
+    """parts * scores with 0 wherever a part is 0: a score of -inf forbids a part, and a
+    part that is absent must not turn the score into NaN."""
+    product = parts * scores
+    if not np.isfinite(scores).all():
+        product[parts == 0] = 0.0
+    return product
+
+
 class PartsArithmetic:
     """Linear-space operations of part containers whose only array is ``unary``.
 
@@ -92,7 +101,7 @@ class BlockParts(PartsArithmetic):
         """Per-example inner products ⟨a_i, η_i⟩, shape (n_examples,)."""
         if self.n_examples == 0:
             return np.zeros(0)
-        return np.add.reduceat(self.unary * scores.unary, self.unary_offsets[:-1])
+        return np.add.reduceat(_products(self.unary, scores.unary), self.unary_offsets[:-1])
 
 
 class UnaryParts(PartsArithmetic):
@@ -127,4 +136,4 @@ class UnaryParts(PartsArithmetic):
 
     def dot(self, scores):
         """Per-example inner products ⟨a_i, η_i⟩, shape (n_samples,)."""
-        return np.einsum("ik,ik->i", self.unary, scores.unary)
+        return _products(self.unary, scores.unary).sum(axis=1)

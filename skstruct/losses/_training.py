@@ -240,6 +240,4 @@ class SparseMAPLoss(TrainingLoss):
         offsets = np.asarray(scores.unary_offsets)
         values = (result.objective - gold.dot(augmented)
                   + 0.5 * _squared_norms(gold.unary, offsets))
-        gradient = result.marginals
-        gradient -= gold
-        return np.maximum(values, 0.0), gradient
+        return np.maximum(values, 0.0), result.marginals - gold

@@ -94,4 +94,28 @@ def check_trees(X, y=None, *, n_features=None, estimator=None):
             )
         if np.any(h == np.arange(1, lengths[i] + 1)):
             raise ValueError(f"y[{i}] has a token that heads itself{where}.")
-    return tree_batch, np.concatenate(heads).astype(np.int64)
+    flat = np.concatenate(heads).astype(np.int64)
+    cyclic = _sentences_with_cycles(flat, tree_batch.token_offsets)
+    if cyclic.size:
+        raise ValueError(
+            f"y[{cyclic[0]}] is not a tree: its heads form a cycle, so some words never "
+            f"reach the root{where}."
+        )
+    return tree_batch, flat
+
+
+def _sentences_with_cycles(heads, token_offsets):
+    """Sentences whose heads do not all lead to the root, by pointer doubling.
+
+    Every token points to its head's global position, the root to a sink; after
+    ⌈log₂ n⌉ squarings every token of a tree points to the sink.
+    """
+    n_tokens = heads.shape[0]
+    starts = np.repeat(token_offsets[:-1], np.diff(token_offsets))
+    sink = n_tokens
+    parent = np.append(np.where(heads == 0, sink, starts + heads - 1), sink)
+    for _ in range(int(np.ceil(np.log2(max(2, np.diff(token_offsets).max())))) + 1):
+        parent = parent[parent]
+    stuck = np.flatnonzero(parent[:n_tokens] != sink)
+    sentence = np.searchsorted(token_offsets, stuck, side="right") - 1
+    return np.unique(sentence)

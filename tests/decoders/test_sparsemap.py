@@ -281,3 +281,48 @@ def test_tree_decoder_agrees_with_the_brute_force_decoder():
         np.testing.assert_allclose(fast.log_partition(scores), brute.log_partition(scores))
         np.testing.assert_allclose(fast.marginals(scores)[1].unary,
                                    brute.marginals(scores)[1].unary, atol=1e-10)
+
+
+def test_minus_infinity_forbids_parts():
+    scores = MatchingScores(np.array([1.0, -np.inf, 0.2, 0.3]), np.array([[2, 2]]))
+    result = sparsemap(MatchingDecoder(), scores)
+    np.testing.assert_allclose(result.unary, [1.0, 0.0, 0.0, 1.0])
+    multiclass = sparsemap(MulticlassDecoder(), MulticlassScores(np.array([[1, 0.5, -np.inf]])))
+    np.testing.assert_allclose(multiclass.unary, [[0.75, 0.25, 0.0]])
+    with pytest.raises(ValueError, match="NaN"):
+        sparsemap(MulticlassDecoder(), MulticlassScores(np.array([[1, np.nan]])))
+
+
+def test_scale_of_the_part_vectors_does_not_matter():
+    # A decoder whose part vectors are c times the one-hot vectors: u/c must not depend
+    # on c (at scores scaled by c too).
+    class Scaled(MulticlassDecoder):
+        def __init__(self, c=1.0):
+            self.c = c
+
+        def parts(self, scores, y):
+            parts = super().parts(scores, y)
+            return type(parts)(parts.unary * self.c)
+
+        def score_outputs(self, scores, y):
+            return self.parts(scores, y).dot(scores)
+
+    z = np.array([[1.0, 0.6, 0.0, 0.45]])
+    expected = sparsemap(MulticlassDecoder(), MulticlassScores(z)).unary
+    for c in (1e-5, 1e-3, 1e3):
+        for tol in (1e-9, 0.0):
+            result = sparsemap(Scaled(c), MulticlassScores(c * z), tol=tol)
+            np.testing.assert_allclose(result.unary / c, expected, atol=1e-8)
+
+
+def test_backward_pass_checks_its_input():
+    scores = MulticlassScores(np.array([[1.0, 0.5, -2.0], [0.0, 0.1, 0.2]]))
+    with pytest.raises(ValueError, match="shape"):
+        sparsemap(MulticlassDecoder(), scores).vjp(np.ones(2))
+    with pytest.raises(ValueError, match="active-set"):
+        sparsemap(MulticlassDecoder(), scores, method="pairwise_fw").vjp(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="max_inner"):
+        sparsemap(MulticlassDecoder(), scores, max_inner=0)
+    with pytest.raises(ValueError, match="same examples"):
+        sparsemap(MulticlassDecoder(), scores.take([0]), init=sparsemap(MulticlassDecoder(),
+                                                                          scores))
