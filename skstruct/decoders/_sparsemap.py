@@ -249,9 +249,10 @@ def sparsemap(decoder, scores, *, method="active_set", max_iter=100, tol=1e-9,
 
     Transition scores make the active m_s affinely dependent (M_IᵀM_I singular) more often
     than not; a naive solve then stalls. The factor is kept of the lifted Gram matrix
-    M_IᵀM_I + 11ᵀ, singular exactly on affine dependence, and a dependent new structure
-    enters by an exchange step along the null direction, which raises the objective by
-    (θ_s − θ_Iᵀc) times the step, so the method still reaches the optimum.
+    M_IᵀM_I + ρ² 11ᵀ (ρ² the squared norm of the first structure), singular exactly on
+    affine dependence, and a dependent new structure enters by an exchange step along the
+    null direction, which raises the objective by (θ_s − θ_Iᵀc) times the step, so the
+    method still reaches the optimum.
 
     References
     ----------
