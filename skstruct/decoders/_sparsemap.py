@@ -24,6 +24,28 @@ def _block_index(offsets, rows):
     return np.arange(new_offsets[-1]) - np.repeat(new_offsets[:-1] - starts, sizes)
 
 
+class _Growing:
+    """An array that grows by appending, with amortized doubling (no copy per append)."""
+
+    def __init__(self, dtype, initial=()):
+        self._data = np.empty(max(16, len(initial)), dtype=dtype)
+        self._size = len(initial)
+        self._data[: self._size] = initial
+
+    def extend(self, values):
+        values = np.asarray(values)
+        needed = self._size + values.shape[0]
+        if needed > self._data.shape[0]:
+            grown = np.empty(max(needed, 2 * self._data.shape[0]), dtype=self._data.dtype)
+            grown[: self._size] = self._data[: self._size]
+            self._data = grown
+        self._data[self._size : needed] = values
+        self._size = needed
+
+    def view(self):
+        return self._data[: self._size]
+
+
 class _Pool:
     """Every structure the solver has seen: its sparse unary indicators, score and output.
 
@@ -33,8 +55,11 @@ class _Pool:
     """
 
     def __init__(self):
-        self._idx, self._val, self._theta, self._out = [], [], [], []
-        self._sizes, self._out_sizes = [], []
+        self._ptr = _Growing(np.int64, [0])
+        self._idx = _Growing(np.int64)
+        self._val = _Growing(np.float64)
+        self._theta = _Growing(np.float64)
+        self._out, self._out_sizes = [], []
         self.output_tail = ()
         self.n = 0
         self._stacked = None
@@ -46,10 +71,11 @@ class _Pool:
         block = np.asarray(parts.unary_offsets)
         nonzero = np.flatnonzero(flat)
         example = np.searchsorted(block, nonzero, side="right") - 1
-        self._idx.append(nonzero - block[example])
-        self._val.append(flat[nonzero])
-        self._sizes.append(np.bincount(example, minlength=scores.n_examples))
-        self._theta.append(np.asarray(decoder.score_outputs(scores, y), dtype=np.float64))
+        self._idx.extend(nonzero - block[example])
+        self._val.extend(flat[nonzero])
+        sizes = np.bincount(example, minlength=scores.n_examples)
+        self._ptr.extend(self._ptr.view()[-1] + np.cumsum(sizes))
+        self._theta.extend(np.asarray(decoder.score_outputs(scores, y), dtype=np.float64))
         y = np.asarray(y)
         self.output_tail = y.shape[1:] if y.ndim > 1 else ()
         self._out.append(y.reshape(-1))
@@ -60,11 +86,8 @@ class _Pool:
         return ids
 
     def arrays(self):
-        """(ptr, idx, val, theta) as contiguous arrays for the kernels."""
-        sizes = np.concatenate(self._sizes)
-        ptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-        return (ptr, np.concatenate(self._idx).astype(np.int64),
-                np.concatenate(self._val), np.concatenate(self._theta))
+        """(ptr, idx, val, theta) as contiguous arrays for the kernels (views)."""
+        return self._ptr.view(), self._idx.view(), self._val.view(), self._theta.view()
 
     def outputs(self, ids):
         """The encoded outputs of structures ``ids``, stacked as a decoder batch."""
