@@ -245,9 +245,11 @@ def sparsemap(decoder, scores, *, method="active_set", max_iter=100, tol=1e-9,
     max_iter : int, default=100
         Most MAP calls per example.
     tol : float, default=1e-9
-        Stop an example when its Frank–Wolfe gap is at most ``tol · max(ρ², |τ|)``, with
-        ρ² the squared norm of the example's first structure's unary vector (its scale;
-        1 if that is zero) and τ the multiplier of the simplex constraint.
+        Stop an example when its Frank–Wolfe gap is at most ``tol · ρ²``, with ρ² the
+        squared norm of the example's first structure's unary vector (the scale of the
+        problem; 1 if that is zero), or at rounding level (1e-13 · max(ρ², |τ|), τ the
+        multiplier of the simplex constraint). The test does not change when a constant
+        is added to every structure's score.
     max_inner : int, default=200
         Most minor (line-search) iterations per major iteration of the active-set method.
     init : SparseMAPResult, default=None

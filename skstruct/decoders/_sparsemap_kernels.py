@@ -26,7 +26,7 @@ from numba import njit, prange
 #: below this fraction of its own squared norm counts as affinely dependent.
 DEPENDENCE_TOL = 1e-9
 
-#: Gaps below this (relative to max(1, |τ|)) are rounding: a solver at the optimum may
+#: Gaps below this (relative to max(ρ², |τ|)) are rounding: a solver at the optimum may
 #: find a structure that "improves" by a few ulps, so tol=0 must still stop.
 ROUNDING = 1e-13
 
@@ -276,7 +276,7 @@ def active_set_step(rows, new_ids, support, weights, n_active, chol, lift, u, u_
 
     ``new_ids[p]`` is the structure the MAP oracle returned for example ``rows[p]`` under
     the scores (η_U − u, η_V). If its adjusted score θ_s − m_sᵀu exceeds τ by more than
-    ``tol`` (relative to max(ρ², |τ|)) it enters the active set and the minor iterations
+    ``tol · ρ²`` (plus rounding) it enters the active set and the minor iterations
     restore the KKT conditions on the new set; otherwise the example has converged.
     """
     for p in prange(rows.shape[0]):
@@ -289,7 +289,7 @@ def active_set_step(rows, new_ids, support, weights, n_active, chol, lift, u, u_
             excess = pool_theta[s] - _dot_dense(pool_ptr, pool_idx, pool_val, s, u, base)
             excess -= tau[e]
             gap[e] = max(excess, 0.0)
-            if excess <= max(tol, ROUNDING) * max(lift[e], abs(tau[e])):
+            if excess <= tol * lift[e] + ROUNDING * max(lift[e], abs(tau[e])):
                 converged[e] = True
                 continue
             known = False
@@ -408,7 +408,7 @@ def frank_wolfe_step(method, rows, new_ids, support, weights, n_active, lift, u,
         s_adjusted = pool_theta[s] - _dot_dense(pool_ptr, pool_idx, pool_val, s, u, base)
         forward_gap = s_adjusted - mean_adjusted
         gap[e] = max(forward_gap, 0.0)
-        if forward_gap <= max(tol, ROUNDING) * max(lift[e], abs(mean_adjusted)):
+        if forward_gap <= tol * lift[e] + ROUNDING * max(lift[e], abs(mean_adjusted)):
             converged[e] = True
             continue
         # Direction in the weights: add `delta` to the weights (over slots, plus s).

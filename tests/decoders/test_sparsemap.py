@@ -326,3 +326,11 @@ def test_backward_pass_checks_its_input():
     with pytest.raises(ValueError, match="same examples"):
         sparsemap(MulticlassDecoder(), scores.take([0]), init=sparsemap(MulticlassDecoder(),
                                                                           scores))
+
+
+def test_adding_a_constant_to_every_score_changes_nothing():
+    rng = np.random.default_rng(12)
+    z = rng.normal(size=(30, 6))
+    base = sparsemap(MulticlassDecoder(), MulticlassScores(z))
+    shifted = sparsemap(MulticlassDecoder(), MulticlassScores(z + 1e6))
+    np.testing.assert_allclose(shifted.unary, base.unary, atol=1e-9)
