@@ -22,12 +22,18 @@ class LinearStructuredModel(StructuredEstimator):
     (n_classes,); for multiclass and multilabel ``intercept_`` (n_outputs,).
     """
 
-    def _make_decoder(self, kind, needs):
-        """The decoder to use: ``self.decoder`` (cloned) or the default for ``kind``."""
+    def _make_decoder(self, kind, needs, y=None, batch=None):
+        """The decoder to use: ``self.decoder`` (cloned) or the default for ``kind``.
+
+        With the training outputs ``y`` (encoded, stacked over ``batch.output_offsets``),
+        also checks that the decoder can produce them (e.g. projective gold trees).
+        """
         decoder = self._default_decoder(kind) if self.decoder is None else clone(self.decoder)
         decoder._validate_params()
         for capability, use in needs:
             check_capability(decoder, capability, use)
+        if y is not None and hasattr(decoder, "check_outputs"):
+            decoder.check_outputs(y, batch.output_offsets)
         return decoder
 
     def _fit_quasi_newton(self, X, y, sample_weight, loss, needs):
@@ -40,7 +46,7 @@ class LinearStructuredModel(StructuredEstimator):
         kind, batch, classes, y_encoded, weights = self._validate_training_data(
             X, y, sample_weight
         )
-        decoder = self._make_decoder(kind, needs)
+        decoder = self._make_decoder(kind, needs, y_encoded, batch)
         n_outputs = 0 if classes is None else len(classes)
         features = self._feature_map(kind, batch.n_features, n_outputs)
         cost = getattr(loss, "cost", None)

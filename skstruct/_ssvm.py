@@ -222,7 +222,8 @@ TaskLoss, default="hamming"
         )
         task_loss = _bind_task_loss(self.loss, kind, classes)
         decoder = self._make_decoder(kind, [("loss_augmented_map", "StructuredSVM training"),
-                                            ("map", "StructuredSVM prediction")])
+                                            ("map", "StructuredSVM prediction")],
+                                     y_encoded, batch)
         features = self._feature_map(kind, batch.n_features, _n_outputs(classes))
         w0 = self._initial_params(features, kind, classes, batch.n_features)
         risk = RegularizedRisk(features, batch, y_encoded, decoder,
@@ -343,7 +344,7 @@ class StructuredPerceptron(LinearStructuredModel):
         kind, batch, classes, y_encoded, weights = self._validate_training_data(
             X, y, sample_weight
         )
-        decoder = self._make_decoder(kind, [("map", "StructuredPerceptron")])
+        decoder = self._make_decoder(kind, [("map", "StructuredPerceptron")], y_encoded, batch)
         features = self._feature_map(kind, batch.n_features, _n_outputs(classes))
         w0 = self._initial_params(features, kind, classes, batch.n_features)
         risk = RegularizedRisk(features, batch, y_encoded, decoder, PerceptronLoss(), 0.0,

@@ -8,7 +8,8 @@ from sklearn.model_selection import cross_validate
 
 from skstruct import CRF, SparseMAPClassifier, StructuredSVM
 from skstruct.datasets import load_ud_english_ewt
-from skstruct.decoders import ChainDecoder, TreeDecoder
+from skstruct.decoders import ChainDecoder, TreeDecoder, states_to_heads
+from skstruct.decoders._tree import enumerate_trees
 from skstruct.preprocessing import ArcVectorizer
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -102,6 +103,12 @@ def test_bad_tree_input(treebank):
         parser.fit([sp.csr_matrix(np.ones((4, 3)))], [np.array([2, 1])])
     with pytest.raises(ValueError, match="decodes sequence outputs"):
         SparseMAPClassifier(decoder=ChainDecoder()).fit(np.ones((3, 2)), np.array([0, 1, 0]))
+    projective = {tuple(t) for t in enumerate_trees(4, projective=True)}
+    crossing = next(t for t in enumerate_trees(4) if tuple(t) not in projective)
+    heads = states_to_heads(crossing, np.array([0, 4]))
+    with pytest.raises(ValueError, match="not projective"):
+        CRF(decoder=TreeDecoder(projective=True)).fit([sp.csr_matrix(np.ones((16, 3)))],
+                                                     [heads])
     with pytest.raises(ValueError, match="heads itself"):
         parser.fit(X[:1], [np.arange(1, len(y[0]) + 1)])
     with pytest.raises(ValueError, match="tokens in X"):

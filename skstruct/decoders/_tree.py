@@ -628,6 +628,42 @@ class TreeDecoder(Decoder):
         log_z, marg = self._inside(scores, True)
         return log_z, TreeParts(marg, scores.offsets)
 
+    def check_outputs(self, y, offsets):
+        """Raise a clear error when gold trees ``y`` are not outputs of this decoder.
+
+        A projective decoder cannot produce a tree with crossing arcs, and a single-root
+        decoder a tree with several words on the root; training on such gold outputs would
+        leave the loss unbounded below (the CRF's partition function, for one, would not
+        include the gold tree).
+
+        Parameters
+        ----------
+        y : ndarray of shape (n_tokens,)
+            Encoded trees (states), stacked.
+        offsets : ndarray of shape (n_sentences + 1,)
+            Token offsets.
+        """
+        offsets = _check_offsets(offsets)
+        y, _ = _check_states(y, offsets)
+        if self.single_root:
+            sentence, local, _ = _token_layout(offsets)
+            roots = np.bincount(sentence[y == local], minlength=offsets.shape[0] - 1)
+            bad = np.flatnonzero(roots != 1)
+            if bad.size:
+                raise ValueError(
+                    f"{bad.size} gold tree(s) (the first is y[{bad[0]}]) attach "
+                    f"{roots[bad[0]]} words to the root, but the decoder has "
+                    "single_root=True; use single_root=False or drop those sentences."
+                )
+        if self.projective:
+            bad = np.flatnonzero(kernels.non_projective_sentences(y, offsets))
+            if bad.size:
+                raise ValueError(
+                    f"{bad.size} gold tree(s) (the first is y[{bad[0]}]) are not "
+                    "projective (they have crossing arcs), but the decoder has "
+                    "projective=True; use projective=False or drop those sentences."
+                )
+
     def parts(self, scores, y):
         """Arc indicators of the encoded trees ``y`` (n_tokens,), as :class:`TreeParts`."""
         return tree_parts(y, _check_scores(scores).offsets)

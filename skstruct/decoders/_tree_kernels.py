@@ -914,3 +914,27 @@ def matrix_tree(unary, offsets, unary_offsets, single_root, with_marginals, log_
                 for h in range(n):
                     out[start + m * n + h] = marg[m, h]
     return log_z, out
+
+
+@njit(**_NJIT)
+def non_projective_sentences(states, offsets):
+    """1 for every sentence whose tree has crossing arcs (the root at position -1)."""
+    n_sentences = offsets.shape[0] - 1
+    out = np.zeros(n_sentences, dtype=np.int64)
+    for i in range(n_sentences):
+        start = offsets[i]
+        n = offsets[i + 1] - start
+        for m in range(n):
+            h = states[start + m]
+            head = -1 if h == m else h
+            lo, hi = min(head, m), max(head, m)
+            # Every arc from inside (lo, hi) must stay within [lo, hi].
+            for k in range(lo + 1, hi):
+                hk = states[start + k]
+                head_k = -1 if hk == k else hk
+                if head_k < lo or head_k > hi:
+                    out[i] = 1
+                    break
+            if out[i]:
+                break
+    return out

@@ -371,3 +371,19 @@ def test_bad_input_is_rejected():
         heads_to_states([0, 3, 1], [0, 1, 3])
     with pytest.raises(ValueError, match="1 <= n <= 6"):
         enumerate_trees(0)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_check_outputs_accepts_exactly_the_decoders_trees(n):
+    every = enumerate_trees(n)
+    offsets = np.array([0, n])
+    for projective in (False, True):
+        for single_root in (False, True):
+            decoder = TreeDecoder(projective=projective, single_root=single_root)
+            allowed = {tuple(t) for t in enumerate_trees(n, projective, single_root)}
+            for tree in every:
+                if tuple(tree) in allowed:
+                    decoder.check_outputs(tree, offsets)
+                else:
+                    with pytest.raises(ValueError, match="projective|single_root"):
+                        decoder.check_outputs(tree, offsets)
