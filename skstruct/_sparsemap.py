@@ -75,7 +75,7 @@ class SparseMAPClassifier(LinearStructuredModel):
     decoder_ : Decoder
     n_features_in_ : int
     n_iter_ : int
-    objective_curve_ : ndarray of shape (n_iter_,)
+    objective_curve_ : ndarray of shape (``n_iter_``,)
 
     Notes
     -----

@@ -6,6 +6,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from ..losses._task import HammingLoss
+from ..utils._blocks import cumulative, gather_ranges, normalize_indices
 from ._base import Decoder
 from ._unary import BlockParts
 
@@ -39,45 +40,18 @@ def _check_shapes(shapes):
     return shapes
 
 
-def _cumulative(counts):
-    """[0, counts[0], counts[0] + counts[1], ...] as int64."""
-    out = np.zeros(counts.shape[0] + 1, dtype=np.int64)
-    np.cumsum(counts, out=out[1:])
-    return out
-
-
 def _row_offsets(shapes):
-    return _cumulative(shapes[:, 0])
+    return cumulative(shapes[:, 0])
 
 
 def _unary_offsets(shapes):
-    return _cumulative(shapes[:, 0] * shapes[:, 1])
-
-
-def _gather_ranges(starts, lengths):
-    """Concatenation of ``arange(s, s + n)`` for every (s, n), without a Python loop."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    new_starts = _cumulative(lengths)
-    shift = np.repeat(np.asarray(starts, dtype=np.int64) - new_starts[:-1], lengths)
-    return np.arange(new_starts[-1], dtype=np.int64) + shift
-
-
-def _normalize_indices(indices, n_examples):
-    """Example indices (negative allowed) or a boolean mask, as a 1-D int64 array."""
-    indices = np.asarray(indices)
-    if indices.ndim != 1:
-        raise ValueError(f"indices must be 1-D; got shape {indices.shape}.")
-    if indices.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if indices.dtype != bool and not np.issubdtype(indices.dtype, np.integer):
-        raise ValueError(f"indices must be integers or a boolean mask; got {indices.dtype}.")
-    return np.arange(n_examples, dtype=np.int64)[indices]
+    return cumulative(shapes[:, 0] * shapes[:, 1])
 
 
 def _take(unary, shapes, indices):
-    indices = _normalize_indices(indices, shapes.shape[0])
+    indices = normalize_indices(indices, shapes.shape[0])
     sizes = shapes[:, 0] * shapes[:, 1]
-    positions = _gather_ranges(_unary_offsets(shapes)[indices], sizes[indices])
+    positions = gather_ranges(_unary_offsets(shapes)[indices], sizes[indices])
     return unary[positions], shapes[indices]
 
 
@@ -290,7 +264,7 @@ def _check_matchings(y, shapes, name="y"):
             f"range: expected a column 0 .. {n_cols[t] - 1}, or -1 for an unmatched row."
         )
     matched = y >= 0
-    col_offsets = _cumulative(shapes[:, 1])
+    col_offsets = cumulative(shapes[:, 1])
     column_ids = col_offsets[example[matched]] + y[matched]
     uses = np.bincount(column_ids, minlength=int(col_offsets[-1]))
     if np.any(uses > 1):

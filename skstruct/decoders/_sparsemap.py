@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from ..utils._blocks import gather_ranges
 from ..utils._parallel import threads_for
 from . import _sparsemap_kernels as kernels
 from ._base import check_capability
@@ -18,10 +19,7 @@ _METHODS = {
 
 def _block_index(offsets, rows):
     """Positions of the blocks ``offsets[r]:offsets[r + 1]`` of ``rows``, concatenated."""
-    starts, stops = offsets[rows], offsets[rows + 1]
-    sizes = stops - starts
-    new_offsets = np.concatenate(([0], np.cumsum(sizes)))
-    return np.arange(new_offsets[-1]) - np.repeat(new_offsets[:-1] - starts, sizes)
+    return gather_ranges(offsets[rows], offsets[rows + 1] - offsets[rows])
 
 
 class _Growing:
@@ -247,7 +245,7 @@ def sparsemap(decoder, scores, *, method="active_set", max_iter=100, tol=1e-9,
     tol : float, default=1e-9
         Stop an example when its Frank–Wolfe gap is at most ``tol · ρ²``, with ρ² the
         squared norm of the example's first structure's unary vector (the scale of the
-        problem; 1 if that is zero), or at rounding level (1e-13 · max(ρ², |τ|), τ the
+        problem; 1 if that is zero), or at rounding level (1e-13 · max(ρ², abs(τ)), τ the
         multiplier of the simplex constraint). The test does not change when a constant
         is added to every structure's score.
     max_inner : int, default=200

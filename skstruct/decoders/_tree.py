@@ -6,6 +6,7 @@ import itertools
 import numpy as np
 
 from ..losses._task import HammingLoss
+from ..utils._blocks import cumulative, gather_ranges, normalize_indices
 from ..utils._parallel import threads_for
 from . import _tree_kernels as kernels
 from ._base import Decoder
@@ -20,22 +21,6 @@ __all__ = [
     "states_to_heads",
     "enumerate_trees",
 ]
-
-
-def _cumulative(counts):
-    """[0, counts[0], counts[0] + counts[1], ...] as int64."""
-    counts = np.asarray(counts, dtype=np.int64)
-    out = np.zeros(counts.shape[0] + 1, dtype=np.int64)
-    np.cumsum(counts, out=out[1:])
-    return out
-
-
-def _gather_ranges(starts, lengths):
-    """Concatenation of ``arange(s, s + n)`` for every (s, n), without a Python loop."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    new_starts = _cumulative(lengths)
-    shift = np.repeat(np.asarray(starts, dtype=np.int64) - new_starts[:-1], lengths)
-    return np.arange(new_starts[-1], dtype=np.int64) + shift
 
 
 def _check_offsets(offsets):
@@ -63,7 +48,7 @@ def _check_offsets(offsets):
 
 def _unary_offsets(offsets):
     """Cumulative n_i² from 0: where every sentence's arc-score block starts."""
-    return _cumulative(np.diff(offsets) ** 2)
+    return cumulative(np.diff(offsets) ** 2)
 
 
 def _token_layout(offsets):
@@ -74,23 +59,11 @@ def _token_layout(offsets):
     return sentence, local, lengths[sentence]
 
 
-def _normalize_indices(indices, n_examples):
-    """Sentence indices (negative allowed) or a boolean mask, as a 1-D int64 array."""
-    indices = np.asarray(indices)
-    if indices.ndim != 1:
-        raise ValueError(f"indices must be 1-D; got shape {indices.shape}.")
-    if indices.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if indices.dtype != bool and not np.issubdtype(indices.dtype, np.integer):
-        raise ValueError(f"indices must be integers or a boolean mask; got {indices.dtype}.")
-    return np.arange(n_examples, dtype=np.int64)[indices]
-
-
 def _take(unary, offsets, indices):
-    indices = _normalize_indices(indices, offsets.shape[0] - 1)
+    indices = normalize_indices(indices, offsets.shape[0] - 1)
     lengths = np.diff(offsets)[indices]
-    positions = _gather_ranges(_unary_offsets(offsets)[indices], lengths**2)
-    return unary[positions], _cumulative(lengths)
+    positions = gather_ranges(_unary_offsets(offsets)[indices], lengths**2)
+    return unary[positions], cumulative(lengths)
 
 
 def _check_states(y, offsets, name="y"):
@@ -262,7 +235,7 @@ class TreeScores:
                 raise ValueError(f"Block {i} has shape {block.shape}; expected (n_i, n_i).")
         lengths = np.array([block.shape[0] for block in blocks], dtype=np.int64)
         unary = np.concatenate([block.ravel() for block in blocks]) if blocks else np.zeros(0)
-        return cls(unary, _cumulative(lengths))
+        return cls(unary, cumulative(lengths))
 
     @property
     def n_examples(self):
