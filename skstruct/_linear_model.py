@@ -32,7 +32,7 @@ class LinearStructuredModel(StructuredEstimator):
         decoder._validate_params()
         for capability, use in needs:
             check_capability(decoder, capability, use)
-        if y is not None and hasattr(decoder, "check_outputs"):
+        if y is not None:
             decoder.check_outputs(y, batch.output_offsets)
         return decoder
 

@@ -75,6 +75,11 @@ class Decoder(BaseEstimator):
         """Scores θ_y = ⟨η, a_y⟩ of the outputs ``y``, one per example."""
         return self.parts(scores, y).dot(scores)
 
+    def check_outputs(self, y, offsets):
+        """Raise a clear ``ValueError`` if the encoded outputs ``y`` (stacked over
+        ``offsets``) are not outputs this decoder can produce; estimators call it on the
+        gold outputs before training. The base class accepts every output."""
+
     def cost_augmented(self, scores, y_true, task_loss):
         """Scores η + c with ⟨c, a_y⟩ = Δ(y_true, y) up to a constant per example.
 
