@@ -50,7 +50,6 @@ import json
 import math
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -63,6 +62,8 @@ from skstruct.decoders import BruteForceDecoder, ChainDecoder, ChainScores
 from skstruct.decoders._constrained import _loss_counters, best_with_statistic, statistic_table
 from skstruct.losses import FBetaLoss, HammingLoss, LabelCountLoss
 from skstruct.utils._parallel import MIN_WORK_PER_THREAD
+
+from _report import cpu_name, format_time, git_commit
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -372,14 +373,7 @@ def main():
 
 
 def machine():
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     return {"cpu": cpu, "cores": os.cpu_count(), "numba_threads": numba.get_num_threads(),
             "numba_default_threads": numba.config.NUMBA_NUM_THREADS,
             "threading_layer": threading_layer(), "platform": platform.platform()}
@@ -390,26 +384,6 @@ def threading_layer():
         return numba.threading_layer()
     except ValueError:  # no parallel kernel has run
         return numba.config.THREADING_LAYER
-
-
-def git_commit():
-    here = Path(__file__).parent
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, check=True, cwd=here).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "../skstruct"],
-                               capture_output=True, text=True, cwd=here).stdout.strip()
-        return out + (" (package files modified)" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def _time(seconds):
-    if seconds >= 1.0:
-        return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.3g} ms"
-    return f"{seconds * 1e6:.3g} µs"
 
 
 def _fmt(x):
@@ -438,10 +412,10 @@ def _time_table(r, regime, notes):
             cell = row["cells"].get(str(m), {})
             where = f"{row['config']}, N = {row['n_states']}, M = {m}, {regime} allocator"
             if "seconds_per_sequence" in cell:
-                cells.append(_time(cell["seconds_per_sequence"]))
+                cells.append(format_time(cell["seconds_per_sequence"]))
                 threads.append(str(cell["threads"]))
             elif "estimated_batch_seconds" in cell:
-                probe = _time(cell["probe_seconds_per_sequence"])
+                probe = format_time(cell["probe_seconds_per_sequence"])
                 cells.append(f"dropped (~{probe})")
                 threads.append("–")
                 notes.setdefault(
@@ -546,8 +520,8 @@ def report(r):
         for b in r["f1_passes"]:
             lines.append(f"| {b['allocator']} | {b['n_states']} | {b['length']} | "
                          f"{b['statistic_values']} | "
-                         f"{_time(b['table_seconds_per_sequence'])} | "
-                         f"{_time(b['backtrack_seconds_per_sequence'])} | "
+                         f"{format_time(b['table_seconds_per_sequence'])} | "
+                         f"{format_time(b['backtrack_seconds_per_sequence'])} | "
                          f"{b['backtrack_megabytes_per_sequence']:.3g} MB |")
         lines.append("")
     if r["brute_force"]:
@@ -563,7 +537,7 @@ def report(r):
         ]
         for c in r["brute_force"]:
             lines.append(f"| {c['config']} | {c['n_states']} | {c['length']} | "
-                         f"{c['outputs']:,} | {_time(c['seconds_per_sequence'])} | "
+                         f"{c['outputs']:,} | {format_time(c['seconds_per_sequence'])} | "
                          f"{c['max_objective_gap']:.1e} | {'yes' if c['agrees'] else 'NO'} |")
         lines.append("")
     lines += [

@@ -40,7 +40,6 @@ Writes ``results/sparsemap_solvers.md`` next to this file.
 import argparse
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -52,6 +51,8 @@ from scipy.optimize import nnls
 import skstruct
 from skstruct.decoders import sparsemap
 from skstruct.decoders._tree import TreeDecoder, TreeScores, enumerate_trees
+
+from _report import cpu_name, format_time, git_commit
 
 RESULTS = Path(__file__).parent / "results"
 METHODS = ("active_set", "fw", "away_fw", "pairwise_fw")
@@ -267,35 +268,8 @@ def main():
 
 
 def machine():
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     return {"cpu": cpu, "cores": os.cpu_count(), "numba_threads": numba.get_num_threads()}
-
-
-def git_commit():
-    here = Path(__file__).parent
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, check=True, cwd=here).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "../skstruct"],
-                               capture_output=True, text=True, cwd=here).stdout.strip()
-        return out + (" (package files modified or untracked)" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def _time(seconds):
-    if seconds >= 1.0:
-        return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.3g} ms"
-    return f"{seconds * 1e6:.3g} µs"
 
 
 def _sub(x):
@@ -363,7 +337,7 @@ def report(r):
             f"{ref['support_min']}–{ref['support_max']} (the arc indicators of the trees of n "
             f"tokens lie in an affine space of dimension n² − n = {n * n - n}, one head "
             f"per token); mean optimal objective "
-            f"{ref['objective_mean']:.3f}; {_time(ref['seconds'])} for the batch.",
+            f"{ref['objective_mean']:.3f}; {format_time(ref['seconds'])} for the batch.",
             "",
             f"### Mean suboptimality (n = {n})",
             "",
@@ -375,10 +349,10 @@ def report(r):
         lines += _table(iters, rows, "below", str)
         lines += ["", f"### Mean support size (n = {n})", ""]
         lines += _table(iters, rows, "support_mean", lambda x: f"{x:.1f}")
-        lines += [f"| *reference optimum* | " + " | ".join(
+        lines += ["| *reference optimum* | " + " | ".join(
             [f"{ref['support_mean']:.1f}"] * len(iters)) + " |"]
         lines += ["", f"### Wall time per call, batch of {n_sent} (n = {n})", ""]
-        lines += _table(iters, rows, "seconds", _time)
+        lines += _table(iters, rows, "seconds", format_time)
         lines += ["", f"### MAP calls made per sentence, mean (n = {n})", "",
                   "Less than t when a sentence stops early (a gap of rounding size with "
                   "`tol=0`, or, for the active set, MAP returning an active structure).",
@@ -457,7 +431,7 @@ def reading(r):
     fws = [m for m in METHODS if m != "active_set"]
     lines = ["## Reading", ""]
     for b in r["lengths"]:
-        n, rows, ref = b["length"], b["methods"], b["reference"]
+        n, rows = b["length"], b["methods"]
         act = rows["active_set"]
         best_fw = min(fws, key=lambda m: rows[m]["cells"][max_t]["suboptimality_mean"])
         lines.append(
@@ -527,8 +501,8 @@ def reading(r):
             f"with `tol=0` and max_iter = {max_t}, {b['methods']['active_set']['stopped_early']}"
             f" / {n_sent} sentences stopping, vs a median of "
             f"{b['reference']['n_iter_median']:g} (max {b['reference']['n_iter_max']}) "
-            f"with `tol=1e-12`; {_time(cell['seconds'])} vs "
-            f"{_time(b['reference']['seconds'])} for the batch")
+            f"with `tol=1e-12`; {format_time(cell['seconds'])} vs "
+            f"{format_time(b['reference']['seconds'])} for the batch")
     lines.append(
         "- With `tol=0` the solvers stop an example when its gap is at rounding level "
         "(1e-13 relative): at the optimum, MAP can return a tree of the optimal face whose "

@@ -31,7 +31,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 import warnings
@@ -48,6 +47,8 @@ import skstruct.optim._bcfw as bcfw_module
 from skstruct import CRF, StructuredPerceptron, StructuredSVM
 from skstruct.datasets import load_letters
 from skstruct.metrics import token_accuracy
+
+from _report import cpu_name, git_commit
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -271,30 +272,11 @@ def main():
 
 
 def machine():
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     blas = sorted({f"{i.get('internal_api')} {i.get('num_threads')} threads"
                    for i in threadpool_info() if i.get("user_api") == "blas"})
     return {"cpu": cpu, "cores": os.cpu_count(), "numba_threads": numba.get_num_threads(),
             "blas": ", ".join(blas) or "unknown", "platform": platform.platform()}
-
-
-def git_commit():
-    here = Path(__file__).parent
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, check=True, cwd=here).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "../skstruct"],
-                               capture_output=True, text=True, cwd=here).stdout.strip()
-        return out + (" (package files modified)" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def _ms(seconds):
