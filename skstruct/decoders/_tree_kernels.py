@@ -42,6 +42,14 @@ def _copy_block(unary, start, n):
     return block
 
 
+@njit(**_NJIT)
+def _store_block(out, start, block, n):
+    """The inverse of :func:`_copy_block`: write an (n, n) block back into the flat array."""
+    for m in range(n):
+        for h in range(n):
+            out[start + m * n + h] = block[m, h]
+
+
 # --------------------------------------------------------------------------------------
 # Chu–Liu–Edmonds
 
@@ -630,9 +638,7 @@ def eisner_inside_outside(
             _copy_block(unary, start, n), single_root, with_marginals, marg, log_space
         )
         if with_marginals:
-            for m in range(n):
-                for h in range(n):
-                    out[start + m * n + h] = marg[m, h]
+            _store_block(out, start, marg, n)
     return log_z, out
 
 
@@ -910,9 +916,7 @@ def matrix_tree(unary, offsets, unary_offsets, single_root, with_marginals, log_
         else:
             log_z[s] = _matrix_tree_log(block, single_root, with_marginals, marg)
         if with_marginals:
-            for m in range(n):
-                for h in range(n):
-                    out[start + m * n + h] = marg[m, h]
+            _store_block(out, start, marg, n)
     return log_z, out
 
 

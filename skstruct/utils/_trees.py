@@ -86,15 +86,22 @@ def check_trees(X, y=None, *, n_features=None, estimator=None):
                 f"Sentence {i} has {lengths[i]} tokens in X but y[{i}] has shape {h.shape}"
                 f"{where}."
             )
-        if h.size and (not np.issubdtype(h.dtype, np.integer) or h.min() < 0
-                       or h.max() > lengths[i]):
-            raise ValueError(
-                f"y[{i}] must hold CoNLL heads, integers in 0 .. {lengths[i]} (0 = root)"
-                f"{where}."
-            )
-        if np.any(h == np.arange(1, lengths[i] + 1)):
-            raise ValueError(f"y[{i}] has a token that heads itself{where}.")
-    flat = np.concatenate(heads).astype(np.int64)
+    flat = np.concatenate(heads)
+    sentence = np.repeat(np.arange(lengths.shape[0]), lengths)
+    position = np.arange(flat.shape[0]) - tree_batch.token_offsets[sentence] + 1
+    if flat.size and not np.issubdtype(flat.dtype, np.integer):
+        raise ValueError(f"y must hold CoNLL heads (integers); got dtype {flat.dtype}{where}.")
+    bad = np.flatnonzero((flat < 0) | (flat > lengths[sentence]))
+    if bad.size:
+        i = sentence[bad[0]]
+        raise ValueError(
+            f"y[{i}] must hold CoNLL heads, integers in 0 .. {lengths[i]} (0 = root)"
+            f"{where}."
+        )
+    bad = np.flatnonzero(flat == position)
+    if bad.size:
+        raise ValueError(f"y[{sentence[bad[0]]}] has a token that heads itself{where}.")
+    flat = flat.astype(np.int64)
     cyclic = _sentences_with_cycles(flat, tree_batch.token_offsets)
     if cyclic.size:
         raise ValueError(
