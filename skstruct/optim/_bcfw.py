@@ -9,7 +9,6 @@ from sklearn.utils import check_random_state
 
 from ..decoders import ChainDecoder
 from ..features import LinearChainFeatures
-from ..utils._sequences import SequenceBatch
 from ._bcfw_chain import bcfw_chain_pass
 from ._lbfgs import OptimizeResult
 
@@ -187,5 +186,5 @@ def _sparse_view(risk):
     if sp.issparse(X) or np.count_nonzero(X) > 0.5 * X.size:
         return risk
     view = copy.copy(risk)
-    view.batch = SequenceBatch(sp.csr_matrix(X), risk.batch.offsets)
+    view.batch = risk.batch.with_features(sp.csr_matrix(X))
     return view

@@ -5,6 +5,7 @@ list of per-sequence label arrays. Every compiled kernel instead works on one st
 of all tokens and an ``offsets`` array that marks where each sequence starts.
 """
 
+import copy
 import numbers
 
 import numpy as np
@@ -52,6 +53,18 @@ class SequenceBatch:
     @property
     def is_sparse(self):
         return sp.issparse(self.X)
+
+    def with_features(self, X):
+        """The same batch (same type, same offsets) holding the features ``X`` instead.
+
+        ``X`` must have the same number of rows; a subclass keeps its extra layout (a
+        :class:`~skstruct.utils._trees.TreeBatch` keeps its token offsets).
+        """
+        if X.shape[0] != self.X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} rows; the batch has {self.X.shape[0]}.")
+        batch = copy.copy(self)
+        batch.X = X
+        return batch
 
     def take(self, indices):
         """Return the sub-batch of the sequences at ``indices``, in that order."""
