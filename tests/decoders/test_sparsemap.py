@@ -160,14 +160,30 @@ def test_properties_scale_shift_and_vertex_optimality():
                           scores.start + 3.0, scores.end)
     np.testing.assert_allclose(sparsemap(decoder, shifted).unary,
                                sparsemap(decoder, scores).unary, atol=1e-10)
-    # y = e_s* is optimal iff θ_s* − θ_s ≥ m_s*ᵀ(m_s* − m_s) for all s.
-    vertices, theta = chain_vertices(scores)
-    for s_star in range(len(theta)):
-        diff = vertices[s_star] - vertices
-        optimal = np.all(theta[s_star] - theta >= diff @ vertices[s_star] - 1e-12)
-        if optimal:
-            out = sparsemap(decoder, scores)
+    # y = e_s* is optimal iff θ_s* − θ_s ≥ m_s*ᵀ(m_s* − m_s) for all s ≠ s*. Over chains of
+    # several shapes and scales, both sides of the "iff" must occur (and be checked) often.
+    n_vertex = n_interior = 0
+    for trial in range(48):
+        length, n_states = [(3, 3), (4, 2), (2, 4), (4, 3)][trial % 4]
+        scale = [0.3, 1.0, 3.0, 10.0][(trial // 4) % 4]
+        instance = random_chain(rng, length, n_states, scale)
+        out = sparsemap(decoder, instance, max_iter=500)
+        vertices, theta = chain_vertices(instance)
+        gram = vertices @ vertices.T
+        slack = theta[:, None] - theta[None, :] - (np.diag(gram)[:, None] - gram)
+        np.fill_diagonal(slack, np.inf)
+        margin = slack.min(axis=1)
+        s_star = int(np.argmax(margin))
+        if margin[s_star] > 1e-9:
+            n_vertex += 1
+            assert out.support_size[0] == 1
             np.testing.assert_allclose(out.unary.ravel(), vertices[s_star], atol=1e-10)
+        else:
+            assert margin[s_star] < -1e-9  # no instance sits on the boundary
+            n_interior += 1
+            assert out.support_size[0] > 1
+            assert np.abs(vertices - out.unary.ravel()).max(axis=1).min() > 1e-6
+    assert n_vertex >= 15 and n_interior >= 15
 
 
 def test_multilabel_against_enumeration():
