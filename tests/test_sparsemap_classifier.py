@@ -70,28 +70,49 @@ def test_loss_gradient_matches_finite_differences(cost):
     np.testing.assert_allclose(grad.dot(direction), numeric, rtol=1e-5, atol=1e-7)
 
 
-def test_loss_is_zero_when_gold_wins_by_the_margin_and_scales():
-    rng = np.random.default_rng(2)
+def sparsemax_loss(z, k):
+    """ℓ(z; k) = zᵀp − ½‖p‖² − (z_k − ½) at p = sparsemax(z)."""
+    p = sparsemax(z)
+    return z @ p - 0.5 * p @ p + 0.5 - z[k]
+
+
+SCALES = [1e-6, 1e-3, 0.5, 0.99, 1.0, 1.01, 1.5, 2.0, 3.0, 10.0, 1e3, 1e6]
+
+
+@pytest.mark.parametrize("t", SCALES)
+def test_loss_is_zero_when_gold_wins_by_the_margin_and_scales(t):
+    # Scores t·(gold indicators), no transitions: the polytope and ½‖u‖² factor over the
+    # tokens, so the chain loss is the sum of per-token sparsemax losses at t·e_k. Hamming
+    # adds 1 to every wrong label: per token (t − 1)·e_k up to a constant. The loss is 0
+    # exactly when the gold wins by the margin: t ≥ 1 (plain), t ≥ 2 (Hamming).
     y = np.array([0, 2, 1, 1])
     offsets = np.array([0, 4])
     gold = chain_parts(y, offsets, 3)
-    scores = ChainScores(10.0 * gold.unary, offsets, np.zeros((3, 3)), np.zeros(3),
+    scores = ChainScores(t * gold.unary, offsets, np.zeros((3, 3)), np.zeros(3),
                          np.zeros(3))
-    for cost in (None, "hamming"):
+    for cost, margin in ((None, 1.0), ("hamming", 2.0)):
         values, _ = SparseMAPLoss(cost=cost)(ChainDecoder(), scores, y)
-        assert values[0] == pytest.approx(0.0, abs=1e-12)
-    # ℓ_{tΩ}(η) = t ℓ_Ω(η / t): for Ω = ½‖u‖², ℓ(η) with η scaled by 1/t, times t,
-    # equals the loss of the scaled regularizer; check the equivalent homogeneity
-    # ℓ_Ω(tη) = t ℓ_{Ω/t}(η) through the decoder-free multiclass case.
+        assert values.shape == (1,)
+        s = t - (margin - 1.0)
+        expected = sum(sparsemax_loss(s * np.eye(3)[k], k) for k in y)
+        assert values[0] == pytest.approx(expected, rel=1e-9, abs=1e-12)
+        if t >= margin:
+            assert values[0] == pytest.approx(0.0, abs=1e-12)
+        else:
+            assert values[0] > 0.0
+    # Multiclass: SparseMAP is sparsemax, so ℓ(t·z) is the sparsemax loss at t·z, at every
+    # scale (1e-6: ℓ(0) = ½ − 1/(2K) to first order; 1e6: t·(max z − z_k) exactly).
+    rng = np.random.default_rng(2)
     z = rng.normal(size=(5, 4))
     labels = rng.integers(0, 4, size=5)
-    loss = SparseMAPLoss()
-    value, _ = loss(MulticlassDecoder(), MulticlassScores(z), labels)
-    expected = []
-    for row, k in zip(z, labels):
-        p = sparsemax(row)
-        expected.append(row @ p - 0.5 * p @ p + 0.5 - row[k])
-    np.testing.assert_allclose(value, expected, atol=1e-12)
+    value, _ = SparseMAPLoss()(MulticlassDecoder(), MulticlassScores(t * z), labels)
+    expected = [sparsemax_loss(t * row, k) for row, k in zip(z, labels, strict=True)]
+    np.testing.assert_allclose(value, expected, rtol=1e-9, atol=1e-12)
+    if t >= 1e3:
+        top = np.sort(z, axis=1)
+        assert np.all(t * (top[:, -1] - top[:, -2]) > 1)  # sparsemax(t·z) is one-hot
+        np.testing.assert_allclose(value, t * (z.max(axis=1) - z[np.arange(5), labels]),
+                                   rtol=1e-12, atol=1e-12)
 
 
 def test_sequences_fit_predict_and_distribution():
