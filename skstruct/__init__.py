@@ -13,6 +13,8 @@ import os
 # (joblib workers, a busy machine). Users can still choose by setting the variable.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+# Before any kernel runs: a fork-safe and thread-safe threading layer (see _threading.py).
+from . import _threading  # noqa: E402, F401
 from ._crf import CRF  # noqa: E402
 from ._sparsemap import SparseMAPClassifier  # noqa: E402
 from ._ssvm import StructuredPerceptron, StructuredSVM  # noqa: E402
