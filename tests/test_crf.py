@@ -160,8 +160,11 @@ def test_pickle_round_trip_predicts_the_same(rng):
     X, y = make_sequences(rng)
     crf = CRF(alpha=1e-2).fit(X, y)
     clone = pickle.loads(pickle.dumps(crf))
-    for a, b in zip(crf.predict(X), clone.predict(X)):
-        np.testing.assert_array_equal(a, b)
+    expected, actual = crf.predict(X), clone.predict(X)
+    assert len(expected) == len(actual) == len(X)
+    for a, b, x in zip(actual, expected, X, strict=True):
+        assert a.dtype == b.dtype and a.shape == (x.shape[0],)
+        np.testing.assert_array_equal(a, b, strict=True)
 
 
 def test_decision_function_holds_the_unary_scores(rng):

@@ -50,8 +50,12 @@ def vectorized(chunking):
     return SequenceVectorizer().fit_transform(X), y
 
 
-def _same_predictions(a, b):
-    return all(np.array_equal(p, q) for p, q in zip(a, b))
+def assert_same_predictions(actual, expected):
+    """Same number of sequences, and every one the same array (values, dtype, shape)."""
+    assert len(actual) == len(expected)
+    for p, q in zip(actual, expected, strict=True):
+        assert p.dtype == q.dtype
+        np.testing.assert_array_equal(p, q, strict=True)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=_ids)
@@ -77,9 +81,10 @@ def test_pickle_and_joblib_round_trip(estimator, vectorized, tmp_path):
     X, y = vectorized
     fitted = clone(estimator).fit(X, y)
     expected = fitted.predict(X)
-    assert _same_predictions(pickle.loads(pickle.dumps(fitted)).predict(X), expected)
+    assert [len(p) for p in expected] == [len(t) for t in y]
+    assert_same_predictions(pickle.loads(pickle.dumps(fitted)).predict(X), expected)
     joblib.dump(fitted, tmp_path / "model.joblib")
-    assert _same_predictions(joblib.load(tmp_path / "model.joblib").predict(X), expected)
+    assert_same_predictions(joblib.load(tmp_path / "model.joblib").predict(X), expected)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=_ids)
