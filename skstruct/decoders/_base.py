@@ -3,7 +3,212 @@
 import numpy as np
 from sklearn.base import BaseEstimator
 
-__all__ = ["Decoder", "check_capability"]
+__all__ = [
+    "Decoder",
+    "InfeasibleOutputError",
+    "check_capability",
+    "check_encoded_outputs",
+    "check_feasible",
+    "check_slack_gold",
+    "check_part_scores",
+]
+
+
+class InfeasibleOutputError(ValueError):
+    """Some examples of a batch have no feasible output: every output scores -inf.
+
+    A part score of -inf forbids the part. When the forbidden parts leave an example
+    with no output of finite score (a chain token whose states all score -inf, a row
+    of a matching whose every pair is forbidden, ...), ``log_partition`` returns -inf
+    for it and the operations that must return an output or a distribution (``map``,
+    ``top_k``, ``marginals``, ``loss_augmented_map``) raise this error.
+
+    Attributes
+    ----------
+    examples : ndarray of shape (n_infeasible,), int64
+        Indices, within the batch, of the examples without a feasible output.
+    """
+
+    def __init__(self, message, examples):
+        super().__init__(message)
+        self.examples = np.asarray(examples, dtype=np.int64)
+
+
+def _list_indices(indices, limit=10):
+    shown = ", ".join(str(int(i)) for i in indices[:limit])
+    return shown + (f" and {indices.size - limit} more" if indices.size > limit else "")
+
+
+def check_feasible(best, example="example"):
+    """Raise :class:`InfeasibleOutputError` for the examples whose best score is -inf.
+
+    Parameters
+    ----------
+    best : ndarray of shape (n_examples,)
+        The best output score (or the log-partition) of every example of a batch.
+    example : str, default="example"
+        What an example is called ("sequence", "sentence"), for the message.
+    """
+    infeasible = np.flatnonzero(np.asarray(best) == -np.inf)
+    if infeasible.size:
+        which = (f"{example} {infeasible[0]} of the batch has" if infeasible.size == 1 else
+                 f"{example}s {_list_indices(infeasible)} of the batch have")
+        raise InfeasibleOutputError(
+            f"No feasible output: {which} no output with a finite score (every output "
+            "contains a part scored -inf). log_partition returns -inf for it; drop it or "
+            "give some of its forbidden parts a finite score.",
+            infeasible,
+        )
+
+
+def check_slack_gold(gold, example="example"):
+    """Raise a clear ``ValueError`` when slack rescaling meets a gold output scored -inf.
+
+    Slack rescaling weighs Δ(y_true, y) by 1 + θ_y − θ_{y_true}, which is undefined when
+    y_true contains a forbidden part.
+
+    Parameters
+    ----------
+    gold : ndarray of shape (n_examples,)
+        θ_{y_true} of every example.
+    example : str, default="example"
+    """
+    bad = np.flatnonzero(np.asarray(gold) == -np.inf)
+    if bad.size:
+        raise ValueError(
+            f"y_true of {example} {bad[0]} contains a part scored -inf (a forbidden part), "
+            "so its score is -inf and slack rescaling, which weighs the loss by "
+            "1 + θ_y − θ_{y_true}, is undefined; use rescaling='margin' or give the gold "
+            "parts a finite score."
+        )
+
+
+def check_part_scores(values, name, *, owner, offsets=None, example="example",
+                      allow_minus_inf=True):
+    """Raise a clear ``ValueError`` when part scores hold NaN or +inf.
+
+    -inf forbids a part and is accepted unless ``allow_minus_inf`` is False. One
+    vectorized reduction in the common case (``max`` propagates NaN).
+
+    Parameters
+    ----------
+    values : ndarray of float64
+        Scores of one kind (unary, transition, arc, ...).
+    name : str
+        Their name in the message ("unary", "transition", "arc", ...).
+    owner : str
+        The container, for the message.
+    offsets : ndarray of shape (n_examples + 1,), default=None
+        When given, example ``i`` owns ``values.ravel()[offsets[i]:offsets[i + 1]]`` and
+        the message names the first example with a bad score.
+    example : str, default="example"
+        What an example is called, for the message.
+    allow_minus_inf : bool, default=True
+    """
+    if values.size == 0:
+        return
+    if allow_minus_inf:
+        if values.max() < np.inf:
+            return
+    elif np.isfinite(values).all():
+        return
+    flat = values.reshape(-1)
+    kinds = [("NaN", np.isnan(flat)), ("+inf", np.isposinf(flat))]
+    if not allow_minus_inf:
+        kinds.append(("-inf", np.isneginf(flat)))
+    found = [kind for kind, mask in kinds if mask.any()]
+    first = int(np.argmax(np.logical_or.reduce([mask for _, mask in kinds])))
+    if offsets is not None:
+        where = f" of {example} {np.searchsorted(offsets, first, side='right') - 1}"
+    elif values.ndim > 1:
+        where = f" (first at {tuple(int(i) for i in np.unravel_index(first, values.shape))})"
+    else:
+        where = f" (first at {first})"
+    rule = ("-inf forbids a part; NaN and +inf are not allowed" if allow_minus_inf else
+            "they must be finite: use a large negative score to rule a part out")
+    raise ValueError(
+        f"{owner}: the {name} scores{where} contain {' and '.join(found)}; part scores "
+        f"are real numbers or -inf ({rule})."
+    )
+
+
+def check_encoded_outputs(y, offsets, high, *, low=0, shape=None, name="y",
+                          example="example", unit=None, expected="a state {low} .. {high}",
+                          whole_floats=False):
+    """Validate encoded outputs stacked over ``offsets``; return them as int64.
+
+    The one check of outputs given to a decoder (``parts``, ``score_outputs``, the
+    ``y_true`` of loss-augmented MAP and cost augmentation): the shape matches the
+    scores, the values are integers, and every entry lies in ``low .. high``.
+
+    Parameters
+    ----------
+    y : array-like
+        Encoded outputs.
+    offsets : ndarray of shape (n_examples + 1,), int
+        Example ``i`` owns entries ``y.ravel()[offsets[i]:offsets[i + 1]]``.
+    high : int or ndarray of shape (offsets[-1],)
+        The largest valid value, overall or per entry.
+    low : int, default=0
+        The smallest valid value.
+    shape : tuple, default=None
+        Expected shape of ``y``; ``(offsets[-1],)`` by default.
+    name : str, default="y"
+    example : str, default="example"
+        What an example is called, for the messages.
+    unit : str, default=None
+        What an entry is called within its example ("token", "row"), for the messages.
+    expected : str, default="a state {low} .. {high}"
+        What a valid entry is; formatted with ``low`` and the entry's ``high``.
+    whole_floats : bool, default=False
+        Accept a float array whose values are whole numbers.
+
+    Returns
+    -------
+    ndarray of int64, of shape ``shape``
+    """
+    y = np.asarray(y)
+    n_entries = int(offsets[-1])
+    shape = (n_entries,) if shape is None else tuple(shape)
+    n_examples = offsets.shape[0] - 1
+    if y.shape != shape:
+        per = f"one per {unit} of" if unit else "one per"
+        raise ValueError(
+            f"{name} has shape {y.shape}; expected {shape}: {per} the {n_examples} "
+            f"{example}{'' if n_examples == 1 else 's'} of the scores ({n_entries} in all), "
+            "stacked."
+        )
+    if y.size and not (np.issubdtype(y.dtype, np.integer) or y.dtype == bool):
+        whole = whole_floats and np.issubdtype(y.dtype, np.floating) and np.all(
+            np.isfinite(y) & (y == np.round(y)))
+        if not whole:
+            raise ValueError(
+                f"{name} must hold encoded outputs (integers); got dtype {y.dtype}."
+            )
+    y = y.astype(np.int64)
+    flat = y.reshape(-1)
+    if flat.size == 0 or (flat.min() >= low and np.all(flat <= high)):
+        return y
+    bad = np.flatnonzero((flat < low) | (flat > high))
+    t = int(bad[0])
+    i = int(np.searchsorted(offsets, t, side="right") - 1)
+    index = ", ".join(str(int(j)) for j in np.unravel_index(t, shape))
+    where = f"{unit} {t - offsets[i]} of {example} {i}" if unit else f"{example} {i}"
+    top = high if np.ndim(high) == 0 else np.asarray(high).reshape(-1)[t]
+    raise ValueError(
+        f"{name}[{index}] = {flat[t]} ({where}) is out of range: expected "
+        f"{expected.format(low=low, high=top)}."
+    )
+
+
+def _trusted(cls, **attributes):
+    """A score container of class ``cls`` with ``attributes`` already validated.
+
+    For sub-batches of checked scores (``take``): no copy and no second check.
+    """
+    scores = cls.__new__(cls)
+    scores.__dict__.update(attributes)
+    return scores
 
 
 class Decoder(BaseEstimator):
@@ -106,6 +311,8 @@ class Decoder(BaseEstimator):
                 f"decomposes over tokens (such as HammingLoss); {type(task_loss).__name__} "
                 "does not."
             )
+        if hasattr(scores, "_check_outputs"):
+            y_true = scores._check_outputs(y_true, name="y_true")
         costs = task_loss.unary_costs(np.ravel(y_true), scores.offsets, scores.n_states)
         return scores.replace(unary=scores.unary + costs.reshape(scores.unary.shape))
 

@@ -6,7 +6,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..losses._counting import CountingLoss
-from ._base import Decoder
+from ._base import Decoder, check_feasible, check_slack_gold
 from ._chain import ChainParts, ChainScores
 from ._multiclass import MulticlassParts, MulticlassScores
 from ._matching import MatchingParts, MatchingScores, enumerate_matchings
@@ -61,17 +61,69 @@ def _independent_outputs(scores):
     return outputs, outputs.astype(np.float64), MultilabelParts
 
 
+def _scores(indicators, eta):
+    """Scores of outputs from their part vectors: ``eta @ indicators.T``, where a part
+    that is absent contributes 0 even when scored -inf.
+
+    Parameters
+    ----------
+    indicators : ndarray of shape (n_outputs, n_parts)
+    eta : ndarray of shape (n_parts,) or (n_examples, n_parts)
+
+    Returns
+    -------
+    ndarray of shape (n_outputs,) or (n_examples, n_outputs)
+    """
+    finite = np.isfinite(eta)
+    theta = np.where(finite, eta, 0.0) @ indicators.T
+    if not finite.all():
+        theta[(~finite).astype(np.float64) @ indicators.T > 0] = -np.inf
+    return theta
+
+
 def _chain_theta(scores, i, unary, pairwise):
     a, b = scores.offsets[i], scores.offsets[i + 1]
     eta_pair = np.concatenate((scores.transition.ravel(), scores.start, scores.end))
-    return np.einsum("nts,ts->n", unary, scores.unary[a:b]) + pairwise @ eta_pair
+    n_outputs = unary.shape[0]
+    return _scores(np.concatenate((unary.reshape(n_outputs, -1), pairwise), axis=1),
+                   np.concatenate((scores.unary[a:b].ravel(), eta_pair)))
+
+
+def _ranked(theta, k):
+    """Indices of the (at most) ``k`` best outputs of finite score, best first."""
+    order = np.argsort(-theta, kind="stable")[:k]
+    return order[theta[order] > -np.inf]
+
+
+def _loss_augmented(outputs, theta, gold, task_loss, rescaling):
+    """The output of finite score that maximizes the loss-augmented objective, and the
+    best finite score (-inf when there is none).
+
+    ``outputs`` (n_outputs, ...) are scored as sequences of states against ``gold``.
+    """
+    tokens = outputs.reshape(len(outputs), -1)
+    gold = np.reshape(gold, -1)
+    offsets = np.arange(len(outputs) + 1) * tokens.shape[1]
+    delta = task_loss(np.tile(gold, len(outputs)), tokens.ravel(), offsets)
+    if rescaling == "margin":
+        objective = theta + delta
+    else:
+        gold_theta = theta[np.flatnonzero((tokens == gold).all(axis=1))[0]]
+        check_slack_gold([gold_theta])
+        objective = delta * (1.0 + theta - gold_theta)
+    objective = np.where(theta > -np.inf, objective, -np.inf)
+    return outputs[np.argmax(objective)], theta.max()
 
 
 class BruteForceDecoder(Decoder):
     """Answers every inference question by enumerating all outputs.
 
     Exponential in the size of the output: meant for tiny instances, as the reference
-    implementation that tests compare the compiled decoders with. Supports the score
+    implementation that tests compare the compiled decoders with. It follows the same
+    rules for -inf scores: an output with a part scored -inf is never returned or
+    listed, ``log_partition`` is -inf for an example with no output of finite score, and
+    ``map``, ``top_k``, ``marginals`` and ``loss_augmented_map`` raise
+    :class:`~skstruct.decoders.InfeasibleOutputError` for it. Supports the score
     containers of the chain, multiclass, multilabel, tree and matching families (for
     matchings, marginals are computed too: by enumeration the permanent is no harder).
 
@@ -125,8 +177,13 @@ class BruteForceDecoder(Decoder):
         results = []
         for i, outputs, indicators in self._arc_factored(scores):
             a, b = scores.unary_offsets[i], scores.unary_offsets[i + 1]
-            results.append(operation(i, outputs, indicators, indicators @ flat[a:b], *args))
+            results.append(operation(i, outputs, indicators, _scores(indicators, flat[a:b]),
+                                     *args))
         return results
+
+    def _independent_theta(self, scores):
+        outputs, indicators, parts_type = _independent_outputs(scores)
+        return outputs, indicators, parts_type, _scores(indicators, scores.unary)
 
     def _enumerate(self, scores):
         if not isinstance(scores, ChainScores):
@@ -140,29 +197,31 @@ class BruteForceDecoder(Decoder):
             found = self._arc_factored_call(
                 lambda i, out, ind, theta: (out[np.argmax(theta)], theta.max()), scores)
             labels = np.concatenate([f[0] for f in found])
-            return (labels, np.array([f[1] for f in found])) if return_score else labels
-        if isinstance(scores, _INDEPENDENT):
-            outputs, indicators, _ = _independent_outputs(scores)
-            theta = scores.unary @ indicators.T
+            best = np.array([f[1] for f in found])
+        elif isinstance(scores, _INDEPENDENT):
+            outputs, _, _, theta = self._independent_theta(scores)
             labels = outputs[theta.argmax(axis=1)]
-            return (labels, theta.max(axis=1)) if return_score else labels
-        labels, best = [], []
-        for _, outputs, _, _, theta in self._enumerate(scores):
-            labels.append(outputs[np.argmax(theta)])
-            best.append(theta.max())
-        labels = np.concatenate(labels)
-        return (labels, np.array(best)) if return_score else labels
+            best = theta.max(axis=1)
+        else:
+            labels, best = [], []
+            for _, outputs, _, _, theta in self._enumerate(scores):
+                labels.append(outputs[np.argmax(theta)])
+                best.append(theta.max())
+            labels, best = np.concatenate(labels), np.array(best)
+        check_feasible(best)
+        return (labels, best) if return_score else labels
 
     def log_partition(self, scores):
         if isinstance(scores, _ARC_FACTORED):
             return np.array(self._arc_factored_call(
                 lambda i, out, ind, theta: logsumexp(theta), scores))
         if isinstance(scores, _INDEPENDENT):
-            _, indicators, _ = _independent_outputs(scores)
-            return logsumexp(scores.unary @ indicators.T, axis=1)
+            return logsumexp(self._independent_theta(scores)[3], axis=1)
         return np.array([logsumexp(theta) for *_, theta in self._enumerate(scores)])
 
     def marginals(self, scores):
+        log_z = self.log_partition(scores)
+        check_feasible(log_z)
         if isinstance(scores, _ARC_FACTORED):
             found = self._arc_factored_call(
                 lambda i, out, ind, theta: (logsumexp(theta),
@@ -170,8 +229,7 @@ class BruteForceDecoder(Decoder):
             unary = np.concatenate([f[1] for f in found])
             return np.array([f[0] for f in found]), self._arc_factored_parts(scores, unary)
         if isinstance(scores, _INDEPENDENT):
-            _, indicators, parts_type = _independent_outputs(scores)
-            theta = scores.unary @ indicators.T
+            _, indicators, parts_type, theta = self._independent_theta(scores)
             log_z = logsumexp(theta, axis=1)
             return log_z, parts_type(np.exp(theta - log_z[:, None]) @ indicators)
         n_states = scores.n_states
@@ -199,83 +257,61 @@ class BruteForceDecoder(Decoder):
             top = np.full((scores.n_examples, k), -np.inf)
             for i, outputs, _, theta in self._arc_factored_call(
                     lambda i, out, ind, theta: (i, out, ind, theta), scores):
-                order = np.argsort(-theta, kind="stable")[:k]
+                order = _ranked(theta, k)
                 a, b = scores.offsets[i], scores.offsets[i + 1]
                 paths[a:b, : len(order)] = outputs[order].T
                 top[i, : len(order)] = theta[order]
-            return paths, top
-        if isinstance(scores, _INDEPENDENT):
-            outputs, indicators, _ = _independent_outputs(scores)
-            theta = scores.unary @ indicators.T
-            order = np.argsort(-theta, axis=1, kind="stable")[:, :k]
-            found = np.moveaxis(outputs[order], 1, -1)  # multilabel: (n_samples, n_labels, k)
-            paths = np.full(found.shape[:-1] + (k,), -1, dtype=np.int64)
+        elif isinstance(scores, _INDEPENDENT):
+            outputs, _, _, theta = self._independent_theta(scores)
+            paths = np.full((scores.n_examples,) + outputs.shape[1:] + (k,), -1, dtype=np.int64)
             top = np.full((scores.n_examples, k), -np.inf)
-            paths[..., : order.shape[1]] = found
-            top[:, : order.shape[1]] = np.take_along_axis(theta, order, axis=1)
-            return paths, top
-        paths = np.full((scores.unary.shape[0], k), -1, dtype=np.int64)
-        top = np.full((scores.n_sequences, k), -np.inf)
-        for i, outputs, _, _, theta in self._enumerate(scores):
-            order = np.argsort(-theta, kind="stable")[:k]
-            a, b = scores.offsets[i], scores.offsets[i + 1]
-            paths[a:b, : len(order)] = outputs[order].T
-            top[i, : len(order)] = theta[order]
+            for i in range(scores.n_examples):
+                order = _ranked(theta[i], k)
+                paths[i, ..., : len(order)] = np.moveaxis(outputs[order], 0, -1)
+                top[i, : len(order)] = theta[i, order]
+        else:
+            paths = np.full((scores.unary.shape[0], k), -1, dtype=np.int64)
+            top = np.full((scores.n_sequences, k), -np.inf)
+            for i, outputs, _, _, theta in self._enumerate(scores):
+                order = _ranked(theta, k)
+                a, b = scores.offsets[i], scores.offsets[i + 1]
+                paths[a:b, : len(order)] = outputs[order].T
+                top[i, : len(order)] = theta[order]
+        check_feasible(top[:, 0])
         return paths, top
 
     def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
+        y_true = scores._check_outputs(y_true, name="y_true")
         if isinstance(scores, _INDEPENDENT):
             return self._independent_loss_augmented_map(scores, y_true, task_loss, rescaling)
         if isinstance(scores, _ARC_FACTORED):
-            y_true = np.asarray(y_true)
-
             def best(i, outputs, _, theta):
                 a, b = scores.offsets[i], scores.offsets[i + 1]
-                gold = y_true[a:b]
-                offsets = np.arange(len(outputs) + 1) * (b - a)
-                delta = task_loss(np.tile(gold, len(outputs)), outputs.ravel(), offsets)
-                if rescaling == "margin":
-                    return outputs[np.argmax(theta + delta)]
-                gold_theta = theta[np.flatnonzero((outputs == gold).all(axis=1))[0]]
-                return outputs[np.argmax(delta * (1.0 + theta - gold_theta))]
+                return _loss_augmented(outputs, theta, y_true[a:b], task_loss, rescaling)
 
-            return np.concatenate(self._arc_factored_call(best, scores))
-        labels = []
-        for i, outputs, _, _, theta in self._enumerate(scores):
-            a, b = scores.offsets[i], scores.offsets[i + 1]
-            gold = np.tile(y_true[a:b], len(outputs))
-            offsets = np.arange(len(outputs) + 1) * (b - a)
-            delta = task_loss(gold, outputs.ravel(), offsets)
-            if rescaling == "margin":
-                objective = theta + delta
-            else:
-                gold_theta = theta[np.flatnonzero((outputs == y_true[a:b]).all(axis=1))[0]]
-                objective = delta * (1.0 + theta - gold_theta)
-            labels.append(outputs[np.argmax(objective)])
-        return np.concatenate(labels)
+            found = self._arc_factored_call(best, scores)
+        else:
+            found = [
+                _loss_augmented(outputs, theta, y_true[scores.offsets[i]:scores.offsets[i + 1]],
+                                task_loss, rescaling)
+                for i, outputs, _, _, theta in self._enumerate(scores)
+            ]
+        check_feasible(np.array([f[1] for f in found]))
+        return np.concatenate([f[0] for f in found])
 
     def _independent_loss_augmented_map(self, scores, y_true, task_loss, rescaling):
         """Each output is scored as a sequence of states: one class, or n_labels bits."""
-        outputs, indicators, _ = _independent_outputs(scores)
-        tokens = outputs.reshape(len(outputs), -1)
-        offsets = np.arange(len(outputs) + 1) * tokens.shape[1]
+        outputs, _, _, thetas = self._independent_theta(scores)
         if isinstance(scores, MultilabelScores) and isinstance(task_loss, CountingLoss):
             task_loss = task_loss.with_positive_states([False, True])
-        labels = []
-        for i, theta in enumerate(scores.unary @ indicators.T):
-            gold = np.reshape(y_true[i], -1)
-            delta = task_loss(np.tile(gold, len(outputs)), tokens.ravel(), offsets)
-            if rescaling == "margin":
-                objective = theta + delta
-            else:
-                gold_theta = theta[np.flatnonzero((tokens == gold).all(axis=1))[0]]
-                objective = delta * (1.0 + theta - gold_theta)
-            labels.append(outputs[np.argmax(objective)])
-        return np.array(labels)
+        found = [_loss_augmented(outputs, theta, y_true[i], task_loss, rescaling)
+                 for i, theta in enumerate(thetas)]
+        check_feasible(np.array([f[1] for f in found]))
+        return np.array([f[0] for f in found])
 
     def parts(self, scores, y):
+        y = scores._check_outputs(y)
         if isinstance(scores, _ARC_FACTORED):
-            y = np.asarray(y)
             unary = np.zeros_like(scores.unary)
             for i in range(scores.n_examples):
                 a, b = scores.offsets[i], scores.offsets[i + 1]

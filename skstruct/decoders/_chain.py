@@ -7,7 +7,14 @@ from ..losses._counting import CountingLoss, MismatchCount
 from ..losses._task import HammingLoss, ZeroOneLoss
 from ..utils._parallel import threads_for
 from . import _chain_kernels as kernels
-from ._base import Decoder
+from ._base import (
+    Decoder,
+    _trusted,
+    check_encoded_outputs,
+    check_feasible,
+    check_part_scores,
+    check_slack_gold,
+)
 from ._constrained import (
     diverse_top_k,
     loss_augmented_map_by_statistic,
@@ -35,6 +42,12 @@ class ChainScores:
         ``transition[i, j]`` scores state ``i`` followed by state ``j``.
     start, end : ndarray of shape (n_states,)
         Scores of the first and of the last state of a sequence.
+
+    Notes
+    -----
+    Scores are real numbers or -inf, which forbids a part (a state of a token, a
+    transition, a first or last state); NaN and +inf are rejected here, once per
+    container, so no decoder operation sees them.
     """
 
     def __init__(self, unary, offsets, transition, start, end):
@@ -55,6 +68,10 @@ class ChainScores:
             raise ValueError("offsets must start at 0 and end at n_tokens.")
         if np.any(np.diff(self.offsets) <= 0):
             raise ValueError("Every sequence needs at least one token (empty sequence).")
+        check_part_scores(self.unary, "unary", owner="ChainScores", offsets=self.unary_offsets,
+                          example="sequence")
+        for name in ("transition", "start", "end"):
+            check_part_scores(getattr(self, name), name, owner="ChainScores")
 
     @property
     def n_states(self):
@@ -87,7 +104,8 @@ class ChainScores:
         starts, stops = self.offsets[indices], self.offsets[indices + 1]
         offsets = np.concatenate(([0], np.cumsum(stops - starts)))
         rows = np.arange(offsets[-1]) - np.repeat(offsets[:-1] - starts, stops - starts)
-        return ChainScores(self.unary[rows], offsets, self.transition, self.start, self.end)
+        return _trusted(ChainScores, unary=self.unary[rows], offsets=offsets,
+                        transition=self.transition, start=self.start, end=self.end)
 
     def replace(self, *, unary=None):
         """A copy with the unary scores replaced (pairwise scores shared)."""
@@ -101,6 +119,18 @@ class ChainScores:
 
     def _kernel_args(self):
         return self.unary, self.offsets, self.transition, self.start, self.end
+
+    def _check_outputs(self, y, name="y", low=0):
+        """Encoded label sequences ``y`` (n_tokens,) checked against the batch, as int64."""
+        return _check_labels(y, self.offsets, self.n_states, name, low)
+
+
+def _check_labels(y, offsets, n_states, name="y", low=0):
+    """Validate stacked encoded labels: one state 0 .. n_states - 1 per token."""
+    return check_encoded_outputs(
+        y, offsets, n_states - 1, low=low, name=name, example="sequence", unit="token",
+        expected="a state {low} .. {high}" + f" (the scores have {n_states} states)",
+    )
 
 
 class ChainParts:
@@ -223,7 +253,8 @@ def chain_parts(y, offsets, n_states):
     -------
     ChainParts
     """
-    y = np.asarray(y, dtype=np.int64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    y = _check_labels(y, offsets, n_states)
     n_tokens = y.shape[0]
     n_seq = offsets.shape[0] - 1
     unary = np.zeros((n_tokens, n_states))
@@ -296,9 +327,15 @@ class ChainDecoder(Decoder):
             The best label sequences, stacked.
         best : ndarray of shape (n_sequences,)
             Their scores, when ``return_score`` is True.
+
+        Raises
+        ------
+        InfeasibleOutputError
+            When a sequence has no labeling with a finite score.
         """
         with threads_for(scores.unary.size * scores.n_states):
             labels, best = kernels.viterbi(*scores._kernel_args())
+        check_feasible(best, "sequence")
         return (labels, best) if return_score else labels
 
     def _forward_backward(self, scores, with_marginals):
@@ -317,6 +354,7 @@ class ChainDecoder(Decoder):
         Returns
         -------
         ndarray of shape (n_sequences,)
+            -inf for a sequence with no labeling of finite score.
         """
         return self._forward_backward(scores, False)[0]
 
@@ -330,8 +368,14 @@ class ChainDecoder(Decoder):
             Unary marginals p(y_t = s) of shape (n_tokens, n_states), expected transition
             counts Σ_t p(y_{t-1} = i, y_t = j) per sequence, and the first and last state
             marginals. They are the gradient of ``log_z`` with respect to the scores.
+
+        Raises
+        ------
+        InfeasibleOutputError
+            When a sequence has no labeling with a finite score (``log_z`` = -inf).
         """
         log_z, unary, transition = self._forward_backward(scores, True)
+        check_feasible(log_z, "sequence")
         offsets = scores.offsets
         parts = ChainParts(
             unary, transition, unary[offsets[:-1]], unary[offsets[1:] - 1], offsets
@@ -350,15 +394,23 @@ class ChainDecoder(Decoder):
         -------
         paths : ndarray of shape (n_tokens, k), int64
             Column ``r`` stacks the ``r``-th best sequences; -1 where a sequence has fewer
-            than ``r + 1`` possible labelings.
+            than ``r + 1`` labelings of finite score (a labeling with a part scored -inf
+            is never listed).
         path_scores : ndarray of shape (n_sequences, k)
             Non-increasing along each row; -inf where fewer exist.
+
+        Raises
+        ------
+        InfeasibleOutputError
+            When a sequence has no labeling with a finite score.
         """
         k = int(k)
         if k < 1:
             raise ValueError(f"k must be >= 1; got {k}.")
         with threads_for(scores.unary.size * scores.n_states * k):
-            return kernels.top_k_viterbi(*scores._kernel_args(), k)
+            paths, top = kernels.top_k_viterbi(*scores._kernel_args(), k)
+        check_feasible(top[:, 0], "sequence")
+        return paths, top
 
     def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
         """argmax_y H(θ_y, Δ(y_true, y)) for every sequence, exactly.
@@ -386,15 +438,27 @@ class ChainDecoder(Decoder):
         Returns
         -------
         ndarray of shape (n_tokens,), int64
+
+        Raises
+        ------
+        InfeasibleOutputError
+            When a sequence has no labeling with a finite score.
+        ValueError
+            When ``y_true`` holds states out of range or has the wrong length, or under
+            slack rescaling when ``y_true`` scores -inf.
         """
-        if isinstance(task_loss, CountingLoss):
-            return loss_augmented_map_by_statistic(self, scores, y_true, task_loss, rescaling)
+        y_true = scores._check_outputs(y_true, name="y_true")
         unweighted = isinstance(task_loss, ZeroOneLoss) or (
             isinstance(task_loss, HammingLoss) and task_loss.class_costs is None
         )
-        if rescaling == "slack" and unweighted:
-            counts = MismatchCount(zero_one=isinstance(task_loss, ZeroOneLoss))
-            return loss_augmented_map_by_statistic(self, scores, y_true, counts, rescaling)
+        if isinstance(task_loss, CountingLoss) or (rescaling == "slack" and unweighted):
+            if rescaling == "slack":
+                check_slack_gold(self.score_outputs(scores, y_true), "sequence")
+            if not isinstance(task_loss, CountingLoss):
+                task_loss = MismatchCount(zero_one=isinstance(task_loss, ZeroOneLoss))
+            labels = loss_augmented_map_by_statistic(self, scores, y_true, task_loss, rescaling)
+            check_feasible(self.score_outputs(scores, labels), "sequence")
+            return labels
         if rescaling == "margin" and hasattr(task_loss, "unary_costs"):
             costs = task_loss.unary_costs(y_true, scores.offsets, scores.n_states)
             return self.map(scores.replace(unary=scores.unary + costs))
@@ -448,6 +512,16 @@ class ChainDecoder(Decoder):
         -----
         O(L S² (min_distance + 1)^K K) per sequence of length L.
         """
+        others = np.asarray(others)
+        if others.ndim == 1:
+            others = others[:, None]
+        if others.ndim != 2:
+            raise ValueError(
+                f"others has shape {others.shape}; expected (n_tokens, K), K labelings "
+                "stacked as columns."
+            )
+        for column in range(others.shape[1]):
+            scores._check_outputs(others[:, column], name=f"others[:, {column}]", low=-1)
         return map_with_min_distance(scores, others, min_distance)
 
     def diverse_top_k(self, scores, k, min_distance=1):
@@ -469,7 +543,10 @@ class ChainDecoder(Decoder):
         return np.where(np.repeat(keep_gold, lengths), y_true, best_other)
 
     def parts(self, scores, y):
-        """Indicator parts of the encoded label sequences ``y`` (n_tokens,)."""
+        """Indicator parts of the encoded label sequences ``y`` (n_tokens,).
+
+        Raises ``ValueError`` when ``y`` holds states out of range or has the wrong length.
+        """
         return chain_parts(y, scores.offsets, scores.n_states)
 
     def score_outputs(self, scores, y):
@@ -478,8 +555,9 @@ class ChainDecoder(Decoder):
         Returns
         -------
         ndarray of shape (n_sequences,)
+            -inf for a labeling with a part scored -inf.
         """
-        y = np.asarray(y, dtype=np.int64)
+        y = scores._check_outputs(y)
         offsets = scores.offsets
         first, last = y[offsets[:-1]], y[offsets[1:] - 1]
         unary = np.add.reduceat(scores.unary[np.arange(y.shape[0]), y], offsets[:-1])

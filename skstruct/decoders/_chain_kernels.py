@@ -12,6 +12,10 @@ Two forward-backward kernels compute the same quantities:
   of the end scores is moderate (see ``SCALED_RANGE_LIMIT``), whatever the unary scores.
 * ``forward_backward_log`` works in log space throughout and is stable for any finite
   scores, at the price of ``n_states ** 2`` exponentials per token.
+
+A score of -inf forbids a part. A sequence with no labeling of finite score gets
+log_z = -inf from every kernel (never NaN), zero marginals, -inf as its best score, and
+-1 paths from ``top_k_viterbi``, which never lists a labeling of score -inf.
 """
 
 import numpy as np
@@ -87,8 +91,8 @@ def forward_backward_scaled(unary, offsets, trans, start, end, with_marginals):
     """
     n_tokens, n_states = unary.shape
     n_seq = offsets.shape[0] - 1
-    trans_max = trans.max()
-    end_max = end.max()
+    trans_max = _finite_or_zero(trans.max())
+    end_max = _finite_or_zero(end.max())
     expo = np.exp(trans - trans_max)
     exp_end = np.exp(end - end_max)
     alpha = np.empty((n_tokens, n_states))
@@ -104,14 +108,18 @@ def forward_backward_scaled(unary, offsets, trans, start, end, with_marginals):
         for j in range(1, n_states):
             top = max(top, start[j] + unary[a, j])
         total = 0.0
-        for j in range(n_states):
-            phi[a, j] = np.exp(start[j] + unary[a, j] - top)
-            total += phi[a, j]
+        if top > -np.inf:
+            for j in range(n_states):
+                phi[a, j] = np.exp(start[j] + unary[a, j] - top)
+                total += phi[a, j]
         norm[a] = total
+        feasible = total > 0.0
         for j in range(n_states):
-            alpha[a, j] = phi[a, j] / total
-        acc_log = top + np.log(total)
+            alpha[a, j] = phi[a, j] / total if feasible else 0.0
+        acc_log = top + np.log(total) if feasible else -np.inf
         for t in range(a + 1, b):
+            if not feasible:
+                break
             top = unary[t, 0]
             for j in range(1, n_states):
                 top = max(top, unary[t, j])
@@ -122,17 +130,27 @@ def forward_backward_scaled(unary, offsets, trans, start, end, with_marginals):
                 for j in range(n_states):
                     alpha[t, j] += a_i * expo[i, j]
             total = 0.0
-            for j in range(n_states):
-                phi[t, j] = np.exp(unary[t, j] - top)
-                alpha[t, j] *= phi[t, j]
-                total += alpha[t, j]
+            if top > -np.inf:
+                for j in range(n_states):
+                    phi[t, j] = np.exp(unary[t, j] - top)
+                    alpha[t, j] *= phi[t, j]
+                    total += alpha[t, j]
             norm[t] = total
-            for j in range(n_states):
-                alpha[t, j] /= total
-            acc_log += top + trans_max + np.log(total)
+            feasible = total > 0.0
+            if feasible:
+                for j in range(n_states):
+                    alpha[t, j] /= total
+                acc_log += top + trans_max + np.log(total)
         closing = 0.0
-        for j in range(n_states):
-            closing += alpha[b - 1, j] * exp_end[j]
+        if feasible:
+            for j in range(n_states):
+                closing += alpha[b - 1, j] * exp_end[j]
+        if not closing > 0.0:
+            # no labeling of finite score: every one has a part scored -inf
+            log_z[seq] = -np.inf
+            if with_marginals:
+                marg[a:b] = 0.0
+            continue
         log_z[seq] = acc_log + end_max + np.log(closing)
         if not with_marginals:
             continue
@@ -159,6 +177,12 @@ def forward_backward_scaled(unary, offsets, trans, start, end, with_marginals):
 
 
 @njit(inline="always")
+def _finite_or_zero(x):
+    """``x``, or 0 when it is ±inf: a shift that keeps exp(score - shift) NaN-free."""
+    return x if np.isfinite(x) else 0.0
+
+
+@njit(inline="always")
 def _logsumexp_into(values, n):
     top = values[0]
     for i in range(1, n):
@@ -173,7 +197,7 @@ def _logsumexp_into(values, n):
 
 @njit(parallel=True, **_NJIT)
 def forward_backward_log(unary, offsets, trans, start, end, with_marginals):
-    """Log-partition and marginals computed in log space (any finite scores).
+    """Log-partition and marginals computed in log space (any finite scores, and -inf).
 
     Same outputs as :func:`forward_backward_scaled`.
     """
@@ -202,6 +226,9 @@ def forward_backward_log(unary, offsets, trans, start, end, with_marginals):
         log_z[seq] = lz
         if not with_marginals:
             continue
+        if lz == -np.inf:
+            marg[a:b] = 0.0
+            continue
         for j in range(n_states):
             log_beta[b - 1, j] = end[j]
         for t in range(b - 1, a, -1):
@@ -224,6 +251,8 @@ def top_k_viterbi(unary, offsets, trans, start, end, k):
 
     Each (position, state) keeps its ``k`` best prefixes; the ``k`` best extensions into a
     state are a ``k``-way merge of the predecessors' sorted lists, O(k * n_states) each.
+    Only prefixes of finite score are kept, so a labeling with a part scored -inf is
+    never listed.
 
     Returns
     -------
@@ -246,9 +275,11 @@ def top_k_viterbi(unary, offsets, trans, start, end, k):
         head = np.zeros(n_states, dtype=np.int32)
         for j in range(n_states):
             value[0, j, 0] = start[j] + unary[a, j]
-            count[0, j] = 1
+            count[0, j] = 1 if value[0, j, 0] > -np.inf else 0
         for t in range(1, length):
             for j in range(n_states):
+                if unary[a + t, j] == -np.inf:
+                    continue
                 head[:] = 0
                 for r in range(k):
                     arg = -1
@@ -256,7 +287,7 @@ def top_k_viterbi(unary, offsets, trans, start, end, k):
                     for i in range(n_states):
                         if head[i] < count[t - 1, i]:
                             v = value[t - 1, i, head[i]] + trans[i, j]
-                            if arg < 0 or v > top:
+                            if v > top:
                                 top = v
                                 arg = i
                     if arg < 0:
@@ -273,7 +304,7 @@ def top_k_viterbi(unary, offsets, trans, start, end, k):
             for j in range(n_states):
                 if head[j] < count[length - 1, j]:
                     v = value[length - 1, j, head[j]] + end[j]
-                    if arg < 0 or v > top:
+                    if v > top:
                         top = v
                         arg = j
             if arg < 0:

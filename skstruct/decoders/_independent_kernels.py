@@ -74,7 +74,8 @@ def top_k_binary(unary, k):
     paths : ndarray of shape (n_samples, n_labels, k), int64
         ``paths[i, :, r]`` is the ``r``-th best vector; -1 where fewer than ``r + 1`` exist.
     scores : ndarray of shape (n_samples, k)
-        Non-increasing along each row; -inf where fewer than ``k`` vectors exist.
+        Non-increasing along each row; -inf where fewer than ``k`` vectors of finite
+        score exist (a label scored -inf has an infinite flip cost and stays off).
     """
     n_samples, n_labels = unary.shape
     paths = np.full((n_samples, n_labels, k), -1, dtype=np.int64)
@@ -102,6 +103,8 @@ def top_k_binary(unary, k):
                 if size == 0:
                     break
                 node, size = _pop(heap, size, total)
+                if total[node] == np.inf:
+                    break  # the rest turn on a label scored -inf: never listed
                 j = last[node] + 1
                 if j < n_labels:
                     for base in (node, prefix[node]):

@@ -7,7 +7,7 @@ from scipy.optimize import linear_sum_assignment
 
 from ..losses._task import HammingLoss
 from ..utils._blocks import cumulative, gather_ranges, normalize_indices
-from ._base import Decoder
+from ._base import Decoder, _trusted, check_encoded_outputs, check_feasible, check_part_scores
 from ._unary import BlockParts
 
 __all__ = [
@@ -70,7 +70,7 @@ class MatchingScores:
     unary : ndarray of shape (Σ_i r_i c_i,)
         The row-major ravel of every example's score matrix, stacked: example ``i``'s
         matrix is ``unary[unary_offsets[i]:unary_offsets[i + 1]].reshape(r_i, c_i)``.
-        ``-inf`` forbids a pair.
+        ``-inf`` forbids a pair; NaN and +inf are rejected.
     shapes : ndarray of shape (n_examples, 2), int
         (r_i, c_i) of every example; both at least 1.
 
@@ -112,6 +112,7 @@ class MatchingScores:
                 f"unary has {unary.shape[0]} entries; shapes needs Σ_i r_i c_i = "
                 f"{unary_offsets[-1]}."
             )
+        check_part_scores(unary, "pair", owner="MatchingScores", offsets=unary_offsets)
         self.unary = unary
         self.shapes = shapes
         self._unary_offsets = unary_offsets
@@ -175,7 +176,13 @@ class MatchingScores:
         -------
         MatchingScores
         """
-        return type(self)(*_take(self.unary, self.shapes, indices))
+        unary, shapes = _take(self.unary, self.shapes, indices)
+        return _trusted(type(self), unary=unary, shapes=shapes,
+                        _unary_offsets=_unary_offsets(shapes), _offsets=_row_offsets(shapes))
+
+    def _check_outputs(self, y, name="y"):
+        """Encoded matchings ``y`` (Σ_i r_i,) checked against the batch, as int64."""
+        return _check_matchings(y, self.shapes, name)[0]
 
 
 class MatchingParts(BlockParts):
@@ -241,28 +248,11 @@ def _row_layout(shapes):
 def _check_matchings(y, shapes, name="y"):
     """Validate stacked encoded matchings against ``shapes``; return y as int64 and the
     flat score positions of its matched pairs with their example indices."""
-    y = np.asarray(y)
-    offsets = _row_offsets(shapes)
-    n_rows = int(offsets[-1])
-    if y.shape != (n_rows,):
-        raise ValueError(
-            f"{name} has shape {y.shape}; expected ({n_rows},), one column per row of every "
-            "example, stacked."
-        )
-    if y.size and not np.issubdtype(y.dtype, np.integer):
-        raise ValueError(
-            f"{name} must hold encoded columns (integers, -1 for an unmatched row); got "
-            f"dtype {y.dtype}."
-        )
-    y = y.astype(np.int64)
     example, local, n_cols = _row_layout(shapes)
-    bad = np.flatnonzero((y < -1) | (y >= n_cols))
-    if bad.size:
-        t = bad[0]
-        raise ValueError(
-            f"{name}[{t}] = {y[t]} (row {local[t]} of example {example[t]}) is out of "
-            f"range: expected a column 0 .. {n_cols[t] - 1}, or -1 for an unmatched row."
-        )
+    y = check_encoded_outputs(
+        y, _row_offsets(shapes), n_cols - 1, low=-1, name=name, unit="row",
+        expected="a column 0 .. {high}, or -1 for an unmatched row",
+    )
     matched = y >= 0
     col_offsets = cumulative(shapes[:, 1])
     column_ids = col_offsets[example[matched]] + y[matched]
@@ -402,22 +392,27 @@ class MatchingDecoder(Decoder):
             The matched column of every row, -1 for unmatched rows, stacked.
         best : ndarray of shape (n_examples,)
             Their scores, when ``return_score`` is True.
+
+        Raises
+        ------
+        InfeasibleOutputError
+            When every matching of an example uses a pair scored -inf.
         """
         unary, shapes = scores.unary, scores.shapes
         unary_offsets, offsets = scores.unary_offsets, scores.offsets
         rows, cols = [], []
+        feasible = np.zeros(shapes.shape[0])
         for i in range(shapes.shape[0]):
             r, c = shapes[i]
             block = unary[unary_offsets[i] : unary_offsets[i + 1]].reshape(r, c)
             try:
                 row_ind, col_ind = linear_sum_assignment(block, maximize=True)
-            except ValueError as error:
-                raise ValueError(
-                    f"No matching of example {i} has a finite score ({error}); scores may "
-                    "hold -inf for forbidden pairs, never +inf or NaN."
-                ) from error
+            except ValueError:  # scores are NaN- and +inf-free: every matching is forbidden
+                feasible[i] = -np.inf
+                continue
             rows.append(row_ind + offsets[i])
             cols.append(col_ind)
+        check_feasible(feasible)
         y = np.full(int(offsets[-1]), -1, dtype=np.int64)
         if rows:
             y[np.concatenate(rows)] = np.concatenate(cols)

@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..losses._counting import CountingLoss
-from ._base import Decoder
+from ._base import Decoder, check_encoded_outputs, check_feasible, check_slack_gold
 from ._unary import UnaryParts, UnaryScores
 
 __all__ = ["MulticlassScores", "MulticlassParts", "MulticlassDecoder"]
@@ -42,6 +42,10 @@ class MulticlassScores(UnaryScores):
         """
         return np.arange(self.n_examples + 1)
 
+    def _check_outputs(self, y, name="y"):
+        """Encoded classes ``y`` (n_samples,) checked against the batch, as int64."""
+        return _check_classes(y, self, name)
+
 
 class MulticlassParts(UnaryParts):
     """Part vectors of a batch of multiclass examples: one-hot rows or class probabilities.
@@ -60,14 +64,12 @@ class MulticlassParts(UnaryParts):
     """
 
 
-def _check_classes(y, scores):
-    y = np.asarray(y)
-    n_samples, n_classes = scores.unary.shape
-    if y.shape != (n_samples,):
-        raise ValueError(f"y has shape {y.shape}; expected ({n_samples},), one class each.")
-    if y.size and (not np.issubdtype(y.dtype, np.integer) or y.min() < 0 or y.max() >= n_classes):
-        raise ValueError(f"y must hold encoded classes 0 .. {n_classes - 1}.")
-    return y.astype(np.int64)
+def _check_classes(y, scores, name="y"):
+    """Validate encoded classes: one class 0 .. n_classes - 1 per example."""
+    return check_encoded_outputs(
+        y, scores.offsets, scores.n_states - 1, name=name,
+        expected="one of the encoded classes {low} .. {high}",
+    )
 
 
 def _loss_matrix(task_loss, y_true, n_classes):
@@ -125,20 +127,30 @@ class MulticlassDecoder(Decoder):
         labels : ndarray of shape (n_samples,), int64
         best : ndarray of shape (n_samples,)
             Their scores, when ``return_score`` is True.
+
+        Raises
+        ------
+        InfeasibleOutputError
+            When every class of an example scores -inf.
         """
         labels = scores.unary.argmax(axis=1)
-        if return_score:
-            return labels, scores.unary[np.arange(labels.shape[0]), labels]
-        return labels
+        best = scores.unary[np.arange(labels.shape[0]), labels]
+        check_feasible(best)
+        return (labels, best) if return_score else labels
 
     def _softmax(self, scores):
         top = scores.unary.max(axis=1, keepdims=True)
-        weights = np.exp(scores.unary - top)
+        # an example whose classes all score -inf gets log_z = -inf (and NaN weights)
+        weights = np.exp(scores.unary - np.where(top > -np.inf, top, 0.0))
         total = weights.sum(axis=1, keepdims=True)
-        return (top + np.log(total))[:, 0], weights / total
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (top + np.log(total))[:, 0], weights / total
 
     def log_partition(self, scores):
-        """log Σ_k exp unary[i, k] of every example, shape (n_samples,)."""
+        """log Σ_k exp unary[i, k] of every example, shape (n_samples,).
+
+        -inf for an example whose classes all score -inf.
+        """
         return self._softmax(scores)[0]
 
     def marginals(self, scores):
@@ -149,8 +161,14 @@ class MulticlassDecoder(Decoder):
         log_z : ndarray of shape (n_samples,)
         marginals : MulticlassParts
             Probabilities of shape (n_samples, n_classes), the gradient of ``log_z``.
+
+        Raises
+        ------
+        InfeasibleOutputError
+            When every class of an example scores -inf.
         """
         log_z, probabilities = self._softmax(scores)
+        check_feasible(log_z)
         return log_z, MulticlassParts(probabilities)
 
     def top_k(self, scores, k):
@@ -164,9 +182,15 @@ class MulticlassDecoder(Decoder):
         Returns
         -------
         paths : ndarray of shape (n_samples, k), int64
-            Classes by decreasing score (ties by class index); -1 beyond ``n_classes``.
+            Classes by decreasing score (ties by class index); -1 beyond ``n_classes``
+            and for the classes scored -inf, which are never listed.
         path_scores : ndarray of shape (n_samples, k)
-            Non-increasing along each row; -inf beyond ``n_classes``.
+            Non-increasing along each row; -inf where fewer classes exist.
+
+        Raises
+        ------
+        InfeasibleOutputError
+            When every class of an example scores -inf.
         """
         k = int(k)
         if k < 1:
@@ -175,8 +199,10 @@ class MulticlassDecoder(Decoder):
         order = np.argsort(-scores.unary, axis=1, kind="stable")[:, :k]
         paths = np.full((n_samples, k), -1, dtype=np.int64)
         top = np.full((n_samples, k), -np.inf)
-        paths[:, : order.shape[1]] = order
-        top[:, : order.shape[1]] = np.take_along_axis(scores.unary, order, axis=1)
+        found = np.take_along_axis(scores.unary, order, axis=1)
+        paths[:, : order.shape[1]] = np.where(found > -np.inf, order, -1)
+        top[:, : order.shape[1]] = found
+        check_feasible(top[:, 0])
         return paths, top
 
     def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
@@ -197,16 +223,29 @@ class MulticlassDecoder(Decoder):
         Returns
         -------
         ndarray of shape (n_samples,), int64
+            Never a class scored -inf.
+
+        Raises
+        ------
+        InfeasibleOutputError
+            When every class of an example scores -inf.
+        ValueError
+            When ``y_true`` holds classes out of range or has the wrong length, or under
+            slack rescaling when a gold class scores -inf.
         """
-        y_true = _check_classes(y_true, scores)
+        y_true = _check_classes(y_true, scores, "y_true")
         delta = _loss_matrix(task_loss, y_true, scores.n_states)
         if rescaling == "margin":
             objective = scores.unary + delta
         elif rescaling == "slack":
             gold = scores.unary[np.arange(y_true.shape[0]), y_true]
+            check_slack_gold(gold)
             objective = delta * (1.0 + scores.unary - gold[:, None])
         else:
             raise ValueError(f"rescaling must be 'margin' or 'slack'; got {rescaling!r}.")
+        forbidden = scores.unary == -np.inf
+        objective = np.where(forbidden, -np.inf, objective)
+        check_feasible(np.where(forbidden.all(axis=1), -np.inf, 0.0))
         return objective.argmax(axis=1)
 
     def parts(self, scores, y):

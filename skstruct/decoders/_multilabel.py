@@ -7,8 +7,8 @@ from ..losses._counting import CountingLoss
 from ..losses._task import HammingLoss, ZeroOneLoss
 from ..utils._parallel import threads_for
 from . import _independent_kernels as kernels
-from ._base import Decoder
-from ._unary import UnaryParts, UnaryScores
+from ._base import Decoder, check_encoded_outputs, check_slack_gold
+from ._unary import UnaryParts, UnaryScores, _products
 from ._constrained import StatisticTable, _check_monotone
 
 __all__ = ["MultilabelScores", "MultilabelParts", "MultilabelDecoder"]
@@ -49,6 +49,10 @@ class MultilabelScores(UnaryScores):
         """
         return np.arange(self.n_examples + 1) * self.n_labels
 
+    def _check_outputs(self, y, name="y"):
+        """0/1 indicators ``y`` (n_samples, n_labels) checked against the batch, as int64."""
+        return _check_indicators(y, self, name)
+
 
 class MultilabelParts(UnaryParts):
     """Part vectors of a batch of multilabel examples: indicators or p(y_j = 1).
@@ -67,16 +71,17 @@ class MultilabelParts(UnaryParts):
     """
 
 
-def _check_indicators(y, scores):
-    y = np.asarray(y)
-    if y.shape != scores.unary.shape:
-        raise ValueError(
-            f"y has shape {y.shape}; expected {scores.unary.shape}, a 0/1 indicator matrix "
-            "(n_samples, n_labels)."
-        )
-    if np.any((y != 0) & (y != 1)):
-        raise ValueError("y must be a 0/1 indicator matrix.")
-    return y.astype(np.int64)
+def _check_indicators(y, scores, name="y"):
+    """Validate a 0/1 indicator matrix (n_samples, n_labels); floats 0. and 1. accepted."""
+    return check_encoded_outputs(
+        y, scores.offsets, 1, shape=scores.unary.shape, name=name, unit="label",
+        expected="0 or 1 (a 0/1 indicator matrix)", whole_floats=True,
+    )
+
+
+def _scores_of(unary, y):
+    """θ_y = Σ_j unary[i, j] y[i, j] per example; a label scored -inf that is off adds 0."""
+    return _products(y, unary).sum(axis=1)
 
 
 class _BinaryHamming(CountingLoss):
@@ -141,7 +146,9 @@ def _count_loss_augmented_map(scores, y_true, task_loss, rescaling):
     """
     n_labels = scores.n_labels
     n_gold = y_true.sum(axis=1)
-    gold = np.einsum("ij,ij->i", scores.unary, y_true)
+    gold = _scores_of(scores.unary, y_true)
+    if rescaling == "slack":
+        check_slack_gold(gold)
     names = task_loss.statistic_names
     # -inf, then the scores of the gold positives (of the gold negatives) in increasing order
     ranked = np.where(np.stack((y_true == 1, y_true == 0)), scores.unary, -np.inf)
@@ -176,7 +183,8 @@ def _count_loss_augmented_map(scores, y_true, task_loss, rescaling):
 class MultilabelDecoder(Decoder):
     """Exact inference for independent binary labels (multilabel classification).
 
-    MAP turns on the labels with positive score; the log-partition is
+    MAP turns on the labels with positive score (an "off" label scores 0, so every
+    example has a feasible output: a label scored -inf is off); the log-partition is
     Σ_j log(1 + exp unary[i, j]) and the marginals p(y_j = 1) are the sigmoids of the
     scores. The ``k`` best vectors flip the labels of the MAP vector in order of
     increasing flip cost (the absolute unary score) (a compiled heap enumeration). Loss-augmented MAP is exact
@@ -258,7 +266,8 @@ class MultilabelDecoder(Decoder):
         -------
         paths : ndarray of shape (n_samples, n_labels, k), int64
             ``paths[:, :, r]`` holds the ``r``-th best vectors; -1 where an example has
-            fewer than ``r + 1`` (that is, beyond 2 ** n_labels).
+            fewer than ``r + 1`` of finite score (beyond 2 ** n_labels, or because a
+            label scored -inf is never turned on).
         path_scores : ndarray of shape (n_samples, k)
             Non-increasing along each row; -inf where fewer exist.
         """
@@ -296,7 +305,7 @@ class MultilabelDecoder(Decoder):
         -------
         ndarray of shape (n_samples, n_labels), int64
         """
-        y_true = _check_indicators(y_true, scores)
+        y_true = _check_indicators(y_true, scores, "y_true")
         n_samples, n_labels = y_true.shape
         if isinstance(task_loss, HammingLoss) and rescaling == "margin":
             costs = task_loss.unary_costs(
@@ -311,6 +320,8 @@ class MultilabelDecoder(Decoder):
             return _count_loss_augmented_map(scores, y_true, task_loss, rescaling)
         if isinstance(task_loss, ZeroOneLoss) and rescaling in ("margin", "slack"):
             # both rescalings prefer the best other vector y iff θ_y + 1 > θ_{y_true}
+            if rescaling == "slack":
+                check_slack_gold(self.score_outputs(scores, y_true))
             paths, top = self.top_k(scores, 2)
             best_is_gold = np.all(paths[:, :, 0] == y_true, axis=1)
             other = np.where(best_is_gold[:, None], paths[:, :, 1], paths[:, :, 0])
@@ -334,11 +345,14 @@ class MultilabelDecoder(Decoder):
         """
         if not hasattr(task_loss, "unary_costs"):
             return super().cost_augmented(scores, y_true, task_loss)
-        y_true = _check_indicators(y_true, scores)
+        y_true = _check_indicators(y_true, scores, "y_true")
         costs = task_loss.unary_costs(y_true.ravel(), scores.offsets, 2)
         on_minus_off = (costs[:, 1] - costs[:, 0]).reshape(scores.unary.shape)
         return scores.replace(unary=scores.unary + on_minus_off)
 
     def score_outputs(self, scores, y):
-        """θ_y = Σ_j unary[i, j] y[i, j] of every example, shape (n_samples,)."""
-        return np.einsum("ij,ij->i", scores.unary, _check_indicators(y, scores))
+        """θ_y = Σ_j unary[i, j] y[i, j] of every example, shape (n_samples,).
+
+        -inf for a vector that turns on a label scored -inf.
+        """
+        return _scores_of(scores.unary, _check_indicators(y, scores))

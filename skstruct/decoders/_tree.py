@@ -8,8 +8,9 @@ import numpy as np
 from ..losses._task import HammingLoss
 from ..utils._blocks import cumulative, gather_ranges, normalize_indices
 from ..utils._parallel import threads_for
+from ..utils._trees import _sentences_with_cycles
 from . import _tree_kernels as kernels
-from ._base import Decoder
+from ._base import Decoder, _trusted, check_encoded_outputs, check_part_scores
 from ._unary import BlockParts
 
 __all__ = [
@@ -67,26 +68,14 @@ def _take(unary, offsets, indices):
 
 
 def _check_states(y, offsets, name="y"):
-    """Validate stacked encoded trees; return y as int64 and the flat arc positions."""
-    y = np.asarray(y)
-    n_tokens = int(offsets[-1])
-    if y.shape != (n_tokens,):
-        raise ValueError(
-            f"{name} has shape {y.shape}; expected ({n_tokens},), one state (the head's index, "
-            "or the token's own index for the root) per token, stacked."
-        )
-    if y.size and not np.issubdtype(y.dtype, np.integer):
-        raise ValueError(f"{name} must hold encoded heads (integers); got dtype {y.dtype}.")
-    y = y.astype(np.int64)
+    """Validate stacked encoded trees (one state per token: the head's index within the
+    sentence, or the token's own index for the root); return y as int64 and the flat arc
+    positions."""
     sentence, local, length = _token_layout(offsets)
-    bad = np.flatnonzero((y < 0) | (y >= length))
-    if bad.size:
-        t = bad[0]
-        raise ValueError(
-            f"{name}[{t}] = {y[t]} (token {local[t]} of sentence {sentence[t]}, which has "
-            f"{length[t]} tokens) is out of range: expected a head index 0 .. "
-            f"{length[t] - 1} (the token's own index for the root)."
-        )
+    y = check_encoded_outputs(
+        y, offsets, length - 1, name=name, example="sentence", unit="token",
+        expected="a head index {low} .. {high} (the token's own index for the root)",
+    )
     positions = _unary_offsets(offsets)[sentence] + local * length + y
     return y, positions
 
@@ -172,7 +161,9 @@ class TreeScores:
     ----------
     unary : ndarray of shape (Σ_i n_i²,)
         The row-major ravel of every sentence's matrix, stacked: sentence ``i``'s matrix is
-        ``unary[unary_offsets[i]:unary_offsets[i + 1]].reshape(n_i, n_i)``. Finite.
+        ``unary[unary_offsets[i]:unary_offsets[i + 1]].reshape(n_i, n_i)``. Finite: NaN
+        and ±inf are rejected (a large negative score rules an arc out), so every
+        sentence has a tree of finite score.
     offsets : ndarray of shape (n_sentences + 1,), int
         Token offsets: sentence ``i`` owns output entries ``offsets[i]:offsets[i + 1]``
         (at least one).
@@ -209,10 +200,8 @@ class TreeScores:
                 f"{np.diff(offsets).tolist()[:10]}{' ...' if len(offsets) > 11 else ''} need "
                 f"Σ_i n_i² = {unary_offsets[-1]}."
             )
-        if not np.all(np.isfinite(unary)):
-            raise ValueError(
-                "Arc scores must be finite; use a large negative score to rule an arc out."
-            )
+        check_part_scores(unary, "arc", owner="TreeScores", offsets=unary_offsets,
+                          example="sentence", allow_minus_inf=False)
         self.unary = unary
         self.offsets = offsets
         self._unary_offsets = unary_offsets
@@ -278,10 +267,16 @@ class TreeScores:
         -------
         TreeScores
         """
-        return type(self)(*_take(self.unary, self.offsets, indices))
+        unary, offsets = _take(self.unary, self.offsets, indices)
+        return _trusted(type(self), unary=unary, offsets=offsets,
+                        _unary_offsets=_unary_offsets(offsets))
 
     def _kernel_args(self):
         return self.unary, self.offsets, self._unary_offsets
+
+    def _check_outputs(self, y, name="y"):
+        """Encoded trees ``y`` (n_tokens,) checked against the batch, as int64."""
+        return _check_states(y, self.offsets, name)[0]
 
 
 class TreeParts(BlockParts):
@@ -604,10 +599,11 @@ class TreeDecoder(Decoder):
     def check_outputs(self, y, offsets):
         """Raise a clear error when gold trees ``y`` are not outputs of this decoder.
 
-        A projective decoder cannot produce a tree with crossing arcs, and a single-root
-        decoder a tree with several words on the root; training on such gold outputs would
-        leave the loss unbounded below (the CRF's partition function, for one, would not
-        include the gold tree).
+        Every sentence needs one state per token in range and heads that form a tree (no
+        cycle); a projective decoder cannot produce a tree with crossing arcs, and a
+        single-root decoder a tree with several words on the root. Training on such gold
+        outputs would leave the loss unbounded below (the CRF's partition function, for
+        one, would not include the gold tree).
 
         Parameters
         ----------
@@ -618,8 +614,14 @@ class TreeDecoder(Decoder):
         """
         offsets = _check_offsets(offsets)
         y, _ = _check_states(y, offsets)
+        sentence, local, _ = _token_layout(offsets)
+        cyclic = _sentences_with_cycles(np.where(y == local, 0, y + 1), offsets)
+        if cyclic.size:
+            raise ValueError(
+                f"{cyclic.size} gold output(s) (the first is sentence {cyclic[0]}) are not "
+                "trees: their heads form a cycle, so some words never reach the root."
+            )
         if self.single_root:
-            sentence, local, _ = _token_layout(offsets)
             roots = np.bincount(sentence[y == local], minlength=offsets.shape[0] - 1)
             bad = np.flatnonzero(roots != 1)
             if bad.size:

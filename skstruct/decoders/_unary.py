@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from ._base import _trusted, check_part_scores
+
 __all__ = ["UnaryScores", "UnaryParts", "PartsArithmetic", "BlockParts"]
 
 
@@ -14,6 +16,8 @@ class UnaryScores:
     Parameters
     ----------
     unary : ndarray of shape (n_samples, n_outputs)
+        Real numbers or -inf (which forbids the output, or the label); NaN and +inf are
+        rejected.
     """
 
     _output_name = "n_outputs"
@@ -25,6 +29,8 @@ class UnaryScores:
             raise ValueError(
                 f"unary has shape {unary.shape}; expected (n_samples, {name}) with {name} >= 1."
             )
+        check_part_scores(unary, "unary", owner=type(self).__name__,
+                          offsets=np.arange(unary.shape[0] + 1) * unary.shape[1])
         self.unary = unary
 
     @property
@@ -43,7 +49,7 @@ class UnaryScores:
 
     def take(self, indices):
         """The scores of examples ``indices`` (in that order)."""
-        return type(self)(self.unary[np.asarray(indices, dtype=np.int64)])
+        return _trusted(type(self), unary=self.unary[np.asarray(indices, dtype=np.int64)])
 
 
 def _products(parts, scores):

@@ -116,8 +116,21 @@ def _sentences_with_cycles(heads, token_offsets):
 
     Every token points to its head's global position, the root to a sink; after
     ⌈log₂ n⌉ squarings every token of a tree points to the sink.
+
+    Parameters
+    ----------
+    heads : ndarray of shape (n_tokens,), int64
+        CoNLL heads, stacked: 0 for the root, else the head's 1-based id in 1 .. n_i.
+    token_offsets : ndarray of shape (n_sentences + 1,), int64
+
+    Returns
+    -------
+    ndarray of shape (n_cyclic,), int64
+        The sentences with a cycle, in increasing order.
     """
     n_tokens = heads.shape[0]
+    if n_tokens == 0:
+        return np.zeros(0, dtype=np.int64)
     starts = np.repeat(token_offsets[:-1], np.diff(token_offsets))
     sink = n_tokens
     parent = np.append(np.where(heads == 0, sink, starts + heads - 1), sink)
