@@ -80,6 +80,10 @@ class LinearStructuredModel(StructuredEstimator):
         self.output_kind_ = kind
         self.classes_ = classes
         self.n_features_in_ = batch.n_features
+        if batch.feature_names is not None:
+            self.feature_names_in_ = batch.feature_names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
         self._store_params(features, result.w)
         self.decoder_ = decoder
         self.n_iter_ = result.n_iter

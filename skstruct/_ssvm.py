@@ -12,8 +12,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._linear_model import LinearStructuredModel
 from .decoders import Decoder
+from .utils._params import N_JOBS_CONSTRAINT
 from .losses import CountingLoss, PerceptronLoss, StructuredHingeLoss, TaskLoss
 from .losses import check_task_loss
+from .losses._task import check_task_loss_values
 from .optim import (
     RegularizedRisk,
     minimize_bcfw,
@@ -52,6 +54,20 @@ def _bind_task_loss(loss, kind, classes):
             return task_loss.with_positive_states([False, True])
         return task_loss.bind(classes)
     return task_loss
+
+
+def _check_task_loss_on_gold(task_loss, y, offsets, n_states):
+    """Δ(y, y) = 0 and non-negative per-token costs, checked once before training.
+
+    Catches a user's loss that breaks Δ ≥ 0 before any solver relies on it (the solvers
+    also check every Δ they compute).
+    """
+    check_task_loss_values(task_loss(y, y, offsets), task_loss, "values on the gold outputs")
+    if np.any(task_loss(y, y, offsets) != 0):
+        raise ValueError(f"{task_loss!r} is not 0 on the gold outputs; Δ(y, y) must be 0.")
+    if hasattr(task_loss, "unary_costs"):
+        check_task_loss_values(task_loss.unary_costs(y, offsets, n_states), task_loss,
+                               "unary_costs")
 
 
 class StructuredSVM(LinearStructuredModel):
@@ -102,10 +118,12 @@ TaskLoss, default="hamming"
     verbose : int, default=0
         One line per pass.
     warm_start : bool, default=False
-        ``"subgradient"`` starts from the previous solution (``"bcfw"`` always starts from
-        its dual at zero).
+        Start from the previous solution: ``"subgradient"`` only. ``"bcfw"`` and
+        ``"cutting_plane"`` keep dual variables that a previous fit does not store, so
+        ``warm_start=True`` with them is an error rather than a silent cold start.
     n_jobs : int, default=None
-        Threads used by the compiled inference kernels (None: all cores).
+        Threads used by the compiled inference kernels (None: all cores; -1: all cores,
+        -2: all but one, ...). 0 is an error, as in joblib.
     callback : callable, default=None
         ``callback(n_pass, w, objective)`` after each pass; returning True stops.
 
@@ -161,7 +179,7 @@ TaskLoss, default="hamming"
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
-        "n_jobs": [None, Integral],
+        "n_jobs": N_JOBS_CONSTRAINT,
         "callback": [None, callable],
     }
 
@@ -212,6 +230,12 @@ TaskLoss, default="hamming"
         -------
         self : StructuredSVM
         """
+        if self.warm_start and self.solver != "subgradient":
+            raise ValueError(
+                f"solver={self.solver!r} cannot warm-start (its dual variables are not kept "
+                "between fits); use solver='subgradient' with warm_start=True, or "
+                "warm_start=False."
+            )
         if self.solver == "bcfw" and self.rescaling != "margin":
             raise ValueError(
                 "solver='bcfw' solves margin rescaling only; use solver='subgradient' for "
@@ -221,6 +245,8 @@ TaskLoss, default="hamming"
             X, y, sample_weight
         )
         task_loss = _bind_task_loss(self.loss, kind, classes)
+        if kind in ("sequence", "multiclass"):
+            _check_task_loss_on_gold(task_loss, y_encoded, batch.offsets, len(classes))
         decoder = self._make_decoder(kind, [("loss_augmented_map", "StructuredSVM training"),
                                             ("map", "StructuredSVM prediction")],
                                      y_encoded, batch)
@@ -279,7 +305,8 @@ class StructuredPerceptron(LinearStructuredModel):
     warm_start : bool, default=False
         Start from the previous solution.
     n_jobs : int, default=None
-        Threads of the compiled inference kernels.
+        Threads of the compiled inference kernels (None or -1: all cores; 0 is an
+        error, as in joblib).
     callback : callable, default=None
         ``callback(n_pass, w, error_rate)``; returning True stops.
 
@@ -313,7 +340,7 @@ class StructuredPerceptron(LinearStructuredModel):
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
-        "n_jobs": [None, Integral],
+        "n_jobs": N_JOBS_CONSTRAINT,
         "callback": [None, callable],
     }
 

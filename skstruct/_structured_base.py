@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.metrics import accuracy_score
-from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted
+from sklearn.utils.validation import _get_feature_names, check_array, check_is_fitted
 
 from .decoders import (
     ChainDecoder,
@@ -28,6 +28,8 @@ from .decoders import (
     MultilabelScores,
 )
 from .features import LinearArcFeatures, LinearChainFeatures, LinearFeatures
+from .utils._features import check_feature_names
+from .utils._labels import check_label_types
 from .utils._trees import check_trees
 from .utils._sequences import (
     SequenceBatch,
@@ -36,25 +38,91 @@ from .utils._sequences import (
     split_sequences,
 )
 
-__all__ = ["StructuredEstimator", "output_kind"]
+__all__ = ["StructuredEstimator", "output_kind", "is_sequence_input"]
 
 _DECODERS = {"sequence": ChainDecoder, "multiclass": MulticlassDecoder,
              "multilabel": MultilabelDecoder}
 
+_KIND_FORMS = {
+    "sequence": "X a list of (n_tokens, n_features) matrices, y a list of label arrays",
+    "multiclass": "X a 2-D (n_samples, n_features) matrix, y 1-D labels",
+    "multilabel": "X a 2-D (n_samples, n_features) matrix, y a 0/1 indicator matrix",
+    "tree": "X a list of (n * n, n_features) arc feature matrices, y a list of head arrays",
+}
 
-def output_kind(y):
-    """``"sequence"``, ``"multiclass"`` or ``"multilabel"`` from the form of ``y``."""
+
+def is_sequence_input(X):
+    """True when ``X`` is a list of per-sequence 2-D matrices (or a 3-D array).
+
+    A 2-D array-like (ndarray, sparse matrix, DataFrame, list of feature rows) is tabular
+    data, one sample a row.
+    """
+    if sp.issparse(X):
+        return False
+    shape = getattr(X, "shape", None)
+    if shape is not None and not (isinstance(X, np.ndarray) and X.dtype == object):
+        return len(shape) == 3
+    try:
+        first = X[0]
+    except (TypeError, IndexError, KeyError):
+        return False
+    if sp.issparse(first):
+        return True
+    try:
+        return np.ndim(first) == 2
+    except ValueError:  # ragged rows: a malformed sequence, reported by check_sequences
+        return True
+
+
+def _reject_token_dicts(X, name):
+    """X given as sequences of token feature dicts or strings: say which transformer to use."""
+    if not isinstance(X, (list, tuple)):
+        return
+    try:
+        token = X[0][0]
+    except (TypeError, IndexError, KeyError):
+        return
+    if isinstance(token, dict):
+        raise TypeError(
+            f"X holds sequences of token {type(token).__name__}s; {name} takes numeric "
+            "feature matrices. Turn token feature dicts into matrices with "
+            "skstruct.preprocessing.SequenceVectorizer, e.g. "
+            f"make_pipeline(SequenceVectorizer(), {name}())."
+        )
+
+
+def _n_examples(X):
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) >= 1:
+        return shape[0]
+    try:
+        return len(X)
+    except TypeError:
+        return None
+
+
+def output_kind(X, y):
+    """``"sequence"``, ``"multiclass"`` or ``"multilabel"`` from the forms of ``X`` and ``y``.
+
+    A list of per-sequence matrices ``X`` means sequences (``y`` a list of label arrays,
+    or a 2-D array with one row of labels per equal-length sequence). Tabular ``X`` means
+    multiclass for 1-D ``y`` (or a column vector) and multilabel for a 2-D ``y``.
+    """
+    if is_sequence_input(X):
+        return "sequence"
     if sp.issparse(y):
         return "multilabel"
     if isinstance(y, np.ndarray) and y.dtype != object:
-        return "multilabel" if y.ndim == 2 else "multiclass"
+        return "multilabel" if y.ndim == 2 and y.shape[1] != 1 else "multiclass"
+    if hasattr(y, "iloc"):  # pandas
+        return "multilabel" if np.ndim(y) == 2 and y.shape[1] != 1 else "multiclass"
     try:
         first = y[0]
     except (TypeError, IndexError, KeyError):
         return "multiclass"
     if isinstance(first, (str, bytes)) or np.ndim(first) == 0:
         return "multiclass"
-    return "sequence" if isinstance(y, (list, tuple)) or np.ndim(y) == 1 else "multilabel"
+    return "multilabel"
 
 
 class StructuredEstimator(BaseEstimator):
@@ -66,6 +134,52 @@ class StructuredEstimator(BaseEstimator):
 
     _output_kinds = ("sequence", "multiclass", "multilabel", "tree")
 
+    def set_params(self, **params):
+        """Set parameters; ``decoder__<name>`` needs an explicit decoder.
+
+        Parameters
+        ----------
+        **params : dict
+            Estimator parameters, and ``decoder__<name>`` for the decoder's own.
+
+        Returns
+        -------
+        self
+        """
+        nested = sorted(k for k in params if k.startswith("decoder__"))
+        decoder = params.get("decoder", getattr(self, "decoder", None))
+        if nested and decoder is None:
+            name = type(self).__name__
+            key = nested[0]
+            raise ValueError(
+                f"Cannot set {key}: {name}(decoder=None) chooses its decoder from y at fit "
+                f"time. Pass the decoder itself, e.g. {name}(decoder=ChainDecoder("
+                f"{key[len('decoder__'):]}=...)) or set_params(decoder=ChainDecoder(...)); "
+                "then decoder__<name> works, also in a grid search."
+            )
+        return super().set_params(**params)
+
+    def _output_kind(self, X, y):
+        """The output kind of the training data, checked against the estimator and decoder."""
+        name = type(self).__name__
+        declared = getattr(getattr(self, "decoder", None), "output_kind", None)
+        kind = "tree" if declared == "tree" else output_kind(X, y)
+        if declared is not None and declared != kind:
+            raise ValueError(
+                f"{name} was given a {type(self.decoder).__name__}, which decodes {declared} "
+                f"outputs, but X and y look like {kind} data ({_KIND_FORMS[kind]})."
+            )
+        if kind not in self._output_kinds:
+            hint = ""
+            if "sequence" in self._output_kinds and kind != "sequence":
+                hint = (" Pass X as a list of 2-D arrays, one (n_tokens, n_features) array "
+                        "per sequence; for a single sequence pass [X] and [y].")
+            raise ValueError(
+                f"{name} takes {' or '.join(self._output_kinds)} outputs, but X and y look "
+                f"like {kind} data ({_KIND_FORMS[kind]}).{hint}"
+            )
+        return kind
+
     def _validate_training_data(self, X, y, sample_weight):
         """Check and encode training data.
 
@@ -73,7 +187,8 @@ class StructuredEstimator(BaseEstimator):
         -------
         kind : str
         batch : SequenceBatch
-            Features; one row per example for tabular data (offsets 0, 1, ..., n).
+            Features; one row per example for tabular data (offsets 0, 1, ..., n). Its
+            ``feature_names`` are the column names of a DataFrame ``X``, else None.
         classes : ndarray of shape (n_classes,)
             Sorted labels (sequences, multiclass) or label indices (multilabel).
         y_encoded : ndarray
@@ -82,21 +197,13 @@ class StructuredEstimator(BaseEstimator):
         weights : ndarray of shape (n_examples,)
         """
         name = type(self).__name__
-        from_y = [k for k in self._output_kinds if k != "tree"]  # trees: by the decoder
-        kind = from_y[0] if len(from_y) == 1 else output_kind(y)
-        declared = getattr(getattr(self, "decoder", None), "output_kind", None)
-        if declared == "tree":
-            kind = "tree"
-        elif declared is not None and declared != kind:
-            raise ValueError(
-                f"{name} was given a {type(self.decoder).__name__}, which decodes {declared} "
-                f"outputs, but y looks like {kind} data."
-            )
-        if kind not in self._output_kinds:
-            raise ValueError(
-                f"{name} takes {' or '.join(self._output_kinds)} outputs, but y looks like "
-                f"{kind} data."
-            )
+        if y is None:
+            raise ValueError(f"{name} requires y to be passed, but the target y is None.")
+        if _n_examples(X) == 0:
+            noun = "samples" if getattr(X, "ndim", 1) == 2 else "sequences"
+            raise ValueError(f"X contains no {noun} in {name}; at least one is required.")
+        _reject_token_dicts(X, name)
+        kind = self._output_kind(X, y)
         if kind == "tree":
             from .decoders._tree import heads_to_states
 
@@ -107,23 +214,12 @@ class StructuredEstimator(BaseEstimator):
         if kind == "sequence":
             batch, y_flat = check_sequences(X, y, estimator=name)
         else:
-            X = check_array(X, accept_sparse="csr", dtype=np.float64, estimator=name)
-            if X.shape[0] == 0:
-                raise ValueError(f"X contains no samples in {name}.")
-            batch = SequenceBatch(X, np.arange(X.shape[0] + 1))
+            batch = _tabular_batch(X, name)
         if kind == "multilabel":
-            Y = check_array(y, accept_sparse="csr", estimator=name, ensure_2d=True)
-            Y = Y.toarray() if sp.issparse(Y) else Y
-            check_consistent_length(X, Y)
-            if not np.isin(Y, (0, 1)).all():
-                raise ValueError(f"y must be a 0/1 indicator matrix for multilabel {name}.")
-            classes, y_encoded = np.arange(Y.shape[1]), Y.astype(np.int64)
+            classes, y_encoded = np.arange(_n_labels(y)), _check_indicator(y, batch, name)
         else:
             if kind == "multiclass":
-                y_flat = np.asarray(y)
-                if y_flat.ndim != 1:
-                    raise ValueError(f"y must be 1-D for multiclass {name}; got {y_flat.shape}.")
-                check_consistent_length(X, y_flat)
+                y_flat = _check_multiclass_target(y, batch, name)
             classes, y_encoded = np.unique(y_flat, return_inverse=True)
             if classes.shape[0] < 2:
                 raise ValueError(
@@ -166,13 +262,14 @@ class StructuredEstimator(BaseEstimator):
         if self.output_kind_ == "sequence":
             batch, _ = check_sequences(X, n_features=self.n_features_in_, estimator=name)
             return batch
-        X = check_array(X, accept_sparse="csr", dtype=np.float64, estimator=name)
-        if X.shape[1] != self.n_features_in_:
+        check_feature_names(self, X)
+        batch = _tabular_batch(X, name)
+        if batch.n_features != self.n_features_in_:
             raise ValueError(
-                f"X has {X.shape[1]} features, but {name} is expecting "
+                f"X has {batch.n_features} features, but {name} is expecting "
                 f"{self.n_features_in_} features as input."
             )
-        return SequenceBatch(X, np.arange(X.shape[0] + 1))
+        return batch
 
     def _to_user(self, encoded, batch):
         if self.output_kind_ == "tree":
@@ -223,3 +320,55 @@ class StructuredEstimator(BaseEstimator):
         if self.output_kind_ in ("sequence", "tree"):
             return token_accuracy(y, y_pred, sample_weight=sample_weight)
         return accuracy_score(y, y_pred, sample_weight=sample_weight)
+
+
+def _tabular_batch(X, name):
+    """A 2-D (n_samples, n_features) matrix as a batch of one-row examples."""
+    if is_sequence_input(X):
+        raise ValueError(
+            f"{name} was fitted on tabular data (X a 2-D (n_samples, n_features) matrix), "
+            "but X is a list of per-sequence matrices."
+        )
+    feature_names = _get_feature_names(X)
+    X = check_array(X, accept_sparse="csr", dtype=np.float64, estimator=name)
+    batch = SequenceBatch(X, np.arange(X.shape[0] + 1))
+    batch.feature_names = feature_names
+    return batch
+
+
+def _n_labels(y):
+    return y.shape[1] if hasattr(y, "shape") and len(y.shape) == 2 else len(y[0])
+
+
+def _check_indicator(y, batch, name):
+    """A 0/1 (n_samples, n_labels) indicator matrix, as int64."""
+    try:
+        Y = check_array(y, accept_sparse="csr", estimator=name, ensure_2d=True,
+                        ensure_min_features=1)
+    except ValueError as exc:
+        raise ValueError(
+            f"y must be a 0/1 indicator matrix (n_samples, n_labels) for multilabel {name} "
+            f"with a 2-D X; for sequences pass X as a list of (n_tokens, n_features) "
+            f"matrices. ({exc})"
+        ) from None
+    Y = Y.toarray() if sp.issparse(Y) else Y
+    if Y.shape[0] != batch.n_sequences:
+        raise ValueError(f"X has {batch.n_sequences} samples but y has {Y.shape[0]} in {name}.")
+    if not np.isin(Y, (0, 1)).all():
+        raise ValueError(f"y must be a 0/1 indicator matrix for multilabel {name}.")
+    return Y.astype(np.int64)
+
+
+def _check_multiclass_target(y, batch, name):
+    """1-D labels of one type, one per sample (a column vector is raveled)."""
+    check_label_types([y], f" in {name}")
+    y_flat = np.asarray(y)
+    if y_flat.ndim == 2 and y_flat.shape[1] == 1:
+        y_flat = y_flat.ravel()
+    if y_flat.ndim != 1:
+        raise ValueError(f"y must be 1-D for multiclass {name}; got shape {y_flat.shape}.")
+    if y_flat.shape[0] != batch.n_sequences:
+        raise ValueError(
+            f"X has {batch.n_sequences} samples but y has {y_flat.shape[0]} in {name}."
+        )
+    return y_flat

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-__all__ = ["TaskLoss", "HammingLoss", "ZeroOneLoss", "check_task_loss"]
+__all__ = ["TaskLoss", "HammingLoss", "ZeroOneLoss", "check_task_loss",
+           "check_task_loss_values"]
 
 
 class TaskLoss:
@@ -146,3 +147,31 @@ def check_task_loss(loss, name="loss"):
     if not isinstance(loss, TaskLoss):
         raise TypeError(f"{name} must be a string or a TaskLoss; got {type(loss).__name__}.")
     return loss
+
+
+def check_task_loss_values(values, task_loss, what="values"):
+    """Reject task-loss values that are negative, NaN or infinite.
+
+    A task loss must satisfy Δ ≥ 0 (and Δ(y, y) = 0): with negative values the structured
+    hinge is no longer an upper bound of the loss and the solvers' step sizes and duality
+    gaps lose their meaning, so a user's loss that breaks this is an error, not a model.
+
+    Parameters
+    ----------
+    values : ndarray
+        What the loss returned (Δ per example, or its ``unary_costs``).
+    task_loss : TaskLoss
+    what : str, default="values"
+        Which output of the loss, for the message.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if not np.all(np.isfinite(values)):
+        raise ValueError(
+            f"{task_loss!r} returned NaN or infinite {what}; a task loss must return finite "
+            "values."
+        )
+    if np.any(values < 0):
+        raise ValueError(
+            f"{task_loss!r} returned negative {what} (smallest {values.min():.6g}); a task "
+            "loss must satisfy Δ(y_true, y) >= 0 and Δ(y, y) = 0."
+        )

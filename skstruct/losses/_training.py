@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..decoders._base import check_capability
-from ._task import check_task_loss
+from ._task import check_task_loss, check_task_loss_values
 
 __all__ = [
     "TrainingLoss",
@@ -134,6 +134,7 @@ class StructuredHingeLoss(TrainingLoss):
         """ŷ and Δ(ȳ, ŷ) of every example."""
         y_hat = decoder.loss_augmented_map(scores, y_true, self.task_loss, self.rescaling)
         delta = self.task_loss(np.ravel(y_true), np.ravel(y_hat), scores.offsets)
+        check_task_loss_values(delta, self.task_loss)
         return y_hat, delta
 
     def values(self, decoder, scores, y_true, gold):
@@ -142,6 +143,7 @@ class StructuredHingeLoss(TrainingLoss):
         if self.rescaling == "margin" and hasattr(self.task_loss, "unary_costs") and (
                 hasattr(scores, "transition")):
             costs = self.task_loss.unary_costs(y_true, scores.offsets, scores.n_states)
+            check_task_loss_values(costs, self.task_loss, "unary_costs")
             _, best = decoder.map(scores.replace(unary=scores.unary + costs), return_score=True)
             return np.maximum(best - gold.dot(scores), 0.0)
         return self(decoder, scores, y_true, gold=gold)[0]

@@ -11,6 +11,8 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+from ._labels import check_label_types
+
 __all__ = ["SequenceBatch", "check_sequences", "split_sequences"]
 
 
@@ -24,6 +26,9 @@ class SequenceBatch:
     offsets : ndarray of shape (n_sequences + 1,), dtype int64
         Sequence ``i`` owns rows ``offsets[i]:offsets[i + 1]``; ``offsets[0] == 0``.
     """
+
+    #: Column names of a DataFrame ``X`` (tabular data), else None.
+    feature_names = None
 
     def __init__(self, X, offsets):
         self.X = X
@@ -213,6 +218,7 @@ def _check_labels(y, lengths, where):
         raise ValueError(
             f"X has {lengths.shape[0]} sequences but y has {len(label_seqs)}{where}."
         )
+    check_label_types(label_seqs, where)
     label_seqs = [np.asarray(labels) for labels in label_seqs]
     for i, labels in enumerate(label_seqs):
         if labels.ndim != 1:
