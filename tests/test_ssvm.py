@@ -1,3 +1,4 @@
+import itertools
 import warnings
 
 import numpy as np
@@ -6,7 +7,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
 from skstruct import StructuredPerceptron, StructuredSVM
-from skstruct.decoders import MulticlassDecoder, MulticlassScores
+from skstruct.decoders import MulticlassDecoder, MulticlassScores, MultilabelScores
 from skstruct.features import LinearFeatures
 from skstruct.losses import StructuredHingeLoss
 from skstruct.optim import RegularizedRisk, structured_hinge_primal
@@ -198,10 +199,40 @@ def test_multilabel_solvers_agree_and_predict_indicators(rng):
 
 def test_multilabel_f1_slack_binds_labels_that_are_on(rng):
     X, Y = _multilabel(rng)
-    model = StructuredSVM(loss="f1", rescaling="slack", solver="subgradient", alpha=0.05,
+    alpha = 0.05
+    model = StructuredSVM(loss="f1", rescaling="slack", solver="subgradient", alpha=alpha,
                           max_iter=30, tol=0.0, random_state=0).fit(X, Y)
-    np.testing.assert_array_equal(model.loss_.positive_states_, [False, True])
     assert model.objective_curve_[-1] < model.objective_curve_[0]
+    # Enumerate every 0/1 vector: Δ = 1 − F1 counting the labels that are on (0 when gold
+    # and prediction are both empty), slack-rescaled: Δ(y) (1 + θ_y − θ_gold).
+    scores = model.decision_function(X)
+    n, n_labels = Y.shape
+    outputs = np.array(list(itertools.product((0, 1), repeat=n_labels)))
+    theta = scores @ outputs.T
+    gold_theta = np.sum(scores * Y, axis=1)
+
+    def slack_rescaled(gold, predicted):
+        tp = gold @ predicted.T
+        n_on = gold.sum(axis=1)[:, None] + predicted.sum(axis=1)[None, :]
+        f1_loss = np.where(n_on > 0, 1.0 - 2.0 * tp / np.maximum(n_on, 1), 0.0)
+        return f1_loss * (1.0 + theta - gold_theta[:, None])
+
+    augmented = slack_rescaled(Y, outputs)
+    best = augmented.max(axis=1)
+    assert np.count_nonzero(best > 0) >= 10
+    # The loss-augmented MAP of the fitted model's decoder and loss attains the maximum.
+    found = model.decoder_.loss_augmented_map(MultilabelScores(scores), Y, model.loss_,
+                                              "slack")
+    assert found.shape == Y.shape
+    index = found @ (2 ** np.arange(n_labels)[::-1])
+    np.testing.assert_allclose(augmented[np.arange(n), index], best, rtol=1e-12, atol=1e-12)
+    # The objective it reports is the enumerated primal at its weights (bias penalized).
+    w = np.concatenate([model.coef_.ravel(), model.intercept_])
+    expected = best.mean() + 0.5 * alpha * w @ w
+    assert model.objective_curve_[-1] == pytest.approx(expected, rel=1e-10)
+    # Counting the labels that are off instead would give another objective.
+    off = slack_rescaled(1 - Y, 1 - outputs).max(axis=1).mean() + 0.5 * alpha * w @ w
+    assert abs(off - expected) > 1e-3
 
 
 def test_cutting_plane_inference_cache_reaches_the_same_optimum(rng):
