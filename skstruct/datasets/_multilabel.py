@@ -1,9 +1,16 @@
 """Reader for MULAN multilabel ARFF files (dense and sparse rows) and their loader."""
 
+import datetime
+import difflib
+import functools
 import gzip
+import io
 import os
+import re
 import textwrap
+import warnings
 import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -46,7 +53,6 @@ _MULAN = {
 _ALIASES = {"tmc2007-500": "tmc2007"}
 # bundled with the package: name -> file in skstruct/datasets/data
 _BUNDLED = {"yeast": "multilabel-yeast.npz", "emotions": "multilabel-emotions.npz"}
-_NUMERIC = {"numeric", "real", "integer"}
 _DESCR_TEMPLATE = """\
 {title}
 {underline}
@@ -70,172 +76,781 @@ Reference: {reference}
 
 
 # --------------------------------------------------------------------------- ARFF reader
+#
+# The grammar is Weka's (https://waikato.github.io/weka-wiki/formats_and_processing/arff/):
+# case-insensitive keywords, ``%`` comments, names and values in single or double quotes
+# with backslash escapes, nominal specifications ``{a, 'b c'}``, dense rows
+# ``v1, v2, ...`` and sparse rows ``{index value, ...}``, ``?`` for a missing value and an
+# optional instance weight ``{w}`` at the end of a row.
+
+_NUMERIC = {"numeric", "real", "integer"}
+_TYPES = _NUMERIC | {"string", "date", "relational"}
+_DEFAULT_DATE = "yyyy-MM-dd'T'HH:mm:ss"
+_TOKEN = re.compile(r"""
+    [ \t\r\n\f\v]*(?:
+      (?P<quoted>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
+    | (?P<punct>[{},])
+    | (?P<word>[^\s{},'"%]+)
+    | (?P<comment>%)
+    | (?P<open>['"])
+    )""", re.VERBOSE | re.DOTALL)
+_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
+_KEYWORD = re.compile(r"@([A-Za-z]+)")
 
 
-def _split_name(rest, lineno):
-    """Split ``rest`` of an @attribute line into (name, type), unquoting the name."""
-    rest = rest.strip()
-    if rest[:1] in ("'", '"'):
-        end = rest.find(rest[0], 1)
-        if end < 0:
-            raise ValueError(f"line {lineno}: unterminated quoted attribute name")
-        return rest[1:end], rest[end + 1:].strip()
-    parts = rest.split(None, 1)
-    if len(parts) != 2:
-        raise ValueError(f"line {lineno}: @attribute needs a name and a type")
-    return parts[0], parts[1].strip()
+class _ArffError(ValueError):
+    """A problem at one line of an ARFF file; the loader prefixes the file name."""
+
+    def __init__(self, lineno, problem):
+        super().__init__(f"line {lineno}: {problem}")
+        self.lineno = lineno
 
 
-def _unquote(value):
-    value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in ("'", '"'):
-        return value[1:-1]
-    return value
+@dataclass(frozen=True)
+class _Attribute:
+    """One ``@attribute`` declaration.
 
-
-def _attribute_codec(name, kind, lineno):
-    """How to read values of an attribute: ``None`` for numbers, else a value→code dict.
-
-    Nominal values that are all numbers (MULAN's ``{0,1}``) are read as those numbers;
-    other nominal values as their index in the declaration.
+    ``kind`` is "numeric" (numeric, real and integer), "nominal", "string" or "date";
+    ``values`` are the declared values of a nominal attribute; ``date_pattern`` is the
+    Java pattern of a date attribute and ``date_format`` its
+    :func:`~datetime.datetime.strptime` translation.
     """
-    if kind.lower() in _NUMERIC:
-        return None
-    if kind.startswith("{") and kind.endswith("}"):
-        values = [_unquote(v) for v in kind[1:-1].split(",")]
+
+    name: str
+    kind: str
+    lineno: int
+    values: tuple = ()
+    date_pattern: str = ""
+    date_format: str = ""
+
+    @functools.cached_property
+    def numbers(self):
+        """The declared nominal values as distinct finite numbers, or None."""
+        if self.values == ("0", "1"):
+            return np.array([0.0, 1.0])
         try:
-            codes = [float(v) for v in values]
+            numbers = np.array([float(value) for value in self.values])
         except ValueError:
-            codes = list(range(len(values)))
-        return dict(zip(values, map(float, codes)))
-    raise ValueError(f"line {lineno}: attribute {name!r} has unsupported type {kind!r} "
-                     "(numeric and nominal attributes only)")
+            return None
+        if not np.all(np.isfinite(numbers)) or len(np.unique(numbers)) != len(numbers):
+            return None
+        return numbers
 
 
-def _convert(value, codec, name, lineno):
-    value = _unquote(value)
-    if value == "?":
-        return np.nan
-    if codec is None:
-        try:
-            return float(value)
-        except ValueError:
-            raise ValueError(f"line {lineno}: {value!r} is not a number "
-                             f"(attribute {name!r})") from None
-    try:
-        return codec[value]
-    except KeyError:
-        raise ValueError(f"line {lineno}: {value!r} is not a value of the nominal "
-                         f"attribute {name!r}") from None
+@dataclass
+class _ArffData:
+    """The content of an ARFF file, one column per attribute.
+
+    ``table`` is an ndarray of shape (n_rows, n_attributes), or a CSR matrix if the file
+    has sparse rows. It holds numbers for numeric attributes, seconds since the epoch for
+    dates, the index of the declared value for nominal attributes, NaN for missing values
+    and 0 for string attributes, whose values are in ``strings`` (attribute index ->
+    object ndarray of shape (n_rows,), None where missing). ``linenos`` gives the line of
+    each data row.
+    """
+
+    attributes: list
+    table: object
+    linenos: np.ndarray
+    strings: dict = field(default_factory=dict)
+    weighted: bool = False
+
+    @property
+    def names(self):
+        return [attribute.name for attribute in self.attributes]
 
 
-def _read_arff(lines):
-    """Parse the lines of an ARFF file (dense rows, or sparse ``{index value, ...}`` rows).
+def _unescape(text):
+    """Undo ARFF backslash escapes (``\\'``, ``\\"``, ``\\\\``, ``\\n``, ``\\t``, ...)."""
+    if "\\" not in text:
+        return text
+    return _ESCAPE.sub(lambda match: _ESCAPES.get(match.group(1), match.group(1)), text)
+
+
+def _tokenize(line, lineno, pos=0):
+    """Split ``line[pos:]`` into ``(kind, text)`` tokens, up to a ``%`` comment.
+
+    ``kind`` is "q" for a quoted string (``text`` unquoted and unescaped), "w" for a bare
+    word, or the punctuation itself (``{``, ``}``, ``,``).
+    """
+    tokens = []
+    while (match := _TOKEN.match(line, pos)) is not None:
+        kind = match.lastgroup
+        if kind == "comment":
+            break
+        if kind == "open":
+            rest = line[match.start(kind):]
+            rest = rest if len(rest) <= 30 else rest[:27] + "..."
+            raise _ArffError(lineno, f"unterminated quote {match.group(kind)} in {rest!r} "
+                                     "(escape quotes inside a quoted name or value with a "
+                                     "backslash)")
+        text = match.group(kind)
+        if kind == "quoted":
+            tokens.append(("q", _unescape(text[1:-1])))
+        elif kind == "word":
+            tokens.append(("w", text))
+        else:
+            tokens.append((text, text))
+        pos = match.end()
+    return tokens
+
+
+def _is_text(token):
+    return token[0] in ("q", "w")
+
+
+# --------------------------------------------------------------------------- header
+
+
+def _nominal_values(name, tokens, lineno):
+    """The values of a nominal specification ``{ v1, v2, ... }`` (``tokens[0]`` is ``{``)."""
+    values, expect_value = [], True
+    for position, token in enumerate(tokens[1:], 1):
+        if token[0] == "}":
+            if expect_value and values:
+                raise _ArffError(lineno, f"empty value before '}}' in the values of {name!r}")
+            if not values:
+                raise _ArffError(lineno, f"nominal attribute {name!r} declares no values")
+            if position != len(tokens) - 1:
+                raise _ArffError(lineno, f"unexpected {tokens[position + 1][1]!r} after the "
+                                         f"values of {name!r}")
+            duplicates = sorted({v for v in values if values.count(v) > 1})
+            if duplicates:
+                raise _ArffError(lineno, f"nominal attribute {name!r} declares {duplicates} "
+                                         "more than once")
+            return tuple(values)
+        if expect_value != _is_text(token):
+            what = "a value" if expect_value else "',' or '}'"
+            hint = "" if expect_value else " (quote values that contain spaces)"
+            raise _ArffError(lineno, f"expected {what} in the values of {name!r}, got "
+                                     f"{token[1]!r}{hint}")
+        if expect_value:
+            values.append(token[1])
+        expect_value = not expect_value
+    raise _ArffError(lineno, f"the values of {name!r} have no closing '}}'")
+
+
+_DATE_CODES = {"y": "%Y", "M": "%m", "d": "%d", "H": "%H", "h": "%I", "m": "%M",
+               "s": "%S", "S": "%f", "a": "%p", "Z": "%z", "X": "%z", "E": "%a"}
+
+
+def _date_code(letters):
+    """The ``strptime`` directive of a run of one Java pattern letter (``yyyy``, ``MMM``)."""
+    letter, n = letters[0], len(letters)
+    if letter == "y" and n == 2:
+        return "%y"
+    if letter in "ME" and n >= 3:
+        return {"M": ("%b", "%B"), "E": ("%a", "%A")}[letter][n > 3]
+    return _DATE_CODES[letter]
+
+
+def _date_format(pattern, name, lineno):
+    """Translate a Java ``SimpleDateFormat`` pattern into a ``strptime`` format."""
+    parts = []
+    for match in re.finditer(r"'([^']*)'|([A-Za-z])\2*|.", pattern):
+        letters = match.group(0)
+        if match.group(1) is not None:  # quoted literal text; '' is a quote
+            parts.append((match.group(1) or "'").replace("%", "%%"))
+        elif match.group(2) is None:
+            parts.append(letters.replace("%", "%%"))
+        elif letters[0] in _DATE_CODES:
+            parts.append(_date_code(letters))
+        else:
+            raise _ArffError(lineno, f"date attribute {name!r}: unsupported pattern letter "
+                                     f"{letters[0]!r} in {pattern!r} (supported: "
+                                     f"{''.join(_DATE_CODES)})")
+    return "".join(parts)
+
+
+def _parse_type(name, tokens, lineno):
+    """The :class:`_Attribute` declared by the type ``tokens`` that follow ``name``."""
+    if tokens[0][0] == "{":
+        return _Attribute(name, "nominal", lineno, values=_nominal_values(name, tokens, lineno))
+    word = tokens[0][1].lower() if tokens[0][0] == "w" else None
+    if word not in _TYPES:
+        hint = ""
+        if len(tokens) > 1 and tokens[1][1].lower() in _TYPES | {"{"}:
+            hint = " (quote names that contain spaces)"
+        raise _ArffError(lineno, f"attribute {name!r} has unknown type {tokens[0][1]!r}"
+                                 f"{hint}; expected numeric, real, integer, string, date or "
+                                 "a nominal specification {...}")
+    if word == "relational":
+        raise _ArffError(lineno, f"attribute {name!r} is relational: relational (multi-"
+                                 "instance) attributes are not supported")
+    extra = tokens[1:]
+    if word == "date" and extra and _is_text(extra[0]):
+        extra = extra[1:]
+    if extra:
+        raise _ArffError(lineno, f"unexpected {extra[0][1]!r} after the type of {name!r}")
+    if word == "date":
+        pattern = tokens[1][1] if len(tokens) == 2 else _DEFAULT_DATE
+        return _Attribute(name, "date", lineno, date_pattern=pattern,
+                          date_format=_date_format(pattern, name, lineno))
+    return _Attribute(name, "numeric" if word in _NUMERIC else "string", lineno)
+
+
+def _parse_attribute(line, start, lineno):
+    """The :class:`_Attribute` declared by ``line[start:]``, the text after ``@attribute``."""
+    tokens = _tokenize(line, lineno, start)
+    if not tokens or not _is_text(tokens[0]):
+        raise _ArffError(lineno, "@attribute needs a name and a type")
+    name = tokens[0][1]
+    if len(tokens) == 1:
+        raise _ArffError(lineno, f"attribute {name!r} has no type")
+    return _parse_type(name, tokens[1:], lineno)
+
+
+def _read_header(lines):
+    """Parse the header of an ARFF file.
 
     Returns
     -------
-    names : list of str
-        The attribute names, in file order.
-    data : ndarray of shape (n_rows, n_attributes) or CSR matrix
-        The values, as a dense array if every data row is dense, else as a CSR matrix
-        (entries omitted by sparse rows are 0).
+    attributes : list of _Attribute
+        In file order.
+    start : int
+        The index in ``lines`` of the first line after ``@data``.
     """
-    names, codecs = [], []
-    lines = iter(enumerate(lines, 1))
-    for lineno, line in lines:
-        line = line.strip()
-        if not line or line.startswith("%"):
+    attributes, seen = [], {}
+    for index, line in enumerate(lines):
+        lineno, line = index + 1, line.strip()
+        if not line or line[0] == "%":
             continue
-        keyword = line.split(None, 1)[0].lower()
-        if keyword == "@attribute":
-            name, kind = _split_name(line[len("@attribute"):], lineno)
-            names.append(name)
-            codecs.append(_attribute_codec(name, kind, lineno))
-        elif keyword == "@data":
-            break
-        elif keyword != "@relation":
-            raise ValueError(f"line {lineno}: unexpected header line {line[:40]!r}")
-    else:
-        raise ValueError("no @data section")
-    n_attributes = len(names)
-    if n_attributes == 0:
-        raise ValueError("no @attribute declared")
-    plain = all(codec is None for codec in codecs)
-    dense, linenos, indptr, indices, values = [], [], [0], [], []
-    for lineno, line in lines:
-        line = line.strip()
-        if not line or line.startswith("%"):
-            continue
-        if line.startswith("{"):
-            end = line.find("}")  # an instance weight ", {w}" may follow; it is ignored
-            if end < 0:
-                raise ValueError(f"line {lineno}: unterminated sparse row")
-            body = line[1:end].strip()
-            row = {}
-            for item in body.split(",") if body else ():
-                parts = item.split(None, 1)
-                try:
-                    index = int(parts[0])
-                except (ValueError, IndexError):
-                    index = -1
-                if len(parts) != 2 or not 0 <= index < n_attributes:
-                    raise ValueError(f"line {lineno}: bad sparse entry {item.strip()!r} "
-                                     f"({n_attributes} attributes)")
-                if index in row:
-                    raise ValueError(f"line {lineno}: attribute {index} given twice")
-                row[index] = _convert(parts[1], codecs[index], names[index], lineno)
-            for index in sorted(row):
-                indices.append(index)
-                values.append(row[index])
-            indptr.append(len(indices))
-            dense.append(None)
+        match = _KEYWORD.match(line)
+        keyword = match.group(1).lower() if match else None
+        if keyword == "data":
+            if not attributes:
+                raise _ArffError(lineno, "@data before any @attribute")
+            return attributes, index + 1
+        if keyword == "attribute":
+            attribute = _parse_attribute(line, match.end(), lineno)
+            if attribute.name in seen:
+                raise _ArffError(lineno, f"attribute {attribute.name!r} is declared twice "
+                                         f"(first at line {seen[attribute.name]})")
+            seen[attribute.name] = lineno
+            attributes.append(attribute)
+        elif keyword != "relation":
+            raise _ArffError(lineno, f"unexpected header line {line[:40]!r} (expected "
+                                     "@relation, @attribute or @data)")
+    raise ValueError("no @data section after the header")
+
+
+# --------------------------------------------------------------------------- data rows
+#
+# Files of numbers (every attribute numeric or nominal with numeric values, no quotes, no
+# comments after values: all MULAN files) are parsed in bulk by numpy; any other file, and
+# any file the bulk parse rejects, row by row by the tokenizer, which also names the line
+# and the problem of bad input.
+
+
+def _declared_numbers(attribute):
+    """The declared values of a nominal attribute as distinct finite numbers, or None."""
+    return attribute.numbers
+
+
+def _codes_from_numbers(numbers, declared):
+    """Indices of ``numbers`` among the ``declared`` values (NaN stays NaN), or None."""
+    order = np.argsort(declared)
+    pos = np.minimum(np.searchsorted(declared[order], numbers), len(declared) - 1)
+    missing = np.isnan(numbers)
+    if not np.all((declared[order][pos] == numbers) | missing):
+        return None
+    return np.where(missing, np.nan, order[pos])
+
+
+def _bulk_codes(values, columns, attributes):
+    """Turn bulk-parsed numbers into the codes of their attributes, in place.
+
+    ``values`` is a dense table (``columns`` None) or the values of sparse entries whose
+    attributes are ``columns``. A nominal attribute declared ``{0, 1, ..., k-1}`` in this
+    order (MULAN's ``{0,1}``) has its numbers as codes; other nominal attributes are
+    looked up. Returns False if a value is not declared (the row-by-row parser then says
+    where).
+    """
+    limit = np.full(len(attributes), np.inf)
+    others = []
+    for j, attribute in enumerate(attributes):
+        if attribute.kind == "nominal":
+            declared = _declared_numbers(attribute)
+            if np.array_equal(declared, np.arange(len(declared))):
+                limit[j] = len(declared)
+            else:
+                others.append((j, declared))
+    coded = np.isfinite(limit)
+    if coded.any():
+        if columns is None:
+            numbers, bound = values[:, coded], limit[coded]
         else:
-            fields = line.split(",")
-            if len(fields) != n_attributes:
-                raise ValueError(f"line {lineno}: expected {n_attributes} values, "
-                                 f"got {len(fields)}")
-            if not (plain and "?" not in line and "'" not in line and '"' not in line):
-                fields = [_convert(v, c, n, lineno) for v, c, n in zip(fields, codecs, names)]
-            dense.append(fields)  # plain numbers are converted in bulk below
-            indptr.append(indptr[-1])
-        linenos.append(lineno)
-    n_rows = len(dense)
-    if any(row is not None for row in dense):
+            numbers = values[coded[columns]]
+            bound = limit[columns[coded[columns]]]
+        with np.errstate(invalid="ignore"):
+            valid = (numbers >= 0) & (numbers < bound) & (numbers == np.floor(numbers))
+        if not np.all(valid | np.isnan(numbers)):
+            return False
+    for j, declared in others:
+        where = (slice(None), j) if columns is None else columns == j
+        codes = _codes_from_numbers(values[where], declared)
+        if codes is None:
+            return False
+        values[where] = codes
+    return True
+
+
+def _can_bulk_parse(attributes, rows):
+    """Whether the numbers of every row can be parsed by numpy in one go."""
+    if any(a.kind in ("string", "date") or (a.kind == "nominal" and _declared_numbers(a) is None)
+           for a in attributes):
+        return False
+    blob = "\n".join(rows)
+    return not any(char in blob for char in "'\"%") and (
+        all(row[0] == "{" for row in rows) or "{" not in blob)
+
+
+def _bulk_dense(rows, attributes):
+    """Parse dense rows of numbers with numpy; None if numpy rejects one."""
+    text = "\n".join(rows)
+    if "?" in text:
+        text = text.replace("?", "nan")
+    try:
+        table = np.loadtxt(io.StringIO(text), delimiter=",", comments=None,
+                           dtype=np.float64, ndmin=2)
+    except ValueError:
+        return None
+    if table.shape != (len(rows), len(attributes)):
+        return None
+    return table if _bulk_codes(table, None, attributes) else None
+
+
+def _bulk_sparse(rows, attributes):
+    """Parse sparse rows ``{index value, ...}`` of numbers with numpy; None if it fails.
+
+    Every entry is put on a line of its own and numpy reads them as pairs; a row with an
+    empty entry, an entry that is not a pair, an index out of range or given twice, or
+    a trailing weight, is left to the row-by-row parser.
+    """
+    n_attributes = len(attributes)
+    if any(row[-1] != "}" for row in rows):
+        return None
+    bodies = [row[1:-1] for row in rows]
+    counts = np.array([body.count(",") + 1 if body.strip() else 0 for body in bodies],
+                      dtype=np.int64)
+    text = "\n".join(bodies)
+    if "{" in text or "}" in text:
+        return None
+    text = text.replace(",", "\n").replace("?", "nan")
+    n_entries = int(counts.sum())
+    try:
+        with warnings.catch_warnings():  # numpy warns about input without entries
+            warnings.simplefilter("ignore", UserWarning)
+            entries = np.loadtxt(io.StringIO(text), comments=None, dtype=np.float64,
+                                 ndmin=2) if n_entries else np.empty((0, 2))
+    except ValueError:
+        return None
+    if entries.shape != (n_entries, 2):
+        return None
+    index, values = entries[:, 0], entries[:, 1].copy()
+    if not np.all((index >= 0) & (index < n_attributes) & (index == np.floor(index))):
+        return None
+    columns = index.astype(np.int64)
+    if not _bulk_codes(values, columns, attributes):
+        return None
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    table = sp.csr_matrix((values, columns, indptr), shape=(len(rows), n_attributes))
+    table.sort_indices()
+    same_row = np.repeat(np.arange(len(rows)), counts)
+    if np.any((np.diff(table.indices) == 0) & (same_row[1:] == same_row[:-1])):
+        return None
+    return table
+
+
+def _weight(tokens, lineno):
+    """The instance weight of the tokens ``{ w }`` at the end of a row."""
+    if len(tokens) == 3 and tokens[0][0] == "{" and tokens[1][0] == "w" and \
+            tokens[2][0] == "}":
         try:
-            rows = np.array([np.zeros(n_attributes) if row is None else row for row in dense],
-                            dtype=np.float64).reshape(n_rows, n_attributes)
-        except ValueError:  # say where: convert row by row
-            for row, lineno in zip(dense, linenos):
-                if row is not None:
-                    [_convert(v, c, n, lineno) for v, c, n in zip(row, codecs, names)]
-            raise
-        if not indices:
-            return names, rows
+            return float(tokens[1][1])
+        except ValueError:
+            pass
+    text = " ".join(token[1] for token in tokens)
+    raise _ArffError(lineno, f"unexpected {text!r} at the end of the row (an instance "
+                             "weight is written {w})")
+
+
+def _dense_entries(tokens, lineno, n_attributes):
+    """The attribute indices, value tokens and weight of a dense row ``v1, v2, ...``."""
+    values, position = [], 0
+    while position < len(tokens) and tokens[position][0] != "{":
+        token = tokens[position]
+        if not _is_text(token):
+            raise _ArffError(lineno, f"value {len(values) + 1} is empty" if token[0] == ","
+                             else f"unexpected {token[1]!r} in a data row")
+        values.append(token)
+        position += 1
+        if position < len(tokens):
+            if tokens[position][0] != ",":
+                raise _ArffError(lineno, f"expected ',' after value {len(values)}, got "
+                                         f"{tokens[position][1]!r} (quote values that "
+                                         "contain spaces)")
+            position += 1
+            if position == len(tokens):
+                raise _ArffError(lineno, f"value {len(values) + 1} is empty (the row ends "
+                                         "with ',')")
+    weight = _weight(tokens[position:], lineno) if position < len(tokens) else None
+    if len(values) != n_attributes:
+        raise _ArffError(lineno, f"expected {n_attributes} values, got {len(values)}")
+    return range(n_attributes), values, weight
+
+
+def _sparse_entry(tokens, lineno, n_attributes):
+    """The attribute index and value token of the sparse entry ``tokens[:2]``."""
+    index = tokens[0][1] if tokens else "the end of the line"
+    if not tokens or tokens[0][0] != "w" or not (index.isascii() and index.isdigit()):
+        raise _ArffError(lineno, f"bad sparse entry: expected an attribute index, got "
+                                 f"{index!r}")
+    index = int(index)
+    if index >= n_attributes:
+        raise _ArffError(lineno, f"bad sparse entry: attribute index {index} is out of range "
+                                 f"({n_attributes} attributes, indices 0 to "
+                                 f"{n_attributes - 1})")
+    if len(tokens) < 2 or not _is_text(tokens[1]):
+        raise _ArffError(lineno, f"bad sparse entry: attribute {index} has no value")
+    return index, tokens[1]
+
+
+def _sparse_entries(tokens, lineno, n_attributes):
+    """The attribute indices, value tokens and weight of a sparse row ``{i v, ...}``."""
+    indices, values, position = [], [], 1
+    if position < len(tokens) and tokens[position][0] == "}":
+        position += 1
     else:
-        rows = None
-    data = sp.csr_matrix((np.asarray(values, dtype=np.float64),
-                          np.asarray(indices, dtype=np.int32),
-                          np.asarray(indptr, dtype=np.int64)), shape=(n_rows, n_attributes))
-    if rows is not None:  # a mix of dense and sparse rows
-        data = data + sp.csr_matrix(rows)
-    data.eliminate_zeros()
-    return names, data.tocsr()
+        while True:
+            index, value = _sparse_entry(tokens[position:position + 2], lineno, n_attributes)
+            if index in indices:
+                raise _ArffError(lineno, f"attribute {index} is given twice in a sparse row")
+            indices.append(index)
+            values.append(value)
+            position += 2
+            separator = tokens[position] if position < len(tokens) else None
+            position += 1
+            if separator is not None and separator[0] == "}":
+                break
+            if separator is None or separator[0] != ",":
+                got = f"got {separator[1]!r}" if separator else "the row has no closing '}'"
+                raise _ArffError(lineno, f"expected ',' or '}}' after the entry of attribute "
+                                         f"{index}: {got}")
+    weight = None
+    if position < len(tokens):
+        if tokens[position][0] != ",":
+            raise _ArffError(lineno, f"unexpected {tokens[position][1]!r} after the sparse "
+                                     "row")
+        weight = _weight(tokens[position + 1:], lineno)
+    return indices, values, weight
+
+
+class _BadValue(Exception):
+    """A value that does not fit its attribute, at ``position`` in the column."""
+
+    def __init__(self, position, message):
+        super().__init__(message)
+        self.position = position
+
+
+def _date_reader(attribute):
+    """A function text -> seconds since 1970-01-01 UTC for a date attribute."""
+    def read(text):
+        try:
+            moment = datetime.datetime.strptime(text, attribute.date_format)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a date {attribute.date_pattern!r} (attribute "
+                             f"{attribute.name!r})") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=datetime.timezone.utc)
+        return moment.timestamp()
+    return read
+
+
+def _value_reader(attribute):
+    """A function text -> value of ``attribute`` (raises ValueError with a message)."""
+    name = attribute.name
+    if attribute.kind == "numeric":
+        def read(text):
+            try:
+                return float(text)
+            except ValueError:
+                raise ValueError(f"{text!r} is not a number (attribute {name!r})") from None
+        return read
+    if attribute.kind == "nominal":
+        codes = {value: float(index) for index, value in enumerate(attribute.values)}
+        shown = ", ".join(attribute.values[:10]) + (", ..." if len(codes) > 10 else "")
+
+        def read(text):
+            try:
+                return codes[text]
+            except KeyError:
+                raise ValueError(f"{text!r} is not a value of the nominal attribute "
+                                 f"{name!r} ({{{shown}}})") from None
+        return read
+    if attribute.kind == "date":
+        return _date_reader(attribute)
+    return str
+
+
+def _convert_column(attribute, tokens):
+    """The values of one attribute from its tokens; unquoted ``?`` is missing."""
+    read = _value_reader(attribute)
+    missing = None if attribute.kind == "string" else np.nan
+    out = []
+    for position, (kind, text) in enumerate(tokens):
+        if kind == "w" and text == "?":
+            out.append(missing)
+            continue
+        try:
+            out.append(read(text))
+        except ValueError as error:
+            raise _BadValue(position, str(error)) from None
+    return out
+
+
+def _parse_rows(rows, linenos, attributes):
+    """Parse data rows one by one (any ARFF row); returns (table, strings, weighted)."""
+    n_rows, n_attributes = len(rows), len(attributes)
+    row_ids, columns, tokens, sparse, weighted = [], [], [], False, False
+    for row, (text, lineno) in enumerate(zip(rows, linenos)):
+        line_tokens = _tokenize(text, lineno)
+        entries = _sparse_entries if line_tokens[0][0] == "{" else _dense_entries
+        indices, values, weight = entries(line_tokens, lineno, n_attributes)
+        sparse |= entries is _sparse_entries
+        weighted |= weight is not None
+        row_ids.extend([row] * len(values))
+        columns.extend(indices)
+        tokens.extend(values)
+    row_ids, columns = np.array(row_ids, dtype=np.int64), np.array(columns, dtype=np.int64)
+    numbers, strings, errors = np.zeros(len(tokens)), {}, []
+    order = np.argsort(columns, kind="stable")
+    bounds = np.searchsorted(columns[order], np.arange(n_attributes + 1))
+    for j, attribute in enumerate(attributes):
+        entries = order[bounds[j]:bounds[j + 1]]
+        try:
+            values = _convert_column(attribute, [tokens[e] for e in entries])
+        except _BadValue as bad:
+            errors.append((linenos[row_ids[entries[bad.position]]], str(bad)))
+            continue
+        if attribute.kind == "string":  # omitted from a sparse row: the empty string
+            strings[j] = np.full(n_rows, "", dtype=object)
+            strings[j][row_ids[entries]] = values
+        else:
+            numbers[entries] = values
+    if errors:
+        raise _ArffError(*min(errors))
+    if sparse:
+        table = sp.csr_matrix((numbers, (row_ids, columns)), shape=(n_rows, n_attributes))
+    else:
+        table = numbers.reshape(n_rows, n_attributes)
+    return table, strings, weighted
+
+
+def _read_arff(source):
+    """Parse an ARFF file.
+
+    Parameters
+    ----------
+    source : str or file-like
+        The text of the file, or an open text file.
+
+    Returns
+    -------
+    data : _ArffData
+        The attributes and the values (see :class:`_ArffData`).
+    """
+    text = source if isinstance(source, str) else source.read()
+    lines = text.split("\n")
+    attributes, start = _read_header(lines)
+    numbered = [(line.strip(), lineno) for lineno, line in enumerate(lines[start:], start + 1)]
+    rows = [row for row, _ in numbered if row and row[0] != "%"]
+    linenos = np.array([lineno for row, lineno in numbered if row and row[0] != "%"],
+                       dtype=np.int64)
+    table = None
+    if rows and _can_bulk_parse(attributes, rows):
+        bulk = _bulk_sparse if rows[0][0] == "{" else _bulk_dense
+        table = bulk(rows, attributes)
+    if table is not None:
+        return _ArffData(attributes, table, linenos)
+    table, strings, weighted = _parse_rows(rows, linenos, attributes)
+    return _ArffData(attributes, table, linenos, strings, weighted)
+
+
+# --------------------------------------------------------------------------- coding
+
+
+def _describe_type(attribute):
+    if attribute.kind == "nominal":
+        return "{" + ",".join(attribute.values) + "}"
+    return attribute.kind
+
+
+def _binary_values(attribute):
+    """The declared numbers of a nominal attribute whose values are 0 and 1, else None."""
+    declared = _declared_numbers(attribute) if attribute.kind == "nominal" else None
+    if declared is None or sorted(declared) != [0.0, 1.0]:
+        return None
+    return declared
+
+
+def _column(table, j):
+    """Column ``j`` of a dense table or a CSC matrix, as a 1-D float array."""
+    if sp.issparse(table):
+        return table[:, [j]].toarray().ravel()
+    return table[:, j]
+
+
+def _one_hot(codes, n_values):
+    """One column per declared value (NaN in every column where the value is missing)."""
+    block = (codes[:, None] == np.arange(n_values)).astype(np.float64)
+    block[np.isnan(codes)] = np.nan
+    return block
+
+
+def _plain(attribute):
+    """Whether the codes of an attribute are its feature column as they are."""
+    binary = _binary_values(attribute)
+    return attribute.kind != "nominal" or (binary is not None and binary[0] == 0)
+
+
+def _feature_segments(attributes, skip, column):
+    """The feature columns in attribute order, as runs of raw columns and coded blocks.
+
+    Returns ``(segments, names)``: each segment is a list of raw table columns or an
+    ndarray of shape (n_rows, k) of coded columns; ``column(j)`` gives the codes of
+    attribute ``j``.
+    """
+    segments, names, run = [], [], None
+    for j, attribute in enumerate(attributes):
+        if j in skip or attribute.kind == "string":
+            continue
+        if _plain(attribute):
+            if run is None:
+                run = []
+                segments.append(run)
+            run.append(j)
+            names.append(attribute.name)
+            continue
+        run = None
+        if _binary_values(attribute) is not None:  # declared {1, 0}
+            segments.append((1.0 - column(j))[:, None])
+            names.append(attribute.name)
+        else:
+            segments.append(_one_hot(column(j), len(attribute.values)))
+            names.extend(f"{attribute.name}={value}" for value in attribute.values)
+    return segments, names
+
+
+def _raw_columns(table, columns):
+    """``table[:, columns]``, as a slice when the columns are consecutive."""
+    if columns[-1] - columns[0] == len(columns) - 1:
+        return table[:, columns[0]:columns[-1] + 1]
+    return table[:, columns]
+
+
+def _features(data, skip):
+    """The feature matrix (ndarray, or CSR for a sparse table) and the feature names."""
+    table, attributes = data.table, data.attributes
+    coded = any(j not in skip and a.kind != "string" and not _plain(a)
+                for j, a in enumerate(attributes))
+    source = table.tocsc() if coded and sp.issparse(table) else table
+    segments, names = _feature_segments(attributes, skip, lambda j: _column(source, j))
+    n_rows = table.shape[0]
+    if not sp.issparse(table):
+        blocks = [_raw_columns(table, s) if isinstance(s, list) else s for s in segments]
+        features = np.hstack(blocks) if blocks else np.empty((n_rows, 0))
+        return np.ascontiguousarray(features), names
+    blocks = [_raw_columns(table, s) if isinstance(s, list) else sp.csr_matrix(s)
+              for s in segments]
+    if len(blocks) == 1:
+        features = blocks[0].tocsr()
+    else:
+        features = sp.hstack(blocks, format="csr") if blocks else sp.csr_matrix((n_rows, 0))
+    features.eliminate_zeros()
+    features.sort_indices()
+    return features, names
+
+
+def _check_label_type(attribute):
+    if attribute.kind != "numeric" and _binary_values(attribute) is None:
+        raise _ArffError(attribute.lineno, f"label {attribute.name!r} is declared "
+                                           f"{_describe_type(attribute)}; labels must be "
+                                           "numeric or nominal {0,1}")
+
+
+def _targets(data, columns):
+    """The 0/1 label indicator matrix of the label attributes ``columns``."""
+    attributes = [data.attributes[j] for j in columns]
+    for attribute in attributes:
+        _check_label_type(attribute)
+    table = data.table[:, columns]
+    labels = table.toarray() if sp.issparse(table) else np.array(table)
+    for k, attribute in enumerate(attributes):
+        binary = _binary_values(attribute)
+        if binary is not None and binary[0]:  # declared {1, 0}: codes -> numbers
+            labels[:, k] = 1.0 - labels[:, k]
+    bad = np.argwhere(~((labels == 0) | (labels == 1)))
+    if len(bad):
+        row, k = bad[0]
+        value = "missing ('?')" if np.isnan(labels[row, k]) else f"{labels[row, k]:g}"
+        raise _ArffError(data.linenos[row], f"label {attributes[k].name!r} is {value}; "
+                                            "labels must be 0 or 1")
+    return labels.astype(np.intp)
+
+
+# --------------------------------------------------------------------------- files
+
+# the ARFF file names of a split, dense and sparse (tried in this order, each .arff.gz
+# then .arff)
+_ARFF_NAMES = ("{stem}-{subset}", "{stem}-{subset}-sparse", "{stem}-sparse-{subset}")
+_STRING_POLICIES = ("warn", "drop", "raise", "return")
 
 
 def _open_text(path):
     path = os.fspath(path)
     opener = gzip.open if path.endswith(".gz") else open
-    return opener(path, "rt", encoding="utf-8")
+    return opener(path, "rt", encoding="utf-8-sig")
+
+
+def _read_arff_file(path):
+    """Parse the ARFF file at ``path`` (plain or gzipped); errors name the file."""
+    try:
+        with _open_text(path) as file:
+            text = file.read()
+    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as error:
+        raise ValueError(f"{path}: cannot be read as UTF-8 text ({error})") from None
+    try:
+        return _read_arff(text)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
 
 
 def _read_label_names(xml_path):
-    """Label names of a MULAN ``.xml`` file, in its order."""
-    root = ElementTree.parse(xml_path).getroot()
-    return [element.get("name") for element in root.iter()
-            if element.tag.rsplit("}", 1)[-1] == "label"]
+    """Label names of a MULAN ``.xml`` file, in its order (XML entities decoded)."""
+    try:
+        root = ElementTree.parse(xml_path).getroot()
+    except ElementTree.ParseError as error:
+        raise ValueError(f"{xml_path}: not a well-formed XML label file ({error})") from None
+    names = []
+    for element in root.iter():
+        if element.tag.rsplit("}", 1)[-1] == "label":
+            if element.get("name") is None:
+                raise ValueError(f"{xml_path}: a <label> element has no name attribute")
+            names.append(element.get("name"))
+    if not names:
+        raise ValueError(f"{xml_path}: no <label name=...> element")
+    return names
 
 
-# --------------------------------------------------------------------------- files
+def _base_name(arff):
+    """``bibtex`` for ``bibtex-train-sparse.arff.gz`` and the like."""
+    base = arff.name.removesuffix(".gz").removesuffix(".arff")
+    for suffix in ("-sparse", "-train", "-test", "-sparse"):
+        base = base.removesuffix(suffix)
+    return base
 
 
 def _find_files(name, subset, path):
@@ -243,61 +858,84 @@ def _find_files(name, subset, path):
     stem = _MULAN[name][0] if name in _MULAN else name
     path = Path(path)
     if path.is_file():
-        folder = path.parent
         arff = path
-        others = sorted(folder.glob("*.xml"))
-        xml_candidates = [folder / f"{stem}.xml"] + (others if len(others) == 1 else [])
     else:
-        folders = [path / name, path / stem, path]
-        arff = None
-        for folder in folders:
-            for suffix in (".arff.gz", ".arff"):
-                candidate = folder / f"{stem}-{subset}{suffix}"
-                if candidate.is_file():
-                    arff = candidate
-                    break
-            if arff is not None:
-                break
+        names = [pattern.format(stem=stem, subset=subset) for pattern in _ARFF_NAMES]
+        candidates = [folder / f"{base}{suffix}" for folder in (path / name, path / stem, path)
+                      for base in names for suffix in (".arff.gz", ".arff")]
+        arff = next((candidate for candidate in candidates if candidate.is_file()), None)
         if arff is None:
             raise FileNotFoundError(
-                f"no {stem}-{subset}.arff(.gz) in {path} or its folder {name!r}")
-        folder = arff.parent
-        xml_candidates = [folder / f"{stem}.xml"]
+                f"no {' or '.join(n + '.arff(.gz)' for n in names)} in {path} or its "
+                f"folder {name!r}")
+    others = sorted(arff.parent.glob("*.xml"))
+    xml_candidates = [arff.parent / f"{stem}.xml", arff.parent / f"{_base_name(arff)}.xml"]
+    xml_candidates += others if len(others) == 1 else []
     xml = next((f for f in xml_candidates if f.is_file()), None)
     return arff, xml
 
 
-def _parse_files(name, subset, path):
+def _label_columns(data, name, arff, xml):
+    """The attribute indices of the labels named in ``xml`` (in ARFF order)."""
+    names = data.names
+    if xml is None:
+        if name not in _MULAN:
+            raise FileNotFoundError(f"no label file {name}.xml next to {arff}")
+        return list(range(len(names) - _MULAN[name][4], len(names)))
+    position = {attribute: j for j, attribute in enumerate(names)}
+    columns = {}
+    for label in _read_label_names(xml):
+        j = position.get(label, position.get(_unescape(label)))
+        if j is None:
+            close = difflib.get_close_matches(label, names, n=1)
+            hint = f" (closest attribute: {close[0]!r})" if close else ""
+            raise ValueError(f"{xml}: label {label!r} is not an attribute of {arff}{hint}")
+        if j in columns:
+            raise ValueError(f"{xml}: labels {columns[j]!r} and {label!r} are the same "
+                             f"attribute {names[j]!r}")
+        columns[j] = label
+    if len(columns) == len(names):
+        raise ValueError(f"{xml}: every attribute of {arff} is a label")
+    return sorted(columns)
+
+
+def _string_columns(data, labels, policy, arff):
+    """The string attributes (not labels) to return, after applying ``policy``."""
+    columns = [j for j, a in enumerate(data.attributes) if a.kind == "string" and
+               j not in labels]
+    names = [data.attributes[j].name for j in columns]
+    if columns and policy == "raise":
+        raise ValueError(f"{arff}: string attributes {names} cannot be features; pass "
+                         "string_attributes='drop' or 'return'")
+    if columns and policy == "warn":
+        warnings.warn(f"{arff}: dropped the string attributes {names} from the features "
+                      "(string_attributes='return' returns them, 'drop' drops them "
+                      "silently)", UserWarning, stacklevel=4)
+    return columns if policy == "return" else []
+
+
+def _parse_files(name, subset, path, string_attributes="warn"):
     arff, xml = _find_files(name, subset, path)
-    with _open_text(arff) as lines:
-        try:
-            attribute_names, table = _read_arff(lines)
-        except ValueError as error:
-            raise ValueError(f"{arff}: {error}") from None
-    if xml is not None:
-        label_names = _read_label_names(xml)
-    elif name in _MULAN:
-        label_names = attribute_names[len(attribute_names) - _MULAN[name][4]:]
-    else:
-        raise FileNotFoundError(f"no label file {name}.xml next to {arff}")
-    n_labels = len(label_names)
-    tail = attribute_names[len(attribute_names) - n_labels:]
-    if n_labels == 0 or n_labels >= len(attribute_names) or set(tail) != set(label_names):
-        raise ValueError(f"{arff}: the last {n_labels} attributes are not the labels named "
-                         f"in {xml}")
-    n_features = len(attribute_names) - n_labels
-    if sp.issparse(table):
-        data = table[:, :n_features].tocsr()
-        labels = table[:, n_features:].toarray()
-        data.sort_indices()
-    else:
-        data, labels = table[:, :n_features], table[:, n_features:]
-        data = np.ascontiguousarray(data)
-    if not np.all((labels == 0) | (labels == 1)):
-        raise ValueError(f"{arff}: label values must be 0 or 1")
-    return Bunch(data=data, target=labels.astype(np.intp),
-                 feature_names=np.array(attribute_names[:n_features], dtype=object),
-                 target_names=np.array(tail, dtype=object))
+    data = _read_arff_file(arff)
+    labels = _label_columns(data, name, arff, xml)
+    try:
+        target = _targets(data, labels)
+    except ValueError as error:
+        raise ValueError(f"{arff}: {error}") from None
+    strings = _string_columns(data, labels, string_attributes, arff)
+    if data.weighted:
+        warnings.warn(f"{arff}: instance weights {{w}} are ignored", UserWarning, stacklevel=3)
+    features, feature_names = _features(data, set(labels))
+    bunch = Bunch(data=features, target=target,
+                  feature_names=np.array(feature_names, dtype=object),
+                  target_names=np.array([data.names[j] for j in labels], dtype=object))
+    if string_attributes == "return":
+        n_rows = len(data.linenos)
+        bunch.strings = np.empty((n_rows, len(strings)), dtype=object)
+        for k, j in enumerate(strings):
+            bunch.strings[:, k] = data.strings[j]
+        bunch.string_names = np.array([data.names[j] for j in strings], dtype=object)
+    return bunch
 
 
 # Bundled copies store each split as exact integers: every value v of a dense feature
@@ -368,7 +1006,7 @@ def _describe(name, bunch):
         reference=textwrap.fill(ref, 78, initial_indent=" " * 11)[11:])
 
 
-def load_multilabel(name, subset="train", *, path=None):
+def load_multilabel(name, subset="train", *, path=None, string_attributes="warn"):
     """Load a multilabel data set of the MULAN repository (published train/test split).
 
     =========  ============  ========  ======  ======  ===========
@@ -395,11 +1033,19 @@ def load_multilabel(name, subset="train", *, path=None):
     path : str or path-like, default=None
         Read the ARFF files instead of the bundled copy: a folder such as
         ``shared/data/multilabel`` (holding ``<name>/``) or ``shared/data/multilabel/yeast``
-        (holding ``<name>-<subset>.arff.gz`` and ``<name>.xml``), or one ARFF file (plain
-        or ``.gz``, with the ``.xml`` label file next to it). Both dense and sparse
-        (``{index value, ...}``) ARFF rows are read. The labels are the last attributes,
-        as many as the ``.xml`` file names (its order may differ; it is checked against
-        the names of those attributes).
+        (holding the files), or one ARFF file (plain or ``.gz``, with the ``.xml`` label
+        file next to it). In a folder the split is ``<name>-<subset>.arff``, or the
+        sparse variants ``<name>-<subset>-sparse.arff`` and
+        ``<name>-sparse-<subset>.arff`` (each also ``.arff.gz``; tried in this order).
+        The labels are the attributes the ``.xml`` file names (``<name>.xml``, or the
+        name of the ARFF file without ``-train``/``-test``/``-sparse``): anywhere in the
+        ARFF file and in any order, as MULAN allows.
+    string_attributes : {"warn", "drop", "raise", "return"}, default="warn"
+        What to do with ``string`` attributes (such as an identifier column), which
+        cannot be features: ``"warn"`` drops them with a warning that names them,
+        ``"drop"`` drops them silently, ``"raise"`` raises a ValueError, and
+        ``"return"`` drops them from ``data`` and returns them as ``strings``. Only used
+        with ``path``.
 
     Returns
     -------
@@ -409,7 +1055,50 @@ def load_multilabel(name, subset="train", *, path=None):
         label indicator matrix, ndarray of shape (n_samples, n_labels), intp),
         ``feature_names`` (ndarray of shape (n_features,)), ``target_names`` (the label
         names in the order of the ARFF attributes, the columns of ``target``) and
-        ``DESCR`` (a description of the data set).
+        ``DESCR`` (a description of the data set). With ``string_attributes="return"``
+        also ``strings`` (object ndarray of shape (n_samples, n_strings); None where the
+        value is missing) and ``string_names``.
+
+    Raises
+    ------
+    ValueError
+        For a file that breaks the ARFF grammar, naming the file, the line and the
+        problem (an unterminated quote, an unknown type, a data row with the wrong
+        number of values, a value that is not a number or not a declared nominal value,
+        a bad sparse entry, ...), a label of the ``.xml`` file that is not an attribute
+        of the ARFF file, or a label value other than 0 or 1.
+    FileNotFoundError
+        If the ARFF file, or the ``.xml`` file of a data set not in the table, is not
+        found.
+
+    Notes
+    -----
+    **The ARFF grammar read** is Weka's: the keywords ``@relation``, ``@attribute`` and
+    ``@data`` in any case; ``%`` starts a comment (outside quotes); names and values in
+    single or double quotes, with backslash escapes (``'Swainson\\'s Thrush'``), which
+    names and values with spaces, commas, braces or ``%`` need; the types ``numeric``,
+    ``real``, ``integer``, ``string``, ``date ["pattern"]`` and nominal
+    ``{value, ...}`` (``relational`` is rejected). Data rows are dense ``v1, v2, ...``
+    or sparse ``{index value, ...}`` (indices from 0, in any order, each at most once).
+    A value left out of a sparse row is 0, for a nominal attribute its first declared
+    value, as in Weka. An instance weight ``{w}`` at the end of a row is ignored, with a
+    warning.
+
+    **Coding of the features.** Numeric attributes are one column each. A nominal
+    attribute whose values are 0 and 1 (MULAN's binary word features) is one 0/1
+    column; every other nominal attribute is one-hot coded, one column per declared
+    value in declaration order, named ``<attribute>=<value>``. A date is the number of
+    seconds since 1970-01-01 UTC (patterns use the Java letters ``y M d H h m s S a Z X
+    E``; a date without a zone is UTC). String attributes are handled as
+    ``string_attributes`` says.
+
+    **Missing values.** A ``?`` feature value is NaN (in all the one-hot columns of a
+    nominal attribute): NaN means "missing", to impute (for instance with
+    :class:`~sklearn.impute.SimpleImputer`) before fitting an estimator, which rejects
+    NaN. A label must be 0 or 1: a missing label is an error naming its line.
+
+    Files of numbers (all MULAN files) are parsed in bulk by numpy; a file with quoted
+    values, strings or dates row by row.
 
     Examples
     --------
@@ -425,6 +1114,9 @@ def load_multilabel(name, subset="train", *, path=None):
     name = _ALIASES.get(name, name)
     if subset not in ("train", "test"):
         raise ValueError(f"subset must be 'train' or 'test', got {subset!r}")
+    if string_attributes not in _STRING_POLICIES:
+        raise ValueError(f"string_attributes must be one of {list(_STRING_POLICIES)}, got "
+                         f"{string_attributes!r}")
     if path is None:
         if name not in _BUNDLED:
             known = sorted(_MULAN)
@@ -436,6 +1128,6 @@ def load_multilabel(name, subset="train", *, path=None):
                              "pass path=")
         bunch = _load_bundled(name, subset)
     else:
-        bunch = _parse_files(name, subset, path)
+        bunch = _parse_files(name, subset, path, string_attributes)
     bunch.DESCR = _describe(name, bunch)
     return bunch
