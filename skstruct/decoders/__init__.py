@@ -2,9 +2,14 @@
 
 A decoder takes part scores and answers inference questions (MAP, log-partition and
 marginals, top-K, loss-augmented MAP); :func:`sparsemap` builds on MAP alone. See :class:`Decoder` for the interface.
+
+Part scores are real numbers or -inf, which forbids a part; the score containers reject
+NaN and +inf. An example left with no output of finite score has log-partition -inf,
+and the operations that must return an output or a distribution raise
+:class:`InfeasibleOutputError`.
 """
 
-from ._base import Decoder, check_capability
+from ._base import Decoder, InfeasibleOutputError, check_capability
 from ._brute_force import BruteForceDecoder
 from ._chain import ChainDecoder, ChainParts, ChainScores, chain_parts
 from ._multiclass import MulticlassDecoder, MulticlassParts, MulticlassScores
@@ -19,6 +24,7 @@ __all__ = [
     "ChainParts",
     "ChainScores",
     "Decoder",
+    "InfeasibleOutputError",
     "MatchingDecoder",
     "MatchingParts",
     "MatchingScores",

@@ -121,9 +121,10 @@ def check_part_scores(values, name, *, owner, offsets=None, example="example",
     if offsets is not None:
         where = f" of {example} {np.searchsorted(offsets, first, side='right') - 1}"
     elif values.ndim > 1:
-        where = f" (first at {tuple(int(i) for i in np.unravel_index(first, values.shape))})"
+        index = tuple(int(i) for i in np.unravel_index(first, values.shape))
+        where = f" (first at index {index})"
     else:
-        where = f" (first at {first})"
+        where = f" (first at index {first})"
     rule = ("-inf forbids a part; NaN and +inf are not allowed" if allow_minus_inf else
             "they must be finite: use a large negative score to rule a part out")
     raise ValueError(

@@ -96,8 +96,8 @@ def _ranked(theta, k):
 
 
 def _loss_augmented(outputs, theta, gold, task_loss, rescaling):
-    """The output of finite score that maximizes the loss-augmented objective, and the
-    best finite score (-inf when there is none).
+    """The output of finite score that maximizes the loss-augmented objective, the best
+    finite score (-inf when there is none) and the score of ``gold``.
 
     ``outputs`` (n_outputs, ...) are scored as sequences of states against ``gold``.
     """
@@ -105,14 +105,23 @@ def _loss_augmented(outputs, theta, gold, task_loss, rescaling):
     gold = np.reshape(gold, -1)
     offsets = np.arange(len(outputs) + 1) * tokens.shape[1]
     delta = task_loss(np.tile(gold, len(outputs)), tokens.ravel(), offsets)
+    gold_theta = theta[np.flatnonzero((tokens == gold).all(axis=1))[0]]
     if rescaling == "margin":
         objective = theta + delta
     else:
-        gold_theta = theta[np.flatnonzero((tokens == gold).all(axis=1))[0]]
-        check_slack_gold([gold_theta])
-        objective = delta * (1.0 + theta - gold_theta)
+        with np.errstate(invalid="ignore"):
+            objective = delta * (1.0 + theta - gold_theta)
     objective = np.where(theta > -np.inf, objective, -np.inf)
-    return outputs[np.argmax(objective)], theta.max()
+    return outputs[np.argmax(objective)], theta.max(), gold_theta
+
+
+def _loss_augmented_outputs(found, rescaling):
+    """The outputs of :func:`_loss_augmented` per example, once all are known feasible
+    (and, for slack rescaling, all gold outputs have a finite score)."""
+    check_feasible(np.array([f[1] for f in found]))
+    if rescaling != "margin":
+        check_slack_gold(np.array([f[2] for f in found]))
+    return [f[0] for f in found]
 
 
 class BruteForceDecoder(Decoder):
@@ -296,8 +305,7 @@ class BruteForceDecoder(Decoder):
                                 task_loss, rescaling)
                 for i, outputs, _, _, theta in self._enumerate(scores)
             ]
-        check_feasible(np.array([f[1] for f in found]))
-        return np.concatenate([f[0] for f in found])
+        return np.concatenate(_loss_augmented_outputs(found, rescaling))
 
     def _independent_loss_augmented_map(self, scores, y_true, task_loss, rescaling):
         """Each output is scored as a sequence of states: one class, or n_labels bits."""
@@ -306,8 +314,7 @@ class BruteForceDecoder(Decoder):
             task_loss = task_loss.with_positive_states([False, True])
         found = [_loss_augmented(outputs, theta, y_true[i], task_loss, rescaling)
                  for i, theta in enumerate(thetas)]
-        check_feasible(np.array([f[1] for f in found]))
-        return np.array([f[0] for f in found])
+        return np.array(_loss_augmented_outputs(found, rescaling))
 
     def parts(self, scores, y):
         y = scores._check_outputs(y)

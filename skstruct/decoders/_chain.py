@@ -340,7 +340,10 @@ class ChainDecoder(Decoder):
 
     def _forward_backward(self, scores, with_marginals):
         if self.log_space == "auto":
-            spread = max(np.ptp(scores.transition), np.ptp(scores.end))
+            pairwise = (scores.transition, scores.end)
+            # a forbidden (-inf) transition or end has an infinite spread: log space
+            spread = (max(np.ptp(x) for x in pairwise)
+                      if all(np.isfinite(x).all() for x in pairwise) else np.inf)
             log_space = not spread <= kernels.SCALED_RANGE_LIMIT
         else:
             log_space = bool(self.log_space)
@@ -453,7 +456,7 @@ class ChainDecoder(Decoder):
         )
         if isinstance(task_loss, CountingLoss) or (rescaling == "slack" and unweighted):
             if rescaling == "slack":
-                check_slack_gold(self.score_outputs(scores, y_true), "sequence")
+                self._check_slack_gold(scores, y_true)
             if not isinstance(task_loss, CountingLoss):
                 task_loss = MismatchCount(zero_one=isinstance(task_loss, ZeroOneLoss))
             labels = loss_augmented_map_by_statistic(self, scores, y_true, task_loss, rescaling)
@@ -531,6 +534,12 @@ class ChainDecoder(Decoder):
         diverse lists. Same outputs as :meth:`top_k`.
         """
         return diverse_top_k(scores, k, min_distance)
+
+    def _check_slack_gold(self, scores, y_true):
+        gold = self.score_outputs(scores, y_true)
+        if np.any(gold == -np.inf):
+            self.map(scores)  # an infeasible sequence is the cause to report first
+            check_slack_gold(gold, "sequence")
 
     def _zero_one_augmented_map(self, scores, y_true):
         paths, top = self.top_k(scores, 2)

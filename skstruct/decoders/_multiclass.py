@@ -239,7 +239,9 @@ class MulticlassDecoder(Decoder):
             objective = scores.unary + delta
         elif rescaling == "slack":
             gold = scores.unary[np.arange(y_true.shape[0]), y_true]
-            check_slack_gold(gold)
+            if np.any(gold == -np.inf):
+                self.map(scores)  # an infeasible example is the cause to report first
+                check_slack_gold(gold)
             objective = delta * (1.0 + scores.unary - gold[:, None])
         else:
             raise ValueError(f"rescaling must be 'margin' or 'slack'; got {rescaling!r}.")

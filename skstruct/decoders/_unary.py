@@ -55,9 +55,11 @@ class UnaryScores:
 def _products(parts, scores):
     """parts * scores with 0 wherever a part is 0: a score of -inf forbids a part, and a
     part that is absent must not turn the score into NaN."""
-    product = parts * scores
-    if not np.isfinite(scores).all():
-        product[parts == 0] = 0.0
+    if np.isfinite(scores).all():
+        return parts * scores
+    with np.errstate(invalid="ignore"):
+        product = parts * scores
+    product[parts == 0] = 0.0
     return product
 
 
