@@ -87,7 +87,7 @@ _NUMERIC = {"numeric", "real", "integer"}
 _TYPES = _NUMERIC | {"string", "date", "relational"}
 _DEFAULT_DATE = "yyyy-MM-dd'T'HH:mm:ss"
 _TOKEN = re.compile(r"""
-    [ \t\r\n\f\v]*(?:
+    \s*(?:
       (?P<quoted>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
     | (?P<punct>[{},])
     | (?P<word>[^\s{},'"%]+)
@@ -343,11 +343,6 @@ def _read_header(lines):
 # and the problem of bad input.
 
 
-def _declared_numbers(attribute):
-    """The declared values of a nominal attribute as distinct finite numbers, or None."""
-    return attribute.numbers
-
-
 def _codes_from_numbers(numbers, declared):
     """Indices of ``numbers`` among the ``declared`` values (NaN stays NaN), or None."""
     order = np.argsort(declared)
@@ -371,7 +366,7 @@ def _bulk_codes(values, columns, attributes):
     others = []
     for j, attribute in enumerate(attributes):
         if attribute.kind == "nominal":
-            declared = _declared_numbers(attribute)
+            declared = attribute.numbers
             if np.array_equal(declared, np.arange(len(declared))):
                 limit[j] = len(declared)
             else:
@@ -398,7 +393,7 @@ def _bulk_codes(values, columns, attributes):
 
 def _can_bulk_parse(attributes, rows):
     """Whether the numbers of every row can be parsed by numpy in one go."""
-    if any(a.kind in ("string", "date") or (a.kind == "nominal" and _declared_numbers(a) is None)
+    if any(a.kind in ("string", "date") or (a.kind == "nominal" and a.numbers is None)
            for a in attributes):
         return False
     blob = "\n".join(rows)
@@ -440,7 +435,7 @@ def _bulk_sparse(rows, attributes):
     text = text.replace(",", "\n").replace("?", "nan")
     n_entries = int(counts.sum())
     try:
-        with warnings.catch_warnings():  # numpy warns about input without entries
+        with warnings.catch_warnings():  # rows of bare commas leave numpy no entries
             warnings.simplefilter("ignore", UserWarning)
             entries = np.loadtxt(io.StringIO(text), comments=None, dtype=np.float64,
                                  ndmin=2) if n_entries else np.empty((0, 2))
@@ -569,6 +564,27 @@ def _date_reader(attribute):
     return read
 
 
+def _nominal_reader(attribute):
+    """A function text -> index of the declared value (numbers match in any spelling)."""
+    codes = {value: float(index) for index, value in enumerate(attribute.values)}
+    numbers = attribute.numbers
+    shown = ", ".join(attribute.values[:10]) + (", ..." if len(codes) > 10 else "")
+
+    def read(text):
+        code = codes.get(text)
+        if code is None and numbers is not None:  # "1.0" for a declared "1"
+            try:
+                hits = np.flatnonzero(numbers == float(text))
+            except ValueError:
+                hits = ()
+            code = float(hits[0]) if len(hits) else None
+        if code is None:
+            raise ValueError(f"{text!r} is not a value of the nominal attribute "
+                             f"{attribute.name!r} ({{{shown}}})")
+        return code
+    return read
+
+
 def _value_reader(attribute):
     """A function text -> value of ``attribute`` (raises ValueError with a message)."""
     name = attribute.name
@@ -580,16 +596,7 @@ def _value_reader(attribute):
                 raise ValueError(f"{text!r} is not a number (attribute {name!r})") from None
         return read
     if attribute.kind == "nominal":
-        codes = {value: float(index) for index, value in enumerate(attribute.values)}
-        shown = ", ".join(attribute.values[:10]) + (", ..." if len(codes) > 10 else "")
-
-        def read(text):
-            try:
-                return codes[text]
-            except KeyError:
-                raise ValueError(f"{text!r} is not a value of the nominal attribute "
-                                 f"{name!r} ({{{shown}}})") from None
-        return read
+        return _nominal_reader(attribute)
     if attribute.kind == "date":
         return _date_reader(attribute)
     return str
@@ -690,7 +697,7 @@ def _describe_type(attribute):
 
 def _binary_values(attribute):
     """The declared numbers of a nominal attribute whose values are 0 and 1, else None."""
-    declared = _declared_numbers(attribute) if attribute.kind == "nominal" else None
+    declared = attribute.numbers if attribute.kind == "nominal" else None
     if declared is None or sorted(declared) != [0.0, 1.0]:
         return None
     return declared
@@ -1081,8 +1088,9 @@ def load_multilabel(name, subset="train", *, path=None, string_attributes="warn"
     ``{value, ...}`` (``relational`` is rejected). Data rows are dense ``v1, v2, ...``
     or sparse ``{index value, ...}`` (indices from 0, in any order, each at most once).
     A value left out of a sparse row is 0, for a nominal attribute its first declared
-    value, as in Weka. An instance weight ``{w}`` at the end of a row is ignored, with a
-    warning.
+    value, as in Weka. The values of a nominal attribute declared with numbers (such as
+    ``{0,1}``) may be written in any spelling of those numbers (``1.0``). An instance
+    weight ``{w}`` at the end of a row is ignored, with a warning.
 
     **Coding of the features.** Numeric attributes are one column each. A nominal
     attribute whose values are 0 and 1 (MULAN's binary word features) is one 0/1

@@ -697,3 +697,26 @@ def test_bulk_and_row_by_row_parse_agree(file):
     for table in (bulk, by_row):
         table = table.toarray() if sp.issparse(table) else table
         np.testing.assert_array_equal(table, expected)
+
+
+def test_date_patterns():
+    text = """\
+@relation dates
+@attribute a date "dd MMM yyyy hh:mm a"
+@attribute b date "yyyy.MM.dd 'at' HH:mm:ss.SSS"
+@attribute c date "EEE, d MMMM yy"
+@data
+"02 Jan 1970 01:30 PM", "1970.01.01 at 00:00:01.500", "Thu, 1 January 70"
+"""
+    table = _read_arff(text).table
+    np.testing.assert_array_equal(table, [[86400 + 13.5 * 3600, 1.5, 0.0]])
+
+
+def test_numeric_nominal_values_in_any_spelling():
+    # "1.0" is the declared value "1" in both the bulk and the row-by-row parser
+    header = "@relation r\n@attribute a {0,1}\n@attribute b {1,2,3}\n@attribute s string\n"
+    expected = [[1, 2], [0, 0]]
+    for data in ("1.0,3.0,x\n0,1e0,y\n", "1.0,3.0\n0,1e0\n"):
+        text = header if data.count(",") == 4 else header.replace("@attribute s string\n", "")
+        table = _read_arff(text + "@data\n" + data).table
+        np.testing.assert_array_equal(table[:, :2], expected)
