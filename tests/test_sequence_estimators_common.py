@@ -113,15 +113,21 @@ def test_grid_search_in_a_pipeline(estimator, chunking):
     assert len(search.predict(X[:3])) == 3
 
 
+def _own_score(estimator, X, y):
+    return estimator.score(X, y)
+
+
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=_ids)
 def test_cross_validate_with_scorers_and_joblib(estimator, chunking):
     X, y = chunking
     pipeline = make_pipeline(SequenceVectorizer(), clone(estimator))
-    scores = cross_validate(
-        pipeline, X, y, cv=3, n_jobs=2,
-        scoring={"f1": span_f1_scorer, "accuracy": token_accuracy_scorer},
-    )
-    assert scores["test_f1"].shape == (3,)
-    assert np.all(scores["test_accuracy"] > 0.6)
-    default = cross_validate(pipeline, X, y, cv=3)
-    np.testing.assert_allclose(default["test_score"], scores["test_accuracy"])
+    scoring = {"f1": span_f1_scorer, "accuracy": token_accuracy_scorer, "own": _own_score}
+    parallel = cross_validate(pipeline, X, y, cv=3, n_jobs=2, scoring=scoring)
+    serial = cross_validate(pipeline, X, y, cv=3, n_jobs=1, scoring=scoring)
+    # Worker processes fit and score exactly what the parent process does.
+    for key in ("test_f1", "test_accuracy", "test_own"):
+        assert parallel[key].shape == (3,)
+        np.testing.assert_array_equal(parallel[key], serial[key], err_msg=key)
+    assert np.all(serial["test_accuracy"] > 0.6)
+    # The estimator's own score is token accuracy.
+    np.testing.assert_array_equal(serial["test_own"], serial["test_accuracy"])

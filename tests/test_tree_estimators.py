@@ -88,8 +88,13 @@ def test_tree_marginals_and_distributions(treebank):
 
 def test_cross_validate_on_trees(treebank):
     X, y, _, _ = treebank
-    scores = cross_validate(clone(PARSERS[0]).set_params(max_iter=10), X, y, cv=2, n_jobs=2)
-    assert np.all(scores["test_score"] > 0.3)
+    parser = clone(PARSERS[0]).set_params(max_iter=10)
+    parallel = cross_validate(parser, X, y, cv=2, n_jobs=2)
+    serial = cross_validate(parser, X, y, cv=2, n_jobs=1)
+    # Worker processes fit and score exactly what the parent process does.
+    assert parallel["test_score"].shape == (2,)
+    np.testing.assert_array_equal(parallel["test_score"], serial["test_score"])
+    assert np.all(serial["test_score"] > 0.3)
 
 
 def test_bad_tree_input(treebank):
