@@ -338,9 +338,9 @@ def _read_header(lines):
 # --------------------------------------------------------------------------- data rows
 #
 # Files of numbers (every attribute numeric or nominal with numeric values, no quotes, no
-# comments after values: all MULAN files) are parsed in bulk by numpy; any other file, and
-# any file the bulk parse rejects, row by row by the tokenizer, which also names the line
-# and the problem of bad input.
+# comments after values: all MULAN files) are parsed in bulk by numpy; other dense rows
+# column by column; any other file, and any file these reject, row by row by the
+# tokenizer, which also names the line and the problem of bad input.
 
 
 def _codes_from_numbers(numbers, declared):
@@ -389,16 +389,6 @@ def _bulk_codes(values, columns, attributes):
             return False
         values[where] = codes
     return True
-
-
-def _can_bulk_parse(attributes, rows):
-    """Whether the numbers of every row can be parsed by numpy in one go."""
-    if any(a.kind in ("string", "date") or (a.kind == "nominal" and a.numbers is None)
-           for a in attributes):
-        return False
-    blob = "\n".join(rows)
-    return not any(char in blob for char in "'\"%") and (
-        all(row[0] == "{" for row in rows) or "{" not in blob)
 
 
 def _bulk_dense(rows, attributes):
@@ -602,9 +592,9 @@ def _value_reader(attribute):
     return str
 
 
-def _convert_column(attribute, tokens):
+def _convert_column(attribute, tokens, read=None):
     """The values of one attribute from its tokens; unquoted ``?`` is missing."""
-    read = _value_reader(attribute)
+    read = read or _value_reader(attribute)
     missing = None if attribute.kind == "string" else np.nan
     out = []
     for position, (kind, text) in enumerate(tokens):
@@ -656,6 +646,90 @@ def _parse_rows(rows, linenos, attributes):
     return table, strings, weighted
 
 
+def _read_cells(cells, attribute):
+    """The values of one column of dense cells, or None if a cell is not one value.
+
+    Each distinct cell is read once, by the tokenizer (so quotes, escapes and ``?`` mean
+    what they mean in the row-by-row parser); a column of numbers is parsed by numpy.
+    """
+    if attribute.kind == "numeric":
+        try:
+            return np.array(cells, dtype=np.float64)
+        except ValueError:
+            pass
+    distinct = {}
+    inverse = np.fromiter((distinct.setdefault(cell, len(distinct)) for cell in cells),
+                          dtype=np.intp, count=len(cells))
+    read, values = _value_reader(attribute), []
+    for k, cell in enumerate(distinct):  # in the order of their first rows
+        try:
+            tokens = _tokenize(cell, 0)
+        except _ArffError:
+            return None
+        if len(tokens) != 1 or not _is_text(tokens[0]):
+            return None
+        try:
+            values.append(_convert_column(attribute, tokens, read)[0])
+        except _BadValue as bad:
+            raise _BadValue(int(np.argmax(inverse == k)), str(bad)) from None
+    dtype = object if attribute.kind == "string" else np.float64
+    return np.array(values, dtype=dtype)[inverse]
+
+
+def _parse_columns(rows, linenos, attributes):
+    """Parse dense rows column by column; None if a row needs the row-by-row parser.
+
+    For rows without comments, braces or commas inside quoted values, whose cells
+    between commas are single values: files with quoted values, strings or dates.
+    Returns (table, strings).
+    """
+    n_attributes = len(attributes)
+    cells = [row.split(",") for row in rows]
+    if any(len(row_cells) != n_attributes for row_cells in cells):
+        return None
+    table, strings, errors = np.zeros((len(rows), n_attributes)), {}, []
+    for j, (attribute, column) in enumerate(zip(attributes, zip(*cells))):
+        try:
+            values = _read_cells(column, attribute)
+        except _BadValue as bad:
+            errors.append((linenos[bad.position], str(bad)))
+            continue
+        if values is None:
+            return None
+        if attribute.kind == "string":
+            strings[j] = values
+        else:
+            table[:, j] = values
+    if errors:
+        raise _ArffError(*min(errors))
+    return table, strings
+
+
+def _parse_data(rows, linenos, attributes):
+    """The table, strings and weight flag of the data rows (see :class:`_ArffData`).
+
+    Rows of numbers (every MULAN file) are parsed in bulk by numpy, other dense rows
+    column by column, and the rest (and any rows these reject) row by row, which also
+    names the line and the problem of bad input.
+    """
+    blob = "\n".join(rows)
+    plain = rows and not any(char in blob for char in "%{}")  # dense rows, no comments
+    numbers = all(a.kind == "numeric" or (a.kind == "nominal" and a.numbers is not None)
+                  for a in attributes)
+    table = None
+    if numbers and rows and not any(char in blob for char in "'\"%"):
+        if plain:
+            table = _bulk_dense(rows, attributes)
+        elif all(row[0] == "{" for row in rows):
+            table = _bulk_sparse(rows, attributes)
+    if table is not None:
+        return table, {}, False
+    columns = _parse_columns(rows, linenos, attributes) if plain else None
+    if columns is not None:
+        return (*columns, False)
+    return _parse_rows(rows, linenos, attributes)
+
+
 def _read_arff(source):
     """Parse an ARFF file.
 
@@ -676,13 +750,7 @@ def _read_arff(source):
     rows = [row for row, _ in numbered if row and row[0] != "%"]
     linenos = np.array([lineno for row, lineno in numbered if row and row[0] != "%"],
                        dtype=np.int64)
-    table = None
-    if rows and _can_bulk_parse(attributes, rows):
-        bulk = _bulk_sparse if rows[0][0] == "{" else _bulk_dense
-        table = bulk(rows, attributes)
-    if table is not None:
-        return _ArffData(attributes, table, linenos)
-    table, strings, weighted = _parse_rows(rows, linenos, attributes)
+    table, strings, weighted = _parse_data(rows, linenos, attributes)
     return _ArffData(attributes, table, linenos, strings, weighted)
 
 

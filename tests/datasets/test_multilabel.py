@@ -12,6 +12,7 @@ from skstruct.datasets import load_multilabel
 from skstruct.datasets._multilabel import (
     _bulk_dense,
     _bulk_sparse,
+    _parse_columns,
     _parse_rows,
     _read_arff,
     _read_header,
@@ -216,10 +217,10 @@ def test_quoted_names_with_escapes():
     np.testing.assert_array_equal(arff.table, [[1, 2, 3, 4, 5, 6, 7]])
 
 
-def arff_quote(text):
-    escaped = (text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n")
-               .replace("\r", "\\r").replace("\t", "\\t"))
-    return f"'{escaped}'"
+def arff_quote(text, quote="'"):
+    escaped = (text.replace("\\", "\\\\").replace(quote, "\\" + quote)
+               .replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t"))
+    return f"{quote}{escaped}{quote}"
 
 
 @settings(max_examples=60, deadline=None)
@@ -720,3 +721,60 @@ def test_numeric_nominal_values_in_any_spelling():
         text = header if data.count(",") == 4 else header.replace("@attribute s string\n", "")
         table = _read_arff(text + "@data\n" + data).table
         np.testing.assert_array_equal(table[:, :2], expected)
+
+
+VALUE_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")),
+                     min_size=1, max_size=6)
+
+
+@st.composite
+def quoted_files(draw):
+    """A dense file with quoted nominal and string values, and what it should give."""
+    kinds = draw(st.lists(st.sampled_from(["numeric", "nominal", "string"]), min_size=1,
+                          max_size=4))
+    declared = {j: draw(st.lists(VALUE_TEXT, min_size=1, max_size=3, unique=True))
+                for j, kind in enumerate(kinds) if kind == "nominal"}
+    n_rows = draw(st.integers(1, 5))
+    table = np.zeros((n_rows, len(kinds)))
+    strings = {j: [None] * n_rows for j, kind in enumerate(kinds) if kind == "string"}
+    rows, commas = [], False
+    for i in range(n_rows):
+        cells = []
+        for j, kind in enumerate(kinds):
+            if draw(st.integers(0, 4)) == 0:
+                table[i, j] = 0 if kind == "string" else np.nan
+                cells.append("?")
+            elif kind == "numeric":
+                number = draw(st.floats(-1e3, 1e3, allow_nan=False))
+                table[i, j] = number
+                cells.append(repr(number))
+            else:
+                value = draw(st.sampled_from(declared[j]) if kind == "nominal" else VALUE_TEXT)
+                if kind == "nominal":
+                    table[i, j] = declared[j].index(value)
+                else:
+                    strings[j][i] = value
+                commas |= "," in value
+                cells.append(arff_quote(value, draw(st.sampled_from(["'", '"']))))
+        rows.append(draw(st.sampled_from([",", " , ", ",  "])).join(cells))
+    header = "".join(
+        f"@attribute a{j} " + ("{" + ",".join(arff_quote(v) for v in declared[j]) + "}"
+                               if kind == "nominal" else kind) + "\n"
+        for j, kind in enumerate(kinds))
+    text = f"@relation r\n{header}@data\n" + "\n".join(rows) + "\n"
+    return text, table, strings, commas
+
+
+@settings(max_examples=100, deadline=None)
+@given(quoted_files())
+def test_column_and_row_by_row_parse_agree(file):
+    text, expected, expected_strings, commas = file
+    lines = text.split("\n")
+    attributes, start = _read_header(lines)
+    rows = [line.strip() for line in lines[start:] if line.strip()]
+    linenos = np.arange(len(rows))
+    columns = _parse_columns(rows, linenos, attributes)
+    assert (columns is None) == commas  # a comma in a value needs the row-by-row parser
+    for table, strings in [_parse_rows(rows, linenos, attributes)[:2]] + [columns] * (not commas):
+        np.testing.assert_array_equal(table, expected)
+        assert {j: list(values) for j, values in strings.items()} == expected_strings
