@@ -87,7 +87,9 @@ def test_marginals_match_brute_force(rng):
     fast = crf.predict_marginals(X)
     crf.decoder_ = BruteForceDecoder()
     slow = crf.predict_marginals(X)
-    for a, b in zip(fast, slow):
+    assert len(fast) == len(slow) == len(X)
+    for a, b, x in zip(fast, slow, X, strict=True):
+        assert a.shape == (x.shape[0], 3)
         np.testing.assert_allclose(a, b, atol=1e-10)
         np.testing.assert_allclose(a.sum(axis=1), 1.0)
     log_p = crf.predict_log_proba_sequences(X, y)
@@ -107,8 +109,8 @@ def test_sample_weight_equals_repetition(rng):
     weights = rng.integers(1, 4, size=12)
     weighted = CRF(alpha=1e-2, tol=1e-9, max_iter=300).fit(X, y, sample_weight=weights)
     repeated = CRF(alpha=1e-2, tol=1e-9, max_iter=300).fit(
-        [x for x, k in zip(X, weights) for _ in range(k)],
-        [t for t, k in zip(y, weights) for _ in range(k)],
+        [x for x, k in zip(X, weights, strict=True) for _ in range(k)],
+        [t for t, k in zip(y, weights, strict=True) for _ in range(k)],
     )
     np.testing.assert_allclose(weighted.coef_, repeated.coef_, atol=1e-5)
     np.testing.assert_allclose(weighted.transition_, repeated.transition_, atol=1e-5)
@@ -170,8 +172,10 @@ def test_pickle_round_trip_predicts_the_same(rng):
 def test_decision_function_holds_the_unary_scores(rng):
     X, y = make_sequences(rng)
     crf = CRF(alpha=1e-2).fit(X, y)
-    for x, scores in zip(X, crf.decision_function(X)):
-        np.testing.assert_allclose(scores, x @ crf.coef_.T)
+    blocks = crf.decision_function(X)
+    assert len(blocks) == len(X)
+    for x, scores in zip(X, blocks, strict=True):
+        np.testing.assert_allclose(scores, x @ crf.coef_.T, strict=True)
 
 
 class NoMarginals(Decoder):

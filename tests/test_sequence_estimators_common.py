@@ -1,5 +1,6 @@
 """The contract every sequence estimator keeps with scikit-learn."""
 
+import numbers
 import pickle
 
 import joblib
@@ -93,9 +94,18 @@ def test_fitting_twice_gives_the_same_model(estimator, vectorized):
     first = clone(estimator).fit(X, y)
     second = clone(estimator).fit(X, y)
     refit = first.fit(X, y)
-    for name, value in vars(second).items():
-        if name.endswith("_") and isinstance(value, np.ndarray):
-            np.testing.assert_array_equal(value, getattr(refit, name), err_msg=name)
+    fitted = {k: v for k, v in vars(second).items() if k.endswith("_") and k[0] != "_"}
+    refitted = {k: v for k, v in vars(refit).items() if k.endswith("_") and k[0] != "_"}
+    assert sorted(fitted) == sorted(refitted)
+    assert {"coef_", "classes_", "n_iter_", "objective_curve_"} <= set(fitted)
+    for name, value in fitted.items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(value, refitted[name], err_msg=name, strict=True)
+        elif isinstance(value, (numbers.Number, str)):
+            assert value == refitted[name], name
+        else:
+            assert type(value) is type(refitted[name]), name
+    assert_same_predictions(refit.predict(X), second.predict(X))
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=_ids)

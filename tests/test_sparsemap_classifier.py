@@ -128,13 +128,18 @@ def test_sequences_fit_predict_and_distribution():
     assert clf.score(X, y) > 0.9
     distributions = clf.predict_distribution(X[:5])
     predictions = clf.predict(X[:5])
-    for (outputs, weights), prediction in zip(distributions, predictions):
+    assert len(distributions) == len(predictions) == 5
+    for (outputs, weights), prediction, x in zip(distributions, predictions, X[:5],
+                                                 strict=True):
+        assert prediction.shape == (x.shape[0],)
+        assert len(outputs) == len(weights) >= 1
         assert weights.sum() == pytest.approx(1.0)
         assert np.all(weights > 0)
         assert all(o.dtype == prediction.dtype and o.shape == prediction.shape
                    for o in outputs)
     marginals = clf.predict_marginals(X[:5])
-    for m, x in zip(marginals, X[:5]):
+    assert len(marginals) == 5
+    for m, x in zip(marginals, X[:5], strict=True):
         assert m.shape == (x.shape[0], 3)
         np.testing.assert_allclose(m.sum(axis=1), 1.0)
 
@@ -147,6 +152,7 @@ def test_m_sparsemap_on_multilabel():
     assert clf.predict(X).shape == Y.shape
     assert (clf.predict(X) == Y).mean() > 0.85
     outputs, weights = clf.predict_distribution(X[:1])[0]
+    assert len(outputs) == len(weights) >= 1 and weights.sum() == pytest.approx(1.0)
     assert all(o.shape == (3,) for o in outputs)
     # Independent labels: SparseMAP clips the scores to [0, 1].
     clf = SparseMAPClassifier(alpha=1e-3, max_iter=200).fit(X, Y)

@@ -69,17 +69,24 @@ def test_parsers_learn_trees(parser, treebank):
 
 
 def test_tree_marginals_and_distributions(treebank):
-    X, y, X_test, _ = treebank
+    X, y, X_test, y_test = treebank
+    n_words = [len(h) for h in y_test[:5]]
     crf = clone(PARSERS[0]).fit(X, y)
-    for block in crf.predict_marginals(X_test[:5]):
+    blocks = crf.predict_marginals(X_test[:5])
+    assert [b.shape for b in blocks] == [(n, n) for n in n_words]
+    for block in blocks:
         np.testing.assert_allclose(block.sum(axis=1), 1.0)
     sparse = clone(PARSERS[2]).fit(X, y)
-    for (trees, weights), block in zip(sparse.predict_distribution(X_test[:5]),
-                                       sparse.predict_marginals(X_test[:5])):
+    distributions = sparse.predict_distribution(X_test[:5])
+    blocks = sparse.predict_marginals(X_test[:5])
+    assert len(distributions) == len(blocks) == 5
+    for (trees, weights), block, n in zip(distributions, blocks, n_words, strict=True):
+        assert block.shape == (n, n)
+        assert len(trees) == len(weights) >= 1
         assert weights.sum() == pytest.approx(1.0)
-        assert all(_is_tree(t) for t in trees)
+        assert all(_is_tree(t) and len(t) == n for t in trees)
         expected = np.zeros_like(block)
-        for tree, weight in zip(trees, weights):
+        for tree, weight in zip(trees, weights, strict=True):
             n = len(tree)
             states = np.where(tree == 0, np.arange(n), tree - 1)
             expected[np.arange(n), states] += weight
