@@ -7,7 +7,12 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
 from skstruct import StructuredPerceptron, StructuredSVM
-from skstruct.decoders import MulticlassDecoder, MulticlassScores, MultilabelScores
+from skstruct.decoders import (
+    ChainScores,
+    MulticlassDecoder,
+    MulticlassScores,
+    MultilabelScores,
+)
 from skstruct.features import LinearFeatures
 from skstruct.losses import StructuredHingeLoss
 from skstruct.optim import RegularizedRisk, structured_hinge_primal
@@ -127,11 +132,46 @@ def test_warm_start_subgradient(rng):
     assert model.objective_curve_[0] <= first * 1.05
 
 
+def _f1_loss_of_tags(gold, predicted, positive):
+    """1 − F1 over the tokens whose label is positive (0 when neither side has one)."""
+    tp = np.sum((predicted == gold) & positive[gold], axis=-1)
+    fp = np.sum((predicted != gold) & positive[predicted], axis=-1)
+    denominator = positive[gold].sum() + tp + fp
+    return np.where(denominator > 0, 1.0 - 2.0 * tp / np.maximum(denominator, 1), 0.0)
+
+
 def test_f1_loss_binds_the_outside_label(rng):
     X, y = _sequences(rng, n=10)
     y = [np.where(labels == "A", "O", labels) for labels in y]
     model = StructuredSVM(loss="f1", max_iter=3).fit(X, y)
-    np.testing.assert_array_equal(model.loss_.positive_states_, model.classes_ != "O")
+    assert list(model.classes_) == ["B", "C", "O"]
+    np.testing.assert_array_equal(model.loss_.positive_states_, [True, True, False])
+    # The fitted model's loss-augmented MAP maximizes θ_y + Δ(y) with Δ = 1 − F1 over the
+    # tokens not labeled "O", found here by enumerating every labeling of each sequence.
+    positive = model.classes_ != "O"
+    blocks = model.decision_function(X)
+    offsets = np.concatenate(([0], np.cumsum([len(b) for b in blocks])))
+    scores = ChainScores(np.vstack(blocks), offsets, model.transition_,
+                         model.start_transition_, model.end_transition_)
+    gold = np.searchsorted(model.classes_, np.concatenate(y))
+    found = model.decoder_.loss_augmented_map(scores, gold, model.loss_, "margin")
+    assert found.shape == gold.shape
+    n_distinguished = 0
+    for i, x in enumerate(X):
+        a, b = offsets[i], offsets[i + 1]
+        outputs = np.array(list(itertools.product(range(3), repeat=b - a)))
+        theta = (blocks[i][np.arange(b - a), outputs].sum(axis=1)
+                 + model.start_transition_[outputs[:, 0]]
+                 + model.transition_[outputs[:, :-1], outputs[:, 1:]].sum(axis=1)
+                 + model.end_transition_[outputs[:, -1]])
+        augmented = theta + _f1_loss_of_tags(gold[a:b], outputs, positive)
+        index = np.flatnonzero((outputs == found[a:b]).all(axis=1))
+        assert index.shape == (1,)
+        assert augmented[index[0]] == pytest.approx(augmented.max(), rel=1e-12, abs=1e-12)
+        # Counting "O" as positive too would maximize something else on some sequences.
+        everything = theta + _f1_loss_of_tags(gold[a:b], outputs, np.ones(3, dtype=bool))
+        n_distinguished += augmented[np.argmax(everything)] < augmented.max() - 1e-9
+    assert n_distinguished >= 1
 
 
 @pytest.mark.parametrize("rescaling", ["margin", "slack"])
