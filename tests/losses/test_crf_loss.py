@@ -21,15 +21,19 @@ def test_value_matches_enumeration(loss, scores, seed):
     y = _labels(scores, seed)
     values, _ = loss(ChainDecoder(), scores, y)
     brute = BruteForceDecoder()
+    expected = []
     for i, outputs, _, _, theta in brute._enumerate(scores):
         a, b = scores.offsets[i], scores.offsets[i + 1]
+        assert i == len(expected) and outputs.shape == (scores.n_states ** (b - a), b - a)
         cost = np.zeros(len(outputs))
         if loss.cost is not None:
             gold = np.tile(y[a:b], len(outputs))
             cost = loss.cost(gold, outputs.ravel(), np.arange(len(outputs) + 1) * (b - a))
         gold_theta = theta[np.flatnonzero((outputs == y[a:b]).all(axis=1))[0]]
-        assert values[i] == pytest.approx(logsumexp(theta + cost) - gold_theta, abs=1e-9)
-        assert values[i] >= -1e-12
+        expected.append(logsumexp(theta + cost) - gold_theta)
+    assert len(expected) == scores.n_sequences
+    np.testing.assert_allclose(values, expected, rtol=0, atol=1e-9, strict=True)
+    assert np.all(values >= -1e-12)
 
 
 @pytest.mark.parametrize("loss", LOSSES, ids=["log", "softmax-margin", "normalized"])
