@@ -41,6 +41,12 @@ def test_csr_transpose_matmul_matches_scipy(rng, monkeypatch):
     dense = rng.normal(size=(60, 3))
     expected = matrix.T @ dense
     np.testing.assert_allclose(_sparse.csr_transpose_matmul(matrix, dense), expected, atol=1e-12)
+    # The rows are split into chunks that scatter into their own buffers, summed at the
+    # end (one chunk per thread, so one chunk for a product this small): every split.
+    for n_chunks in (1, 2, 3, 7, 59, 60, 61):
+        chunked = _sparse._csr_transpose_matmul(matrix.data, matrix.indices, matrix.indptr,
+                                                dense, matrix.shape[1], n_chunks)
+        np.testing.assert_allclose(chunked, expected, atol=1e-12, err_msg=str(n_chunks))
     monkeypatch.setattr(_sparse, "_SCATTER_BUFFER_LIMIT", 0)
     np.testing.assert_allclose(_sparse.csr_transpose_matmul(matrix, dense), expected, atol=1e-12)
 
