@@ -68,21 +68,24 @@ def test_zero_for_a_confident_correct_prediction(rng):
     np.testing.assert_allclose(grad.unary, 0.0, atol=1e-10)
 
 
-def test_temperature_scaling_identity(rng):
+@pytest.mark.parametrize("t", [1e-3, 0.05, 0.5, 1.0, 4.0, 100.0])
+def test_temperature_scaling_identity(rng, t):
     """ℓ_{tΩ}(η) = t ℓ_Ω(η / t) for the entropy regularizer Ω = −H."""
     scores = random_chain_scores(rng, [3, 2], n_states=3)
     y = _labels(scores)
-    t = 0.5
-    decoder = ChainDecoder()
-    # ℓ_{tΩ}(η) = t log Σ exp(θ/t) − θ_ȳ, the log loss at temperature t
-    lz_t = t * decoder.log_partition(
-        ChainScores(scores.unary / t, scores.offsets, scores.transition / t, scores.start / t,
-                    scores.end / t)
-    )
-    expected = lz_t - decoder.score_outputs(scores, y)
+    # ℓ_{tΩ}(η) = t log Σ_y exp(θ_y / t) − θ_ȳ, the log loss at temperature t, enumerated.
+    expected = []
+    for i, outputs, _, _, theta in BruteForceDecoder()._enumerate(scores):
+        a, b = scores.offsets[i], scores.offsets[i + 1]
+        gold_theta = theta[np.flatnonzero((outputs == y[a:b]).all(axis=1))[0]]
+        expected.append(t * logsumexp(theta / t) - gold_theta)
+        if t <= 1e-3:  # the zero-temperature limit: the perceptron loss max θ − θ_ȳ
+            assert expected[-1] == pytest.approx(theta.max() - gold_theta, abs=1e-2)
+    assert len(expected) == 2
     scaled = ChainScores(scores.unary / t, scores.offsets, scores.transition / t,
                          scores.start / t, scores.end / t)
-    np.testing.assert_allclose(t * CRFLoss()(decoder, scaled, y)[0], expected, rtol=1e-12)
+    values, _ = CRFLoss()(ChainDecoder(), scaled, y)
+    np.testing.assert_allclose(t * values, expected, rtol=1e-10, atol=1e-12, strict=True)
 
 
 def test_convex_along_random_directions(rng):
