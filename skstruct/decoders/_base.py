@@ -238,6 +238,17 @@ class Decoder(BaseEstimator):
     Decoders are scikit-learn estimators only so that their hyper-parameters are reachable
     with ``get_params`` / ``set_params`` (``decoder__param`` in a grid search); they hold
     no fitted state.
+
+    Part scores are real numbers or -inf, which forbids a part: an output that contains
+    a forbidden part scores -inf and is never returned by ``map``, listed by ``top_k``
+    or chosen by ``loss_augmented_map``. The built-in score containers reject NaN and
+    +inf when they are built (:func:`check_part_scores`), so every operation is covered.
+    An example whose outputs all score -inf has ``log_partition`` -inf, and ``map``,
+    ``top_k``, ``marginals`` and ``loss_augmented_map`` raise
+    :class:`InfeasibleOutputError` naming it (:func:`check_feasible`). Encoded outputs
+    given to ``parts``, ``score_outputs``, ``cost_augmented`` and ``loss_augmented_map``
+    must fit the scores: the right shape, integers, every state in range
+    (:func:`check_encoded_outputs`).
     """
 
     #: The operations this decoder answers (a subset of the names above).

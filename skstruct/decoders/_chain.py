@@ -293,6 +293,13 @@ class ChainDecoder(Decoder):
     -----
     Time per sequence of length L with S states: O(L S²) for MAP, log-partition and
     marginals, O(L S² k) for the ``k`` best. Memory O(n_tokens · S) per batch.
+    A score of -inf forbids a state of a token, a transition, or a first or last state.
+    A sequence left with no labeling of finite score has log-partition -inf; ``map``,
+    ``top_k``, ``marginals`` and ``loss_augmented_map`` raise
+    :class:`~skstruct.decoders.InfeasibleOutputError` naming it, and the constrained
+    searches (``map_with_label_count``, ``map_with_min_distance``, ``diverse_top_k``)
+    return -1 labels for it. Forbidden transitions or end states make ``"auto"`` use
+    log space.
 
     Examples
     --------
@@ -492,6 +499,12 @@ class ChainDecoder(Decoder):
         -----
         Constrained message passing over (state, count so far): O(L² S²) per sequence.
         """
+        positive_states = np.asarray(positive_states)
+        if positive_states.shape != (scores.n_states,):
+            raise ValueError(
+                f"positive_states has shape {positive_states.shape}; expected "
+                f"({scores.n_states},), one flag per state."
+            )
         return map_with_label_count(scores, count, positive_states)
 
     def map_with_min_distance(self, scores, others, min_distance=1):

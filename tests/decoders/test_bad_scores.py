@@ -540,6 +540,8 @@ def test_out_of_range_message_names_the_token_and_the_sequence():
         ChainDecoder().map_with_min_distance(scores, np.array([[0], [3], [0], [0], [0]]))
     with pytest.raises(ValueError, match="out of range"):
         chain_parts(np.array([0, 3]), np.array([0, 2]), 3)
+    with pytest.raises(ValueError, match=r"positive_states has shape \(2,\); expected \(3,\)"):
+        ChainDecoder().map_with_label_count(scores, 1, np.array([True, False]))
 
 
 # ------------------------------------------------------------ TreeDecoder.check_outputs
