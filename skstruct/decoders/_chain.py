@@ -1,7 +1,9 @@
 """First-order linear chains: score and part containers and the chain decoder."""
 
+from numbers import Real
+
 import numpy as np
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..losses._counting import CountingLoss, MismatchCount
 from ..losses._task import HammingLoss, ZeroOneLoss
@@ -16,6 +18,7 @@ from ._base import (
     check_slack_gold,
 )
 from ._constrained import (
+    DEFAULT_MAX_TABLE_MEMORY,
     diverse_top_k,
     loss_augmented_map_by_statistic,
     map_with_label_count,
@@ -288,6 +291,15 @@ class ChainDecoder(Decoder):
         at each position (fast) when the spread of the transition and end scores is below
         200, and works in log space otherwise; ``True`` always works in log space.
         ``False`` always rescales; it is exact up to rounding only below that spread.
+    max_table_memory : float or None, default=2 * 1024**3
+        Largest memory in bytes (default 2 GiB) that constrained message passing
+        (count-statistic losses such as F1 in :meth:`loss_augmented_map`, Hamming and 0/1
+        under slack rescaling, :meth:`map_with_label_count`,
+        :meth:`map_with_min_distance`, :meth:`diverse_top_k`) may use in one call. The
+        memory of each sequence is estimated before anything is allocated; a sequence
+        above the limit raises ``TableMemoryError`` (a ``MemoryError`` and a
+        ``ValueError``) naming it, and sequences processed in parallel never exceed the
+        limit together (fewer threads are used instead). ``None`` removes the limit.
 
     Notes
     -----
@@ -300,6 +312,9 @@ class ChainDecoder(Decoder):
     searches (``map_with_label_count``, ``map_with_min_distance``, ``diverse_top_k``)
     return -1 labels for it. Forbidden transitions or end states make ``"auto"`` use
     log space.
+    Constrained message passing keeps one back-pointer (one byte up to 128 states) per
+    state and reachable statistic value of every token: about S N* L² / 3 bytes for F1
+    on a sequence with N* gold positives (1 GiB for L = 1,000, S = 17, N* = 180).
 
     Examples
     --------
@@ -315,10 +330,14 @@ class ChainDecoder(Decoder):
     output_kind = "sequence"
     capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts"})
 
-    _parameter_constraints = {"log_space": [StrOptions({"auto"}), "boolean"]}
+    _parameter_constraints = {
+        "log_space": [StrOptions({"auto"}), "boolean"],
+        "max_table_memory": [Interval(Real, 0, None, closed="neither"), None],
+    }
 
-    def __init__(self, log_space="auto"):
+    def __init__(self, log_space="auto", max_table_memory=DEFAULT_MAX_TABLE_MEMORY):
         self.log_space = log_space
+        self.max_table_memory = max_table_memory
 
     def map(self, scores, *, return_score=False):
         """Viterbi decoding.
@@ -505,7 +524,7 @@ class ChainDecoder(Decoder):
                 f"positive_states has shape {positive_states.shape}; expected "
                 f"({scores.n_states},), one flag per state."
             )
-        return map_with_label_count(scores, count, positive_states)
+        return map_with_label_count(scores, count, positive_states, self.max_table_memory)
 
     def map_with_min_distance(self, scores, others, min_distance=1):
         """Best labeling at Hamming distance >= ``min_distance`` from each of ``others``.
@@ -538,7 +557,7 @@ class ChainDecoder(Decoder):
             )
         for column in range(others.shape[1]):
             scores._check_outputs(others[:, column], name=f"others[:, {column}]", low=-1)
-        return map_with_min_distance(scores, others, min_distance)
+        return map_with_min_distance(scores, others, min_distance, self.max_table_memory)
 
     def diverse_top_k(self, scores, k, min_distance=1):
         """``k`` labelings, each the best at distance >= ``min_distance`` from the previous.
@@ -546,7 +565,7 @@ class ChainDecoder(Decoder):
         With ``min_distance=1`` this equals :meth:`top_k` (slower); larger distances give
         diverse lists. Same outputs as :meth:`top_k`.
         """
-        return diverse_top_k(scores, k, min_distance)
+        return diverse_top_k(scores, k, min_distance, self.max_table_memory)
 
     def _check_slack_gold(self, scores, y_true):
         gold = self.score_outputs(scores, y_true)

@@ -12,15 +12,21 @@ Tarlow & Zemel (2012); Bauer, Nowozin & Lampert, "Efficient exact inference with
 augmented objective in structured learning" (constrained message passing).
 """
 
+from contextlib import contextmanager
+
+import numba
 import numpy as np
 
 from ..utils._parallel import threads_for
 from . import _constrained_kernels as kernels
 
 __all__ = [
+    "DEFAULT_MAX_TABLE_MEMORY",
     "StatisticTable",
+    "TableMemoryError",
     "best_with_statistic",
     "loss_augmented_map_by_statistic",
+    "loss_table_memory",
     "statistic_table",
 ]
 
@@ -56,8 +62,211 @@ class StatisticTable:
         return first - starts
 
 
-def _radix(caps):
-    return np.ascontiguousarray(np.asarray(caps, dtype=np.int64) + 1)
+#: Default of ``ChainDecoder(max_table_memory=...)``: 2 GiB.
+DEFAULT_MAX_TABLE_MEMORY = 2 * 1024**3
+
+#: Bytes per statistic value of the table's arrays on the Python side (scores, counter
+#: values, owners, objective values and temporaries), on top of 16 per counter.
+_TABLE_BYTES_PER_VALUE = 64
+
+
+class TableMemoryError(MemoryError, ValueError):
+    """Constrained message passing would need more memory than ``max_table_memory``.
+
+    A :class:`MemoryError` (memory is what is missing) and a :class:`ValueError` (the
+    sequence is too long for the configured limit, a property of the input and of a
+    parameter), so that it is caught as either.
+    """
+
+
+def _segment_cumsum(values, offsets):
+    """Cumulative sums along axis 0, restarting at every sequence."""
+    total = np.cumsum(values, axis=0)
+    before = total[offsets[:-1]] - values[offsets[:-1]]
+    return total - np.repeat(before, np.diff(offsets), axis=0)
+
+
+def _smallest_int(largest):
+    """An empty array of the smallest signed integer type that holds ``largest``."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if largest <= np.iinfo(dtype).max:
+            return np.empty(0, dtype=dtype)
+    return np.empty(0, dtype=np.int64)
+
+
+class _Counters:
+    """The counters of a batch: increments, caps and the values reachable after each token.
+
+    Parameters
+    ----------
+    scores : ChainScores
+    increments : ndarray of shape (n_tokens, n_states, K), int, non-negative
+    caps : ndarray of shape (n_sequences, K), int
+
+    Attributes
+    ----------
+    radix : ndarray of shape (n_sequences, K)
+        cap + 1.
+    low, high : ndarray of shape (n_tokens, K)
+        Smallest and largest (capped) value of every counter after each token.
+    saturates : ndarray of shape (n_sequences,), bool
+        Whether a counter of the sequence can reach its cap.
+    sizes : ndarray of shape (n_sequences,)
+        Number of statistic values R of each sequence.
+    """
+
+    def __init__(self, scores, increments, caps):
+        increments = np.asarray(increments, dtype=np.int64)
+        caps = np.asarray(caps, dtype=np.int64).reshape(scores.n_sequences, -1)
+        if increments.shape[-1] == 0:  # no counter: one value, plain Viterbi
+            increments = np.zeros(scores.unary.shape + (1,), dtype=np.int64)
+            caps = np.zeros((scores.n_sequences, 1), dtype=np.int64)
+        if np.any(increments < 0) or np.any(caps < 0):
+            raise ValueError("Counter increments and caps must be non-negative.")
+        self.scores = scores
+        self.increments = np.ascontiguousarray(increments)
+        self.radix = np.ascontiguousarray(caps + 1)
+        offsets, lengths = scores.offsets, scores.lengths
+        self._sum_low = _segment_cumsum(self.increments.min(axis=1), offsets)
+        self._sum_high = _segment_cumsum(self.increments.max(axis=1), offsets)
+        token_caps = np.repeat(caps, lengths, axis=0)
+        self.low = np.ascontiguousarray(np.minimum(self._sum_low, token_caps))
+        self.high = np.ascontiguousarray(np.minimum(self._sum_high, token_caps))
+        self.saturates = np.any(self._sum_high[offsets[1:] - 1] > caps, axis=1)
+        self.sizes = np.prod(self.radix, axis=1)
+
+    def bounds_to(self, targets):
+        """The (low, high) boxes narrowed to the values that can still reach ``targets``.
+
+        ``targets`` are flat indices, one per sequence.
+        """
+        offsets, lengths = self.scores.offsets, self.scores.lengths
+        strides = np.cumprod(self.radix[:, ::-1], axis=1)[:, ::-1] // self.radix
+        digits = np.asarray(targets, dtype=np.int64)[:, None] // strides % self.radix
+        last = offsets[1:] - 1
+        rest_low = np.repeat(self._sum_low[last], lengths, axis=0) - self._sum_low
+        rest_high = np.repeat(self._sum_high[last], lengths, axis=0) - self._sum_high
+        target = np.repeat(digits, lengths, axis=0)
+        capped = target == np.repeat(self.radix - 1, lengths, axis=0)
+        low = np.maximum(self.low, target - rest_high)
+        high = np.where(capped, self.high, np.minimum(self.high, target - rest_low))
+        return np.ascontiguousarray(low), np.ascontiguousarray(high)
+
+    def _back_types(self):
+        """Empty arrays of the dtypes of the stored previous states and counter values.
+
+        Values are int32 unless a table is larger, so that the kernel is compiled for one
+        or two combinations only.
+        """
+        values = np.int32 if self.sizes.max() <= np.iinfo(np.int32).max else np.int64
+        return _smallest_int(self.scores.n_states - 1), np.empty(0, dtype=values)
+
+    def memory(self):
+        """Upper bound of the bytes the two passes allocate for each sequence.
+
+        The back-pointers of every token over its reachable values (whatever the target
+        of the backtracking pass), two score rows ``(n_states, R)`` and the table's arrays.
+
+        Returns
+        -------
+        ndarray of shape (n_sequences,), float
+        """
+        scores = self.scores
+        boxes = np.prod((self.high - self.low + 1).astype(np.float64), axis=1)
+        boxes[scores.offsets[:-1]] = 0.0  # the first token has no back-pointers
+        entries = np.add.reduceat(boxes, scores.offsets[:-1]) * scores.n_states
+        state_type, value_type = self._back_types()
+        per_entry = state_type.itemsize + np.where(self.saturates, value_type.itemsize, 0)
+        n_counters = self.radix.shape[1]
+        sizes = self.sizes.astype(np.float64)
+        return (entries * per_entry + 2 * scores.n_states * sizes * 8
+                + sizes * (_TABLE_BYTES_PER_VALUE + 16 * n_counters))
+
+    def check_memory(self, limit, what):
+        """Raise :class:`TableMemoryError` if a sequence needs more than ``limit`` bytes."""
+        estimates = self.memory()
+        if limit is None:
+            return estimates
+        over = np.flatnonzero(estimates > limit)
+        if over.size:
+            raise TableMemoryError(_memory_message(self, estimates, over, limit, what))
+        return estimates
+
+
+def _format_bytes(n_bytes):
+    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n_bytes >= size:
+            return f"{n_bytes / size:.2f} {unit}"
+    return f"{int(n_bytes)} bytes"
+
+
+def _memory_message(counters, estimates, over, limit, what):
+    i = over[np.argmax(estimates[over])]
+    others = f" ({over.size - 1} other sequences of the batch too)" if over.size > 1 else ""
+    return (
+        f"Exact inference for {what} needs about {_format_bytes(estimates[i])} for sequence "
+        f"{i} of the batch ({counters.scores.lengths[i]} tokens, "
+        f"{counters.scores.n_states} states, {counters.sizes[i]} statistic values), more "
+        f"than max_table_memory={limit:.4g} bytes ({_format_bytes(limit)}){others}. The "
+        "memory of count-statistic losses grows with the cube of the sequence length for "
+        "two counters (F-beta, precision, IoU) and its square for one (recall, label count, "
+        "Hamming or 0/1 with slack rescaling). Raise the limit (ChainDecoder("
+        "max_table_memory=...), decoder__max_table_memory in a grid search, None for no "
+        "limit) if the machine has the memory, split long sequences (for instance at "
+        "sentence boundaries), or use a loss that decomposes over tokens (Hamming with "
+        "margin rescaling)."
+    )
+
+
+def _check_limit(limit):
+    number = isinstance(limit, (int, float, np.number)) and not isinstance(limit, bool)
+    if limit is not None and not (number and limit > 0):
+        raise ValueError(f"max_table_memory must be a positive number of bytes or None; got "
+                         f"{limit!r}.")
+    return limit
+
+
+@contextmanager
+def _threads(counters, work, limit):
+    """:func:`threads_for`, with at most as many threads as sequences that fit together in
+    ``limit`` bytes (each thread holds one sequence's tables at a time)."""
+    with threads_for(work):
+        if limit is not None:
+            n_threads = numba.get_num_threads()
+            largest = np.sort(counters.memory())[::-1][:n_threads]
+            fit = int(np.count_nonzero(np.cumsum(largest) <= limit))
+            numba.set_num_threads(max(1, min(n_threads, fit)))
+        yield
+
+
+def _table(counters, limit=None):
+    """:func:`statistic_table` on prepared counters."""
+    scores, sizes = counters.scores, counters.sizes
+    table_offsets = np.concatenate(([0], np.cumsum(sizes)))
+    with _threads(counters, int(sizes.sum()) * scores.n_states**2, limit):
+        best = kernels.best_per_statistic(
+            *scores._kernel_args(), counters.increments, counters.radix, counters.low,
+            counters.high, table_offsets
+        )
+    radix = counters.radix
+    example = np.repeat(np.arange(scores.n_sequences), sizes)
+    local = np.arange(table_offsets[-1]) - table_offsets[:-1][example]
+    strides = np.cumprod(radix[:, ::-1], axis=1)[:, ::-1] // radix
+    stats = (local[:, None] // strides[example]) % radix[example]
+    return StatisticTable(best, stats, example, table_offsets)
+
+
+def _backtrack(counters, targets, limit=None):
+    """:func:`best_with_statistic` on prepared counters; -1 over unreachable targets."""
+    scores = counters.scores
+    targets = np.asarray(targets, dtype=np.int64)
+    low, high = counters.bounds_to(targets)
+    state_type, value_type = counters._back_types()
+    with _threads(counters, int(counters.sizes.sum()) * scores.n_states**2, limit):
+        return kernels.best_with_statistic(
+            *scores._kernel_args(), counters.increments, counters.radix, low, high, targets,
+            counters.saturates, state_type, value_type
+        )
 
 
 def statistic_table(scores, increments, caps):
@@ -66,7 +275,7 @@ def statistic_table(scores, increments, caps):
     Parameters
     ----------
     scores : ChainScores
-    increments : ndarray of shape (n_tokens, n_states, n_counters), int
+    increments : ndarray of shape (n_tokens, n_states, n_counters), int, non-negative
         What each token adds to each counter when it takes each state.
     caps : ndarray of shape (n_sequences, n_counters), int
         Each counter stops at its cap; a cap at the sequence length never binds.
@@ -75,19 +284,7 @@ def statistic_table(scores, increments, caps):
     -------
     StatisticTable
     """
-    radix = _radix(caps)
-    sizes = np.prod(radix, axis=1)
-    table_offsets = np.concatenate(([0], np.cumsum(sizes)))
-    increments = np.ascontiguousarray(increments, dtype=np.int64)
-    with threads_for(int(sizes.sum()) * scores.n_states**2):
-        best = kernels.best_per_statistic(
-            *scores._kernel_args(), increments, radix, table_offsets
-        )
-    example = np.repeat(np.arange(scores.n_sequences), sizes)
-    local = np.arange(table_offsets[-1]) - table_offsets[:-1][example]
-    strides = np.cumprod(radix[:, ::-1], axis=1)[:, ::-1] // radix
-    stats = (local[:, None] // strides[example]) % radix[example]
-    return StatisticTable(best, stats, example, table_offsets)
+    return _table(_Counters(scores, increments, caps))
 
 
 def best_with_statistic(scores, increments, caps, targets):
@@ -103,13 +300,9 @@ def best_with_statistic(scores, increments, caps, targets):
     Returns
     -------
     ndarray of shape (n_tokens,), int64
+        -1 over the sequences where no labeling reaches its target.
     """
-    radix = _radix(caps)
-    increments = np.ascontiguousarray(increments, dtype=np.int64)
-    with threads_for(int(np.prod(radix, axis=1).sum()) * scores.n_states**2):
-        return kernels.best_with_statistic(
-            *scores._kernel_args(), increments, radix, np.asarray(targets, dtype=np.int64)
-        )
+    return _backtrack(_Counters(scores, increments, caps), targets)
 
 
 def _loss_counters(task_loss, y_true, scores):
@@ -148,13 +341,39 @@ def _slack(F, stats, example, gold, n_gold, eta):
     return (1.0 + F - gold[example]) * eta(stats, n_gold[example])
 
 
+def _describe_loss(task_loss):
+    names = ", ".join(task_loss.statistic_names)
+    return f"{type(task_loss).__name__} (counters: {names})"
+
+
+def loss_table_memory(scores, y_true, task_loss):
+    """Bytes that exact loss-augmented inference for ``task_loss`` needs per sequence.
+
+    The upper bound that ``max_table_memory`` is compared with: it does not depend on the
+    scores, so a sequence accepted once is accepted at every call.
+
+    Parameters
+    ----------
+    scores : ChainScores
+    y_true : ndarray of shape (n_tokens,), int
+    task_loss : CountingLoss
+        Bound to its positive states.
+
+    Returns
+    -------
+    ndarray of shape (n_sequences,), float
+    """
+    return _Counters(scores, *_loss_counters(task_loss, y_true, scores)).memory()
+
+
 def loss_augmented_map_by_statistic(decoder, scores, y_true, task_loss, rescaling="margin"):
     """argmax_y H(θ_y, G(y)) on chains, exactly.
 
     Parameters
     ----------
     decoder : ChainDecoder
-        Gives the gold scores θ_ȳ.
+        Gives the gold scores θ_ȳ and the memory limit ``max_table_memory`` (bytes per
+        call; default :data:`DEFAULT_MAX_TABLE_MEMORY` for decoders without it).
     scores : ChainScores
     y_true : ndarray of shape (n_tokens,), int
     task_loss : CountingLoss
@@ -166,9 +385,17 @@ def loss_augmented_map_by_statistic(decoder, scores, y_true, task_loss, rescalin
     Returns
     -------
     ndarray of shape (n_tokens,), int64
+
+    Raises
+    ------
+    TableMemoryError
+        Before any table is allocated, when a sequence would need more memory than the
+        limit (see :func:`loss_table_memory`).
     """
-    increments, caps = _loss_counters(task_loss, y_true, scores)
-    table = statistic_table(scores, increments, caps)
+    limit = _check_limit(getattr(decoder, "max_table_memory", DEFAULT_MAX_TABLE_MEMORY))
+    counters = _Counters(scores, *_loss_counters(task_loss, y_true, scores))
+    counters.check_memory(limit, _describe_loss(task_loss))
+    table = _table(counters, limit)
     gold = decoder.score_outputs(scores, y_true)
     n_gold = task_loss.gold_positives(y_true, scores.offsets, scores.n_states)
     finite = np.isfinite(table.best)
@@ -183,24 +410,23 @@ def loss_augmented_map_by_statistic(decoder, scores, y_true, task_loss, rescalin
     else:
         raise ValueError(f"rescaling must be 'margin', 'slack' or a callable; got {rescaling!r}.")
     values = np.where(finite, values, -np.inf)
-    return best_with_statistic(scores, increments, caps, table.argmax(values))
+    labels = _backtrack(counters, table.argmax(values), limit)
+    # a sequence without any finite labeling gets state 0 (its score tells it is infeasible)
+    return np.maximum(labels, 0)
 
 
-def _solve_at(scores, increments, caps, targets):
+def _solve_at(scores, increments, caps, targets, limit, what):
     """Best labelings with statistic ``targets``; -1 rows and -inf where none exists."""
-    table = statistic_table(scores, increments, caps)
-    reachable = np.isfinite(table.best[table.table_offsets[:-1] + targets])
-    labels = np.full(scores.unary.shape[0], -1, dtype=np.int64)
-    values = np.full(scores.n_sequences, -np.inf)
-    if reachable.any():
-        found = best_with_statistic(scores, increments, caps, np.where(reachable, targets, 0))
-        mask = np.repeat(reachable, scores.lengths)
-        labels[mask] = found[mask]
-        values[reachable] = table.best[table.table_offsets[:-1] + targets][reachable]
+    counters = _Counters(scores, increments, caps)
+    counters.check_memory(_check_limit(limit), what)
+    table = _table(counters, limit)
+    values = table.best[table.table_offsets[:-1] + targets]
+    labels = _backtrack(counters, targets, limit)
     return labels, values
 
 
-def map_with_label_count(scores, count, positive_states):
+def map_with_label_count(scores, count, positive_states,
+                         max_table_memory=DEFAULT_MAX_TABLE_MEMORY):
     """Exactly ``count`` positive tokens; see ``ChainDecoder.map_with_label_count``."""
     count = np.broadcast_to(np.asarray(count, dtype=np.int64), (scores.n_sequences,))
     if np.any(count < 0):
@@ -209,7 +435,8 @@ def map_with_label_count(scores, count, positive_states):
     increments = np.broadcast_to(positive[None, :, None], scores.unary.shape + (1,))
     caps = np.minimum(count, scores.lengths)[:, None] + 1
     feasible = count <= scores.lengths
-    labels, best = _solve_at(scores, increments, caps, np.where(feasible, count, 0))
+    labels, best = _solve_at(scores, increments, caps, np.where(feasible, count, 0),
+                             max_table_memory, "a label count")
     infeasible = np.repeat(~feasible, scores.lengths)
     labels[infeasible] = -1
     best[~feasible] = -np.inf
@@ -221,7 +448,8 @@ def _mismatch_counters(others, n_states):
     return (np.arange(n_states)[None, :, None] != others[:, None, :]).astype(np.int64)
 
 
-def map_with_min_distance(scores, others, min_distance):
+def map_with_min_distance(scores, others, min_distance,
+                          max_table_memory=DEFAULT_MAX_TABLE_MEMORY):
     """Best labeling far from ``others``; see ``ChainDecoder.map_with_min_distance``."""
     others = np.asarray(others, dtype=np.int64).reshape(scores.unary.shape[0], -1)
     min_distance = int(min_distance)
@@ -232,10 +460,11 @@ def map_with_min_distance(scores, others, min_distance):
         (others == -1)[:, None, :], min_distance, _mismatch_counters(others, scores.n_states)
     )
     targets = np.prod(caps + 1, axis=1) - 1
-    return _solve_at(scores, increments, caps, targets)
+    return _solve_at(scores, increments, caps, targets, max_table_memory,
+                     f"a minimum distance from {others.shape[1]} labelings")
 
 
-def diverse_top_k(scores, k, min_distance=1):
+def diverse_top_k(scores, k, min_distance=1, max_table_memory=DEFAULT_MAX_TABLE_MEMORY):
     """``k`` labelings chosen greedily, each the best at distance >= ``min_distance`` from
     the ones before it. With ``min_distance=1`` these are the exact ``k`` best.
 
@@ -248,6 +477,7 @@ def diverse_top_k(scores, k, min_distance=1):
     paths = np.full((scores.unary.shape[0], k), -1, dtype=np.int64)
     path_scores = np.full((scores.n_sequences, k), -np.inf)
     for r in range(k):
-        labels, best = map_with_min_distance(scores, paths[:, :r], min_distance)
+        labels, best = map_with_min_distance(scores, paths[:, :r], min_distance,
+                                             max_table_memory)
         paths[:, r], path_scores[:, r] = labels, best
     return paths, path_scores

@@ -5,7 +5,11 @@ from hypothesis import strategies as st
 
 from _chain_data import chain_instances
 from skstruct.decoders import BruteForceDecoder, ChainDecoder
-from skstruct.decoders._constrained import loss_augmented_map_by_statistic, statistic_table
+from skstruct.decoders._constrained import (
+    best_with_statistic,
+    loss_augmented_map_by_statistic,
+    statistic_table,
+)
 from skstruct.losses import FBetaLoss, IoULoss, LabelCountLoss, PrecisionLoss, RecallLoss
 
 LOSSES = [FBetaLoss(), FBetaLoss(beta=2.0), PrecisionLoss(), RecallLoss(), IoULoss(),
@@ -131,3 +135,93 @@ def test_slack_hamming_and_zero_one_match_enumeration(loss_name, scores, seed):
         return loss(y_true, y, scores.offsets) * (1 + decoder.score_outputs(scores, y) - gold)
 
     np.testing.assert_allclose(objective(y_hat), objective(ref), atol=1e-9)
+
+
+@pytest.mark.parametrize("loss", LOSSES, ids=lambda l: type(l).__name__)
+@pytest.mark.parametrize("rescaling", ["margin", "slack"])
+@given(scores=chain_instances(max_states=4, max_length=5), seed=st.integers(0, 1000))
+def test_chain_decoder_matches_the_brute_force_decoder(loss, rescaling, scores, seed):
+    y_true = np.random.default_rng(seed).integers(0, scores.n_states, scores.unary.shape[0])
+    loss = _bound(loss, scores.n_states)
+    decoder = ChainDecoder()
+    ours = decoder.loss_augmented_map(scores, y_true, loss, rescaling=rescaling)
+    ref = brute.loss_augmented_map(scores, y_true, loss, rescaling=rescaling)
+    gold = decoder.score_outputs(scores, y_true)
+
+    def objective(y):
+        theta, delta = decoder.score_outputs(scores, y), loss(y_true, y, scores.offsets)
+        return theta + delta if rescaling == "margin" else delta * (1 + theta - gold)
+
+    np.testing.assert_allclose(objective(ours), objective(ref), atol=1e-9, rtol=1e-12)
+
+
+def _capped_statistics(outputs, increments, caps):
+    """min(Σ_t increments[t, y_t], caps) of every enumerated labeling (rows of outputs)."""
+    per_token = increments[np.arange(outputs.shape[1]), outputs]
+    return np.minimum(per_token.sum(axis=1), caps)
+
+
+@given(scores=chain_instances(max_states=3, max_length=5), seed=st.integers(0, 10**6))
+def test_capped_counters_match_enumeration(scores, seed):
+    """Caps that bind (the previous counter value is then stored) and caps that do not,
+    random increments including 0 and jumps of 2: the table is μ(l) for every value and
+    the backtracking pass reaches every target with that score, -1 where unreachable."""
+    rng = np.random.default_rng(seed)
+    n_counters = int(rng.integers(1, 3))
+    increments = rng.integers(0, 3, size=scores.unary.shape + (n_counters,))
+    caps = rng.integers(0, 5, size=(scores.n_sequences, n_counters))
+    table = statistic_table(scores, increments, caps)
+    targets = rng.integers(0, np.diff(table.table_offsets))
+    labels = best_with_statistic(scores, increments, caps, targets)
+    for i, outputs, _, _, theta in brute._enumerate(scores):
+        a, b = scores.offsets[i], scores.offsets[i + 1]
+        stats = _capped_statistics(outputs, increments[a:b], caps[i])
+        rows = np.arange(table.table_offsets[i], table.table_offsets[i + 1])
+        for row in rows:
+            match = np.all(stats == table.stats[row], axis=1)
+            expected = theta[match].max() if match.any() else -np.inf
+            assert table.best[row] == pytest.approx(expected, abs=1e-9)
+        target = table.best[rows[targets[i]]]
+        if target == -np.inf:
+            assert np.all(labels[a:b] == -1)
+            continue
+        found = labels[a:b]
+        hit = np.flatnonzero(np.all(outputs == found, axis=1))[0]
+        np.testing.assert_array_equal(stats[hit], table.stats[rows[targets[i]]])
+        assert theta[hit] == pytest.approx(target, abs=1e-9)
+
+
+@given(scores=chain_instances(max_states=3, max_length=5), seed=st.integers(0, 1000))
+def test_map_with_label_count_matches_enumeration(scores, seed):
+    rng = np.random.default_rng(seed)
+    positive = rng.random(scores.n_states) < 0.5
+    count = rng.integers(0, 7, size=scores.n_sequences)
+    labels, best = ChainDecoder().map_with_label_count(scores, count, positive)
+    for i, outputs, _, _, theta in brute._enumerate(scores):
+        a, b = scores.offsets[i], scores.offsets[i + 1]
+        match = positive[outputs].sum(axis=1) == count[i]
+        if not match.any():
+            assert best[i] == -np.inf and np.all(labels[a:b] == -1)
+            continue
+        assert best[i] == pytest.approx(theta[match].max(), abs=1e-9)
+        assert positive[labels[a:b]].sum() == count[i]
+        hit = np.flatnonzero(np.all(outputs == labels[a:b], axis=1))[0]
+        assert theta[hit] == pytest.approx(best[i], abs=1e-9)
+
+
+@given(scores=chain_instances(max_states=3, max_length=5),
+       min_distance=st.integers(1, 3), k=st.integers(1, 4))
+def test_diverse_top_k_matches_enumeration(scores, min_distance, k):
+    paths, path_scores = ChainDecoder().diverse_top_k(scores, k, min_distance)
+    for i, outputs, _, _, theta in brute._enumerate(scores):
+        a, b = scores.offsets[i], scores.offsets[i + 1]
+        allowed = np.ones(len(outputs), dtype=bool)
+        for r in range(k):
+            if not allowed.any():
+                assert path_scores[i, r] == -np.inf and np.all(paths[a:b, r] == -1)
+                continue
+            assert path_scores[i, r] == pytest.approx(theta[allowed].max(), abs=1e-9)
+            chosen = paths[a:b, r]
+            hit = np.flatnonzero(np.all(outputs == chosen, axis=1))[0]
+            assert allowed[hit] and theta[hit] == pytest.approx(path_scores[i, r], abs=1e-9)
+            allowed &= (outputs != chosen).sum(axis=1) >= min_distance

@@ -1,0 +1,346 @@
+"""Peak memory and time of count-loss loss-augmented MAP on one long chain.
+
+``ChainDecoder().loss_augmented_map(scores, y_true, FBetaLoss(), rescaling)`` on one
+sequence of M = 100, 300 and 1,000 tokens, with margin and slack rescaling, in a NER-like
+setting: 8 entity types in a BIO tag set plus the outside label "O" (N = 17 states, every
+state but "O" positive), gold labels drawn as entity spans (an entity starts at an outside
+token with probability 0.1, of type uniform and geometric length of mean 2: about 18 % of
+the tokens are positive, as in CoNLL-2003). Two kinds of scores:
+
+- *untrained*: unary, transition, start and end scores standard normal (the first
+  epochs: the loss-augmented labeling is far from the gold one);
+- *trained*: the same plus 3 on the gold label of every token, and -5 on the transitions
+  BIO forbids (O → I-x, B-x / I-x → I-y for y ≠ x) (later epochs: the loss-augmented
+  labeling is close to the gold one).
+
+Every measurement runs in a fresh process (``--child``) on one numba thread, under an
+address-space limit (``--address-limit``, ``RLIMIT_AS``) so that a version that needs more
+memory than the machine has fails with ``MemoryError`` instead of being killed. The child
+first warms up (compilation or loading the numba cache, on a tiny instance), then resets
+the kernel's high-water mark of its resident memory (``/proc/self/clear_refs``) and makes
+the call: *peak memory* is the high-water mark during the call minus the resident memory
+before it. *Time* is the median of ``--repeats`` calls (one when a call takes more than
+10 s). *Table size* is what the dynamic program allocates, computed from the sizes: for the
+old code M·N·R·24 bytes (float table and two int64 back-pointer arrays, R = (N* + 1)(M + 1)
+statistic values, N* the gold positives); for the new code the estimate that the
+``max_table_memory`` limit is checked against (an upper bound, whatever the labeling the
+call returns). The *objective* H(ŷ) of the returned labeling is recorded: both versions
+must find the same value.
+
+Run: ``python benchmarks/count_loss_memory.py --before /tmp/before`` with ``/tmp/before``
+a checkout of the code to compare with (``git worktree add --detach /tmp/before
+<commit>``); without ``--before`` only this checkout is measured. Writes
+``results/count_loss_memory.md`` next to this file.
+"""
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from _report import cpu_name, format_time, git_commit
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+LENGTHS = (100, 300, 1000)
+RESCALINGS = ("margin", "slack")
+REGIMES = ("untrained", "trained")
+
+
+# --- the instance -------------------------------------------------------------------
+
+
+def bio_gold(rng, length, n_types):
+    """Gold BIO labels: 0 is "O", 1 + 2k is B-k and 2 + 2k is I-k."""
+    import numpy as np
+
+    gold = np.zeros(length, dtype=np.int64)
+    t = 0
+    while t < length:
+        if rng.random() < 0.1:
+            kind = rng.integers(n_types)
+            stop = min(length, t + rng.geometric(0.5))
+            gold[t] = 1 + 2 * kind
+            gold[t + 1 : stop] = 2 + 2 * kind
+            t = stop
+        else:
+            t += 1
+    return gold
+
+
+def bio_forbidden(n_types):
+    """(n_states, n_states) bool: transitions into I-x from anything but B-x or I-x."""
+    import numpy as np
+
+    n_states = 2 * n_types + 1
+    forbidden = np.zeros((n_states, n_states), dtype=bool)
+    for kind in range(n_types):
+        allowed = (1 + 2 * kind, 2 + 2 * kind)
+        forbidden[:, 2 + 2 * kind] = True
+        forbidden[list(allowed), 2 + 2 * kind] = False
+    return forbidden
+
+
+def instance(length, regime, n_types, seed):
+    """(ChainScores, y_true, bound FBetaLoss) of one sequence."""
+    import numpy as np
+
+    from skstruct.decoders import ChainScores
+    from skstruct.losses import FBetaLoss
+
+    rng = np.random.default_rng(seed)
+    n_states = 2 * n_types + 1
+    gold = bio_gold(rng, length, n_types)
+    unary = rng.normal(size=(length, n_states))
+    transition = rng.normal(size=(n_states, n_states))
+    if regime == "trained":
+        unary[np.arange(length), gold] += 3.0
+        transition[bio_forbidden(n_types)] -= 5.0
+    scores = ChainScores(unary, np.array([0, length]), transition,
+                         rng.normal(size=n_states), rng.normal(size=n_states))
+    loss = FBetaLoss().with_positive_states(np.arange(n_states) > 0)
+    return scores, gold, loss
+
+
+def objective(decoder, scores, y_true, y_pred, loss, rescaling):
+    theta = decoder.score_outputs(scores, y_pred)
+    delta = loss(y_true, y_pred, scores.offsets)
+    if rescaling == "margin":
+        return theta + delta
+    return delta * (1.0 + theta - decoder.score_outputs(scores, y_true))
+
+
+# --- one measurement, in a fresh process ----------------------------------------------
+
+
+def _status(field):
+    """A field of /proc/self/status, in bytes."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def _old_table_bytes(scores, y_true, loss):
+    """What the old backtracking pass allocates: M·N·R·24 bytes plus two score rows."""
+    n_gold = int(loss.gold_positives(y_true, scores.offsets, scores.n_states)[0])
+    length = int(scores.lengths[0])
+    values = (n_gold + 1) * (length + 1)
+    return length * scores.n_states * values * 24 + 2 * scores.n_states * values * 8
+
+
+def _new_table_bytes(decoder, scores, y_true, loss):
+    from skstruct.decoders import _constrained
+
+    estimate = getattr(_constrained, "loss_table_memory", None)
+    return None if estimate is None else int(estimate(scores, y_true, loss)[0])
+
+
+def child(args):
+    limit = int(args.address_limit * 2**30)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    if args.code:
+        sys.path.insert(0, args.code)
+    import numpy as np
+
+    import skstruct
+    from skstruct.decoders import ChainDecoder
+
+    decoder = ChainDecoder()
+    tiny, tiny_gold, tiny_loss = instance(12, args.regime, args.n_types, 0)
+    decoder.loss_augmented_map(tiny, tiny_gold, tiny_loss, args.rescaling)
+
+    scores, y_true, loss = instance(args.length, args.regime, args.n_types, args.seed)
+    new_bytes = _new_table_bytes(decoder, scores, y_true, loss)
+    result = {
+        "skstruct": skstruct.__file__,
+        "n_gold": int(loss.gold_positives(y_true, scores.offsets, scores.n_states)[0]),
+        "old_table_bytes": _old_table_bytes(scores, y_true, loss),
+        "table_bytes": new_bytes,
+    }
+    before = _status("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")
+    tic = time.perf_counter()
+    try:
+        y_hat = decoder.loss_augmented_map(scores, y_true, loss, args.rescaling)
+    except MemoryError as error:
+        result.update(status="MemoryError", message=str(error),
+                      seconds=time.perf_counter() - tic)
+        print(json.dumps(result))
+        return
+    times = [time.perf_counter() - tic]
+    result["peak_bytes"] = _status("VmHWM") - before
+    while len(times) < args.repeats and sum(times) < 10.0:
+        tic = time.perf_counter()
+        decoder.loss_augmented_map(scores, y_true, loss, args.rescaling)
+        times.append(time.perf_counter() - tic)
+    value = objective(decoder, scores, y_true, y_hat, loss, args.rescaling)[0]
+    result.update(status="ok", seconds=float(np.median(times)), n_calls=len(times),
+                  objective=float(value))
+    print(json.dumps(result))
+
+
+def run_child(args, code, length, rescaling, regime):
+    command = [sys.executable, str(Path(__file__).resolve()), "--child",
+               "--length", str(length), "--rescaling", rescaling, "--regime", regime,
+               "--n-types", str(args.n_types), "--seed", str(args.seed),
+               "--repeats", str(args.repeats), "--address-limit", str(args.address_limit)]
+    if code:
+        command += ["--code", code]
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    tic = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - tic
+    if done.returncode != 0:
+        return {"status": f"exit code {done.returncode}", "message": done.stderr[-2000:],
+                "wall_seconds": wall}
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result["wall_seconds"] = wall
+    return result
+
+
+# --- the report -----------------------------------------------------------------------
+
+
+def _gb(n_bytes):
+    if n_bytes is None:
+        return "–"
+    if n_bytes >= 2**30:
+        return f"{n_bytes / 2**30:.2f} GiB"
+    return f"{n_bytes / 2**20:.1f} MiB"
+
+
+def _cell_time(r):
+    if r["status"] == "ok":
+        return format_time(r["seconds"])
+    if r["status"] == "MemoryError":
+        return f"MemoryError after {format_time(r['seconds'])}"
+    return r["status"]
+
+
+def _cell_memory(r):
+    return _gb(r["peak_bytes"]) if r["status"] == "ok" else "–"
+
+
+def _short_commit(path):
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True, cwd=path).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def report(args, runs, total_seconds):
+    import numba
+    import numpy as np
+
+    versions = [v for v in ("before", "after") if any(r["version"] == v for r in runs)]
+    commits = {"after": git_commit()}
+    if args.before:
+        commits["before"] = _short_commit(args.before)
+    lines = [
+        "# Count-loss loss-augmented MAP on long chains: memory and time",
+        "",
+        f"`ChainDecoder().loss_augmented_map(scores, y_true, FBetaLoss(), rescaling)` on one "
+        f"sequence, N = {2 * args.n_types + 1} states ({args.n_types} entity types in BIO "
+        "plus \"O\"), gold entity spans covering about 18 % of the tokens, random scores "
+        "(*untrained*) or random scores plus 3 on the gold labels and -5 on the transitions "
+        "BIO forbids (*trained*). Each cell is a fresh process on one numba thread, under an "
+        f"address-space limit of {args.address_limit:g} GiB. *Peak*: high-water mark of the "
+        "resident memory during the call minus the resident memory before it. *Time*: median "
+        f"of up to {args.repeats} calls (one when a call takes over 10 s), after a warm-up "
+        "call on a tiny instance. *Table*: the dynamic program's allocation computed from the "
+        "sizes (old code: M·N·R·24 bytes with R = (N* + 1)(M + 1); new code: the upper bound "
+        "checked against `max_table_memory`).",
+        "",
+        f"{cpu_name()}, {os.cpu_count()} cores; numba {numba.__version__}, numpy "
+        f"{np.__version__}, Python {platform.python_version()}. Code: "
+        + ", ".join(f"*{v}* at {commits[v]}" for v in versions)
+        + f". Total run time {total_seconds:.0f} s; 1-minute load average "
+        f"{os.getloadavg()[0]:.2f} at the end.",
+        "",
+        f"Produced by `python benchmarks/count_loss_memory.py"
+        f"{' --before ' + args.before if args.before else ''}`.",
+        "",
+    ]
+    for regime in REGIMES:
+        lines += [f"## {regime.capitalize()} scores", "",
+                  "| M | N* | rescaling | "
+                  + " | ".join(f"{v} time | {v} peak | {v} table" for v in versions)
+                  + " | objective |",
+                  "|---" * (3 + 3 * len(versions) + 1) + "|"]
+        for length in args.lengths:
+            for rescaling in RESCALINGS:
+                cells = {r["version"]: r for r in runs if r["length"] == length
+                         and r["rescaling"] == rescaling and r["regime"] == regime}
+                any_run = next(iter(cells.values()))
+                row = [str(length), str(any_run.get("n_gold", "?")), rescaling]
+                for v in versions:
+                    r = cells[v]
+                    table = r.get("old_table_bytes") if v == "before" else r.get("table_bytes")
+                    row += [_cell_time(r), _cell_memory(r), _gb(table)]
+                values = {v: r["objective"] for v, r in cells.items() if "objective" in r}
+                if len(values) == 2:
+                    same = np.isclose(values["before"], values["after"], rtol=1e-9, atol=1e-9)
+                    row.append(f"{values['after']:.6g} ({'same' if same else 'DIFFERENT'})")
+                else:
+                    row.append(", ".join(f"{v}: {x:.6g}" for v, x in values.items()) or "–")
+                lines.append("| " + " | ".join(row) + " |")
+        lines.append("")
+    failures = [r for r in runs if r["status"] not in ("ok",)]
+    if failures:
+        lines += ["Failures:", ""]
+        for r in failures:
+            lines.append(f"- {r['version']}, {r['regime']}, M = {r['length']}, "
+                         f"{r['rescaling']}: {r['status']}: "
+                         f"{r.get('message', '').strip().splitlines()[-1:] or ''}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--before", default=None,
+                        help="path of a checkout of the code to compare with")
+    parser.add_argument("--lengths", type=int, nargs="+", default=list(LENGTHS))
+    parser.add_argument("--n-types", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--address-limit", type=float, default=12.0,
+                        help="RLIMIT_AS of each measuring process, GiB")
+    parser.add_argument("--output", default=str(RESULTS / "count_loss_memory.md"))
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--code", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--length", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--rescaling", help=argparse.SUPPRESS)
+    parser.add_argument("--regime", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args)
+        return
+    versions = ([("before", str(Path(args.before).resolve()))] if args.before else [])
+    versions.append(("after", str(HERE.parent)))
+    runs = []
+    tic = time.perf_counter()
+    for regime in REGIMES:
+        for length in args.lengths:
+            for rescaling in RESCALINGS:
+                for version, code in versions:
+                    result = run_child(args, code, length, rescaling, regime)
+                    result.update(version=version, length=length, rescaling=rescaling,
+                                  regime=regime)
+                    print(json.dumps({k: v for k, v in result.items() if k != "message"}),
+                          flush=True)
+                    runs.append(result)
+    text = report(args, runs, time.perf_counter() - tic)
+    Path(args.output).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
