@@ -313,8 +313,9 @@ class ChainDecoder(Decoder):
     return -1 labels for it. Forbidden transitions or end states make ``"auto"`` use
     log space.
     Constrained message passing keeps one back-pointer (one byte up to 128 states) per
-    state and reachable statistic value of every token: about S N* L² / 3 bytes for F1
-    on a sequence with N* gold positives (1 GiB for L = 1,000, S = 17, N* = 180).
+    state and statistic value of every token that is reachable and can reach the chosen
+    value: at most about S N* L² / 12 bytes for F1 on a sequence with N* gold positives
+    (0.25 GiB for L = 1,000, S = 17, N* = 180), usually much less.
 
     Examples
     --------

@@ -6,6 +6,15 @@ argument, by constrained message passing: one dynamic program gives
 a second pass recovers a labeling with G = l* and score μ(l*). Margin rescaling is
 H = F + η(G); slack rescaling is H = (1 + F − θ_ȳ) η(G).
 
+Memory. The first pass keeps two score rows (S, R) per sequence (R statistic values). The
+second pass keeps back-pointers, only the previous state in the smallest integer type
+(the previous counter values follow from the increments unless a cap binds), and only for
+the values that are reachable from the first token and can still reach l*. Before
+anything is allocated, a bound over all l* (:meth:`_Counters.memory`, which depends on
+the lengths and gold labels, not the scores) is compared with the decoder's
+``max_table_memory``: a sequence above it raises :class:`TableMemoryError`, and the
+number of threads is lowered so that sequences processed together fit in it.
+
 References
 ----------
 Tarlow & Zemel (2012); Bauer, Nowozin & Lampert, "Efficient exact inference with loss
@@ -132,7 +141,8 @@ class _Counters:
         token_caps = np.repeat(caps, lengths, axis=0)
         self.low = np.ascontiguousarray(np.minimum(self._sum_low, token_caps))
         self.high = np.ascontiguousarray(np.minimum(self._sum_high, token_caps))
-        self.saturates = np.any(self._sum_high[offsets[1:] - 1] > caps, axis=1)
+        self._capped = self._sum_high[offsets[1:] - 1] > caps  # (n_sequences, K)
+        self.saturates = np.any(self._capped, axis=1)
         self.sizes = np.prod(self.radix, axis=1)
 
     def bounds_to(self, targets):
@@ -140,14 +150,14 @@ class _Counters:
 
         ``targets`` are flat indices, one per sequence.
         """
-        offsets, lengths = self.scores.offsets, self.scores.lengths
+        lengths = self.scores.lengths
         strides = np.cumprod(self.radix[:, ::-1], axis=1)[:, ::-1] // self.radix
         digits = np.asarray(targets, dtype=np.int64)[:, None] // strides % self.radix
-        last = offsets[1:] - 1
-        rest_low = np.repeat(self._sum_low[last], lengths, axis=0) - self._sum_low
-        rest_high = np.repeat(self._sum_high[last], lengths, axis=0) - self._sum_high
+        rest_low, rest_high = self._rest()
         target = np.repeat(digits, lengths, axis=0)
-        capped = target == np.repeat(self.radix - 1, lengths, axis=0)
+        # a counter that ends at its cap may have gone past it: any prefix value will do
+        capped = (target == np.repeat(self.radix - 1, lengths, axis=0)) & np.repeat(
+            self._capped, lengths, axis=0)
         low = np.maximum(self.low, target - rest_high)
         high = np.where(capped, self.high, np.minimum(self.high, target - rest_low))
         return np.ascontiguousarray(low), np.ascontiguousarray(high)
@@ -161,25 +171,50 @@ class _Counters:
         values = np.int32 if self.sizes.max() <= np.iinfo(np.int32).max else np.int64
         return _smallest_int(self.scores.n_states - 1), np.empty(0, dtype=values)
 
+    def _rest(self):
+        """Smallest and largest sums of the increments of the tokens after each token."""
+        offsets, lengths = self.scores.offsets, self.scores.lengths
+        last = offsets[1:] - 1
+        return (np.repeat(self._sum_low[last], lengths, axis=0) - self._sum_low,
+                np.repeat(self._sum_high[last], lengths, axis=0) - self._sum_high)
+
+    def back_pointers(self, spans):
+        """Number of back-pointers of each sequence when token t spans ``spans[t]`` values
+        of each counter (the first token of a sequence has none)."""
+        boxes = np.prod(np.maximum(spans, 0).astype(np.float64), axis=1)
+        boxes[self.scores.offsets[:-1]] = 0.0
+        return np.add.reduceat(boxes, self.scores.offsets[:-1]) * self.scores.n_states
+
+    def back_pointer_bound(self):
+        """Largest number of back-pointers of each sequence, whatever the target.
+
+        The backtracking pass keeps, at each token, the values reachable from the first
+        token and from which the target is reachable, so each counter spans at most the
+        smaller of the ranges of the sums of the increments before and after the token
+        (before only for a counter that can reach its cap).
+        """
+        rest_low, rest_high = self._rest()
+        capped = np.repeat(self._capped, self.scores.lengths, axis=0)
+        spans = np.where(capped, self.high - self.low,
+                         np.minimum(self.high - self.low, rest_high - rest_low)) + 1
+        return self.back_pointers(spans)
+
     def memory(self):
         """Upper bound of the bytes the two passes allocate for each sequence.
 
-        The back-pointers of every token over its reachable values (whatever the target
-        of the backtracking pass), two score rows ``(n_states, R)`` and the table's arrays.
+        :meth:`back_pointer_bound` back-pointers, two score rows ``(n_states, R)`` and
+        the table's arrays. It depends on the lengths, the increments and the caps only,
+        not on the scores: a sequence accepted once is accepted at every call.
 
         Returns
         -------
         ndarray of shape (n_sequences,), float
         """
-        scores = self.scores
-        boxes = np.prod((self.high - self.low + 1).astype(np.float64), axis=1)
-        boxes[scores.offsets[:-1]] = 0.0  # the first token has no back-pointers
-        entries = np.add.reduceat(boxes, scores.offsets[:-1]) * scores.n_states
         state_type, value_type = self._back_types()
         per_entry = state_type.itemsize + np.where(self.saturates, value_type.itemsize, 0)
         n_counters = self.radix.shape[1]
         sizes = self.sizes.astype(np.float64)
-        return (entries * per_entry + 2 * scores.n_states * sizes * 8
+        return (self.back_pointer_bound() * per_entry + 2 * self.scores.n_states * sizes * 8
                 + sizes * (_TABLE_BYTES_PER_VALUE + 16 * n_counters))
 
     def check_memory(self, limit, what):

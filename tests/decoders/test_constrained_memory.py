@@ -3,11 +3,13 @@
 import numba
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sklearn.exceptions import FitFailedWarning
 from sklearn.model_selection import GridSearchCV
 from sklearn.utils._param_validation import InvalidParameterError
 
-from _chain_data import random_chain_scores
+from _chain_data import chain_instances, random_chain_scores
 from skstruct import StructuredSVM
 from skstruct.decoders import ChainDecoder
 from skstruct.decoders._constrained import (
@@ -183,3 +185,23 @@ def test_the_estimator_validates_the_limit(rng):
     model = StructuredSVM(decoder=ChainDecoder(max_table_memory=-5), loss="f1", max_iter=2)
     with pytest.raises(InvalidParameterError, match="max_table_memory"):
         model.fit(X, y)
+
+
+@given(scores=chain_instances(max_states=3, max_length=6), seed=st.integers(0, 10**6))
+def test_the_bound_covers_the_backtracking_pass_of_every_target(scores, seed):
+    rng = np.random.default_rng(seed)
+    n_counters = int(rng.integers(1, 3))
+    increments = rng.integers(0, 3, size=scores.unary.shape + (n_counters,))
+    caps = rng.integers(0, 6, size=(scores.n_sequences, n_counters))
+    counters = _Counters(scores, increments, caps)
+    bound = counters.back_pointer_bound()
+    for target in range(int(counters.sizes.max())):
+        low, high = counters.bounds_to(np.minimum(target, counters.sizes - 1))
+        assert np.all(counters.back_pointers(high - low + 1) <= bound)
+
+
+def test_the_bound_is_below_the_reachable_boxes_for_f1(rng):
+    scores, y_true = _batch(rng, [200], n_states=9)
+    counters = _Counters(scores, *_loss_counters(_f1(9), y_true, scores))
+    reachable = counters.back_pointers(counters.high - counters.low + 1)
+    assert counters.back_pointer_bound()[0] < 0.5 * reachable[0]
