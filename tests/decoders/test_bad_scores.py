@@ -36,6 +36,7 @@ from skstruct.decoders import (
     TreeScores,
     chain_parts,
 )
+from skstruct.decoders import _chain_kernels as chain_kernels
 from skstruct.decoders._tree import enumerate_trees
 from skstruct.losses import HammingLoss, ZeroOneLoss
 
@@ -340,6 +341,24 @@ def test_all_transitions_forbidden_in_the_scaled_kernel():
     scores = ChainScores(unary, [0, 1, 3], np.full((2, 2), -np.inf), np.zeros(2), np.zeros(2))
     for decoder in (ChainDecoder(log_space=False), ChainDecoder(log_space=True)):
         np.testing.assert_array_equal(decoder.log_partition(scores), [np.log(2), -np.inf])
+
+
+@pytest.mark.parametrize("case", ["token", "path", "transition", "start", "end"])
+@pytest.mark.parametrize("kernel", ["forward_backward_scaled", "forward_backward_log"])
+def test_forward_backward_kernels_give_minus_inf_and_no_nan(kernel, case):
+    arrays, infeasible = _chain_infeasible(case)
+    scores = FAMILIES["chain"].build(arrays)
+    log_z, unary, transition = getattr(chain_kernels, kernel)(*scores._kernel_args(), True)
+    assert not np.isnan(log_z).any()
+    assert np.all(np.isfinite(unary)) and np.all(np.isfinite(transition))
+    np.testing.assert_allclose(log_z, brute.log_partition(scores))
+    feasible = np.setdiff1d(np.arange(scores.n_examples), infeasible)
+    rows = np.isin(np.repeat(np.arange(scores.n_examples), scores.lengths), infeasible)
+    assert np.all(unary[rows] == 0) and np.all(transition[infeasible] == 0)
+    if feasible.size:
+        _, ref = brute.marginals(scores.take(feasible))
+        np.testing.assert_allclose(unary[~rows], ref.unary, atol=1e-12)
+        np.testing.assert_allclose(transition[feasible], ref.transition, atol=1e-12)
 
 
 # --------------------------------------------------- -inf forbids parts: agree with brute
