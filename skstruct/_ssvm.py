@@ -62,12 +62,21 @@ def _check_task_loss_on_gold(task_loss, y, offsets, n_states):
     Catches a user's loss that breaks Δ ≥ 0 before any solver relies on it (the solvers
     also check every Δ they compute).
     """
-    check_task_loss_values(task_loss(y, y, offsets), task_loss, "values on the gold outputs")
-    if np.any(task_loss(y, y, offsets) != 0):
-        raise ValueError(f"{task_loss!r} is not 0 on the gold outputs; Δ(y, y) must be 0.")
-    if hasattr(task_loss, "unary_costs"):
+    if hasattr(task_loss, "unary_costs"):  # first: it checks class costs against n_states
         check_task_loss_values(task_loss.unary_costs(y, offsets, n_states), task_loss,
-                               "unary_costs")
+                               "unary_costs", shape=(y.shape[0], n_states))
+    n_examples = offsets.shape[0] - 1
+    on_gold = task_loss(y, y, offsets)
+    check_task_loss_values(on_gold, task_loss, "values on the gold outputs",
+                           shape=(n_examples,))
+    if np.any(on_gold != 0):
+        raise ValueError(f"{task_loss!r} is not 0 on the gold outputs; Δ(y, y) must be 0.")
+    if n_examples == y.shape[0] and not isinstance(task_loss, CountingLoss):
+        # Multiclass: one token an example, so Δ(a, b) for every pair of classes is cheap.
+        gold = np.repeat(np.arange(n_states), n_states)
+        pred = np.tile(np.arange(n_states), n_states)
+        check_task_loss_values(task_loss(gold, pred, np.arange(n_states**2 + 1)),
+                               task_loss, "values", shape=(n_states**2,))
 
 
 class StructuredSVM(LinearStructuredModel):

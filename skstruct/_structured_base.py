@@ -18,7 +18,12 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.metrics import accuracy_score
-from sklearn.utils.validation import _get_feature_names, check_array, check_is_fitted
+from sklearn.utils.validation import (
+    _get_feature_names,
+    check_array,
+    check_is_fitted,
+    column_or_1d,
+)
 
 from .decoders import (
     ChainDecoder,
@@ -33,6 +38,7 @@ from .utils._labels import check_label_types
 from .utils._trees import check_trees
 from .utils._sequences import (
     SequenceBatch,
+    check_sequence_feature_names,
     check_sample_weight_sequences,
     check_sequences,
     split_sequences,
@@ -76,12 +82,9 @@ def is_sequence_input(X):
 
 def _reject_token_dicts(X, name):
     """X given as sequences of token feature dicts or strings: say which transformer to use."""
-    if not isinstance(X, (list, tuple)):
+    if not isinstance(X, (list, tuple)) or not X or not isinstance(X[0], (list, tuple)):
         return
-    try:
-        token = X[0][0]
-    except (TypeError, IndexError, KeyError):
-        return
+    token = X[0][0] if X[0] else None
     if isinstance(token, dict):
         raise TypeError(
             f"X holds sequences of token {type(token).__name__}s; {name} takes numeric "
@@ -89,6 +92,46 @@ def _reject_token_dicts(X, name):
             "skstruct.preprocessing.SequenceVectorizer, e.g. "
             f"make_pipeline(SequenceVectorizer(), {name}())."
         )
+
+
+def _check_container(data, what, name):
+    """``X`` or ``y`` must be an array-like or a list; say what was given otherwise."""
+    if sp.issparse(data):
+        return
+    if isinstance(data, (str, bytes, dict)) or not (
+        hasattr(data, "__len__") or hasattr(data, "shape") or hasattr(data, "__array__")
+    ):
+        forms = ("a 2-D (n_samples, n_features) array or a list of 2-D (n_tokens, "
+                 "n_features) arrays, one per sequence") if what == "X" else (
+                 "an array of labels, a 0/1 indicator matrix or a list of label arrays, one "
+                 "per sequence")
+        raise TypeError(f"{what} must be {forms} in {name}; got {type(data).__name__}.")
+
+
+def _looks_like_label_sequences(y):
+    """A list of label arrays of different lengths or of non-numbers (not an indicator)."""
+    if not isinstance(y, (list, tuple)) or not y:
+        return False
+    try:
+        rows = [np.asarray(labels) for labels in y]
+    except ValueError:
+        return True
+    if any(r.ndim != 1 for r in rows):
+        return False
+    return len({r.shape[0] for r in rows}) > 1 or any(r.dtype.kind in "OUS" for r in rows)
+
+
+def _tabular_x_hint(X, y):
+    """What to change when tabular-looking X comes with per-sequence labels, or ''."""
+    if not _looks_like_label_sequences(y):
+        return ""
+    first = X[0] if isinstance(X, (list, tuple)) and len(X) else None
+    if first is not None and np.ndim(first) == 1:
+        return (" y is a list of label sequences, but sequence 0 of X is 1-D: each "
+                "sequence must be a 2-D (n_tokens, n_features) array (one feature per "
+                "token: x.reshape(-1, 1)).")
+    return (" y is a list of label sequences, but X is a single 2-D matrix: pass X as a "
+            "list of (n_tokens, n_features) matrices, one per sequence.")
 
 
 def _n_examples(X):
@@ -164,6 +207,9 @@ class StructuredEstimator(BaseEstimator):
         name = type(self).__name__
         declared = getattr(getattr(self, "decoder", None), "output_kind", None)
         kind = "tree" if declared == "tree" else output_kind(X, y)
+        hint = _tabular_x_hint(X, y) if kind == "multilabel" else ""
+        if hint:
+            raise ValueError(f"X and y do not fit together in {name}.{hint}")
         if declared is not None and declared != kind:
             raise ValueError(
                 f"{name} was given a {type(self.decoder).__name__}, which decodes {declared} "
@@ -202,6 +248,8 @@ class StructuredEstimator(BaseEstimator):
         if _n_examples(X) == 0:
             noun = "samples" if getattr(X, "ndim", 1) == 2 else "sequences"
             raise ValueError(f"X contains no {noun} in {name}; at least one is required.")
+        _check_container(X, "X", name)
+        _check_container(y, "y", name)
         _reject_token_dicts(X, name)
         kind = self._output_kind(X, y)
         if kind == "tree":
@@ -261,6 +309,7 @@ class StructuredEstimator(BaseEstimator):
             return check_trees(X, n_features=self.n_features_in_, estimator=name)[0]
         if self.output_kind_ == "sequence":
             batch, _ = check_sequences(X, n_features=self.n_features_in_, estimator=name)
+            check_sequence_feature_names(self, list(X))
             return batch
         check_feature_names(self, X)
         batch = _tabular_batch(X, name)
@@ -364,7 +413,7 @@ def _check_multiclass_target(y, batch, name):
     check_label_types([y], f" in {name}")
     y_flat = np.asarray(y)
     if y_flat.ndim == 2 and y_flat.shape[1] == 1:
-        y_flat = y_flat.ravel()
+        y_flat = column_or_1d(y_flat, warn=True)
     if y_flat.ndim != 1:
         raise ValueError(f"y must be 1-D for multiclass {name}; got shape {y_flat.shape}.")
     if y_flat.shape[0] != batch.n_sequences:

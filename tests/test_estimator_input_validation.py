@@ -220,3 +220,104 @@ def test_nested_decoder_params_need_a_decoder(estimator, sequences):
     assert model.decoder.log_space is True
     X, y = sequences
     assert model.fit(X, y).decoder_.log_space is True
+
+
+# -- containers, shapes and types ------------------------------------------------------------
+
+@pytest.mark.parametrize("X", ["abc", {"a": 1}, (x for x in range(3)), 3.0],
+                         ids=["str", "dict", "generator", "float"])
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_name)
+def test_x_that_is_no_array_or_list_is_a_type_error(estimator, X):
+    with pytest.raises(TypeError, match="X must be a 2-D .* array or a list of 2-D"):
+        clone(estimator).fit(X, ["a", "b", "c"])
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_name)
+def test_1d_sequences_say_each_sequence_must_be_2d(estimator, sequences):
+    _, y = sequences
+    X = [np.arange(len(labels), dtype=float) for labels in y]
+    with pytest.raises(ValueError, match="sequence 0 of X is 1-D.*reshape"):
+        clone(estimator).fit(X, y)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_name)
+def test_one_stacked_matrix_with_label_sequences_says_to_split_it(estimator, sequences):
+    X, y = sequences
+    with pytest.raises(ValueError, match="X is a single 2-D matrix"):
+        clone(estimator).fit(np.vstack(X), y)
+
+
+@pytest.mark.parametrize("fmt", ["dok", "bsr", "coo", "csc", "lil"])
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_name)
+def test_every_sparse_format_gives_the_csr_model(estimator, fmt, sequences):
+    import scipy.sparse as sp
+
+    X, y = sequences
+    csr = clone(estimator).fit([sp.csr_matrix(x) for x in X], y)
+    other = clone(estimator).fit([sp.csr_matrix(x).asformat(fmt) for x in X], y)
+    np.testing.assert_array_equal(csr.coef_, other.coef_)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_name)
+def test_complex_and_overflowing_features_are_rejected(estimator, sequences):
+    X, y = sequences
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        clone(estimator).fit([x + 1j for x in X], y)
+    with pytest.raises(ValueError, match="would overflow float64. Scale the features"):
+        clone(estimator).fit([x * 1e300 for x in X], y)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_name)
+def test_sequence_dataframes_set_and_check_feature_names(estimator, sequences):
+    pd = pytest.importorskip("pandas")
+    X, y = sequences
+    frames = [pd.DataFrame(x, columns=["a", "b", "c"]) for x in X]
+    model = clone(estimator).fit(frames, y)
+    np.testing.assert_array_equal(model.feature_names_in_, ["a", "b", "c"])
+    for p, q in zip(model.predict(frames), model.predict(X), strict=True):
+        np.testing.assert_array_equal(p, q)
+    with pytest.raises(ValueError, match="feature names should match"):
+        model.predict([f[["c", "b", "a"]] for f in frames])
+    mixed = frames[:1] + [frames[1].rename(columns={"a": "z"})] + frames[2:]
+    with pytest.raises(ValueError, match="Sequence 1 of X has other column names"):
+        clone(estimator).fit(mixed, y)
+
+
+@pytest.mark.parametrize("estimator", TABULAR, ids=_name)
+def test_column_vector_y_warns_and_is_raveled(estimator):
+    from sklearn.exceptions import DataConversionWarning
+
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    y = np.array(["a", "b", "c"] * 2)
+    with pytest.warns(DataConversionWarning):
+        column = clone(estimator).fit(X, y[:, None])
+    np.testing.assert_array_equal(column.coef_, clone(estimator).fit(X, y).coef_)
+
+
+class _ScalarLoss(TaskLoss):
+    def __call__(self, y_true, y_pred, offsets):
+        return 0.0
+
+
+class _NegativeOffGold(TaskLoss):
+    def __call__(self, y_true, y_pred, offsets):
+        return -HammingLoss()(y_true, y_pred, offsets)
+
+
+def test_task_loss_shape_and_sign_are_checked_on_tabular_data():
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    y = ["a", "b", "c"] * 2
+    with pytest.raises(ValueError, match=r"shape \(\); expected \(6,\)"):
+        StructuredSVM(loss=_ScalarLoss()).fit(X, y)
+    with pytest.raises(ValueError, match="returned negative values"):
+        StructuredSVM(loss=_NegativeOffGold()).fit(X, y)
+
+
+@pytest.mark.parametrize("solver", ["bcfw", "subgradient"])
+def test_class_costs_of_the_wrong_length_name_the_shape(solver, sequences):
+    X, y = sequences
+    model = StructuredSVM(loss=HammingLoss(class_costs=[1.0, 2.0]), solver=solver)
+    with pytest.raises(ValueError, match=r"class_costs has shape \(2,\); expected \(3,\)"):
+        model.fit(X, y)
+    with pytest.raises(ValueError, match=r"class_costs has shape \(2,\); expected \(3,\)"):
+        model.fit(np.vstack(X), np.concatenate(y))

@@ -82,7 +82,15 @@ class HammingLoss(TaskLoss):
             # unmatched row's -1.
             per_token = (y_true != y_pred) * self._token_scale(offsets)
             return np.add.reduceat(per_token, offsets[:-1])
-        per_token = self._cost_matrix(len(self.class_costs))[y_true, y_pred]
+        costs = self._cost_matrix(len(self.class_costs))
+        n_states = costs.shape[0]
+        if max(y_true.max(initial=0), y_pred.max(initial=0)) >= n_states:
+            raise ValueError(
+                f"class_costs has shape {np.shape(self.class_costs)}, but the labels reach "
+                f"state {max(y_true.max(initial=0), y_pred.max(initial=0))}: give one cost "
+                "per class (or a n_classes x n_classes matrix)."
+            )
+        per_token = costs[y_true, y_pred]
         per_token = per_token * self._token_scale(offsets)
         return np.add.reduceat(per_token, offsets[:-1])
 
@@ -149,7 +157,7 @@ def check_task_loss(loss, name="loss"):
     return loss
 
 
-def check_task_loss_values(values, task_loss, what="values"):
+def check_task_loss_values(values, task_loss, what="values", shape=None):
     """Reject task-loss values that are negative, NaN or infinite.
 
     A task loss must satisfy Δ ≥ 0 (and Δ(y, y) = 0): with negative values the structured
@@ -163,8 +171,19 @@ def check_task_loss_values(values, task_loss, what="values"):
     task_loss : TaskLoss
     what : str, default="values"
         Which output of the loss, for the message.
+    shape : tuple, default=None
+        The shape the values must have (one Δ per example: ``(n_examples,)``).
     """
-    values = np.asarray(values, dtype=np.float64)
+    try:
+        values = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{task_loss!r} returned non-numeric {what}.") from None
+    if shape is not None and values.shape != tuple(shape):
+        raise ValueError(
+            f"{task_loss!r} returned {what} of shape {values.shape}; expected {tuple(shape)}"
+            " (a task loss returns one value per example: loss(y_true, y_pred, offsets) "
+            "has shape (len(offsets) - 1,))."
+        )
     if not np.all(np.isfinite(values)):
         raise ValueError(
             f"{task_loss!r} returned NaN or infinite {what}; a task loss must return finite "

@@ -172,7 +172,10 @@ def check_sequences(X, y=None, *, n_features=None, estimator=None):
     blocks = _as_sequence_list(X, "X")
     if len(blocks) == 0:
         raise ValueError(f"X contains no sequences{where}; at least one is required.")
+    blocks_in = blocks
     blocks = [b if sp.issparse(b) else np.asarray(b) for b in blocks]
+    if any(np.iscomplexobj(b) for b in blocks):
+        raise ValueError(f"Complex data not supported{where}; X must hold real numbers.")
     for i, block in enumerate(blocks):
         if block.ndim != 2:
             raise ValueError(
@@ -206,10 +209,61 @@ def check_sequences(X, y=None, *, n_features=None, estimator=None):
         values = stacked
     if not np.all(np.isfinite(values)):
         raise ValueError(f"X contains NaN or infinity{where}.")
+    _check_magnitude(values, where)
     batch = SequenceBatch(stacked, offsets)
+    batch.feature_names = sequence_feature_names(blocks_in, where)
     if y is None:
         return batch, None
     return batch, _check_labels(y, lengths, where)
+
+
+#: Features of larger magnitude overflow float64 once multiplied by weights and summed.
+MAX_FEATURE_MAGNITUDE = 1e100
+
+
+def _check_magnitude(values, where):
+    largest = float(np.abs(values).max(initial=0.0))
+    if largest > MAX_FEATURE_MAGNITUDE:
+        raise ValueError(
+            f"X has features of magnitude up to {largest:.3g}{where}; part scores (features "
+            "times weights, summed) would overflow float64. Scale the features, e.g. with "
+            "sklearn.preprocessing.MaxAbsScaler or StandardScaler."
+        )
+
+
+def sequence_feature_names(blocks, where=""):
+    """The column names shared by per-sequence DataFrames, or None.
+
+    Raises
+    ------
+    ValueError
+        When the sequences' DataFrames have different column names.
+    """
+    from sklearn.utils.validation import _get_feature_names
+
+    names = _get_feature_names(blocks[0])
+    if names is None:
+        return None
+    for i, block in enumerate(blocks[1:], start=1):
+        other = _get_feature_names(block)
+        if other is None or not np.array_equal(other, names):
+            raise ValueError(
+                f"Sequence {i} of X has other column names than sequence 0{where}; every "
+                "sequence's DataFrame needs the same columns, in the same order."
+            )
+    return names
+
+
+def check_sequence_feature_names(estimator, blocks):
+    """At predict: per-sequence DataFrames must have the columns seen at fit."""
+    fitted = getattr(estimator, "feature_names_in_", None)
+    name = type(estimator).__name__
+    names = sequence_feature_names(blocks, f" in {name}")
+    if fitted is not None and names is not None and not np.array_equal(fitted, names):
+        raise ValueError(
+            f"The feature names should match those that were passed during fit: {name} was "
+            f"fitted on columns {list(fitted)} but X has columns {list(names)}."
+        )
 
 
 def _check_labels(y, lengths, where):
@@ -225,7 +279,8 @@ def _check_labels(y, lengths, where):
             kind = "a scalar" if labels.ndim == 0 else f"{labels.ndim}-D"
             raise ValueError(
                 f"y[{i}] is {kind}; y must be a list of 1-D label arrays, one per "
-                f"sequence{where}."
+                f"sequence{where} (X was read as {lengths.shape[0]} sequences, of "
+                f"{lengths[0]} token(s) for the first)."
             )
         if labels.shape[0] != lengths[i]:
             raise ValueError(
@@ -235,20 +290,67 @@ def _check_labels(y, lengths, where):
     return np.concatenate(label_seqs)
 
 
-def check_sample_weight_sequences(sample_weight, n_sequences):
-    """Validate per-sequence weights: finite, non-negative, not all zero."""
+def check_sample_weight_sequences(sample_weight, n_sequences, *, allow_zero_sum=False):
+    """Validate per-sequence weights: numeric, finite, non-negative, not all zero.
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n_sequences,), number or None
+        One weight per sequence; a number weighs every sequence alike, None is all ones.
+    n_sequences : int
+        Number of sequences.
+    allow_zero_sum : bool, default=False
+        Accept weights that are all zero (a metric then returns its value for no data)
+        instead of raising.
+
+    Returns
+    -------
+    sample_weight : ndarray of shape (n_sequences,), dtype float64
+
+    Raises
+    ------
+    TypeError
+        If the weights are not numbers (strings, None, complex numbers...).
+    ValueError
+        If there is not one weight per sequence, or a weight is negative, NaN or
+        infinite, or (unless ``allow_zero_sum``) all weights are zero.
+    """
     if sample_weight is None:
         return np.ones(n_sequences)
-    if isinstance(sample_weight, numbers.Number):
+    if isinstance(sample_weight, numbers.Real):
         sample_weight = np.full(n_sequences, float(sample_weight))
-    sample_weight = np.asarray(sample_weight, dtype=np.float64)
-    if sample_weight.shape != (n_sequences,):
+    array = sample_weight if isinstance(sample_weight, np.ndarray) else None
+    if array is None:
+        try:
+            array = np.asarray(sample_weight)
+        except (TypeError, ValueError):  # ragged nesting
+            array = np.asarray(sample_weight, dtype=object)
+    try:
+        if array.dtype.kind not in "biuf" and not (
+            array.dtype.kind == "O"
+            and all(isinstance(w, numbers.Real) for w in array.ravel().tolist())
+        ):
+            raise TypeError  # astype would turn None into NaN and "1" into 1.0
+        converted = array.astype(np.float64)
+    except (TypeError, ValueError):
+        values = array.ravel().tolist()
+        example = next((w for w in values if not isinstance(w, numbers.Real)), array.dtype)
+        raise TypeError(
+            f"sample_weight must be numeric, one number per sequence; got {example!r} of "
+            f"type {type(example).__name__}."
+        ) from None
+    if converted.shape != (n_sequences,):
         raise ValueError(
-            f"sample_weight has shape {sample_weight.shape}; expected ({n_sequences},), "
-            "one weight per sequence."
+            f"sample_weight has shape {converted.shape}; expected one weight per sequence, "
+            f"i.e. shape ({n_sequences},)."
         )
-    if not np.all(np.isfinite(sample_weight)) or np.any(sample_weight < 0):
-        raise ValueError("sample_weight must be finite and non-negative.")
-    if sample_weight.sum() <= 0:
+    bad = ~np.isfinite(converted) | (converted < 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            "sample_weight must be finite and non-negative; the weight of sequence "
+            f"{i} is {float(converted[i])!r}."
+        )
+    if not allow_zero_sum and converted.sum() <= 0:
         raise ValueError("sample_weight must not be all zero.")
-    return sample_weight
+    return converted
