@@ -1,5 +1,7 @@
 """The interface every decoder implements."""
 
+from numbers import Integral
+
 import numpy as np
 from sklearn.base import BaseEstimator
 
@@ -9,8 +11,13 @@ __all__ = [
     "check_capability",
     "check_encoded_outputs",
     "check_feasible",
+    "check_k",
+    "check_offsets",
+    "check_score_array",
     "check_slack_gold",
     "check_part_scores",
+    "check_task_loss_argument",
+    "no_exact_loss_augmented_map",
 ]
 
 
@@ -202,6 +209,156 @@ def check_encoded_outputs(y, offsets, high, *, low=0, shape=None, name="y",
     )
 
 
+def check_score_array(values, name, *, owner, ndim, layout):
+    """``values`` as a C-contiguous float64 array of ``ndim`` dimensions, or a clear error.
+
+    Parameters
+    ----------
+    values : array-like
+        Part scores given to a score container.
+    name : str
+        Their name ("unary", "transition", ...), for the message.
+    owner : str
+        The container, for the message.
+    ndim : int
+        The number of dimensions they must have.
+    layout : str
+        What the dimensions are ("(n_tokens, n_states)"), for the message.
+    """
+    try:
+        array = np.asarray(values)
+        if np.iscomplexobj(array):
+            raise TypeError
+        array = np.ascontiguousarray(array, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{owner}: {name} scores must be an array of real numbers {layout}; got "
+            f"{type(values).__name__}"
+            f"{' of dtype ' + str(np.asarray(values).dtype) if hasattr(values, 'dtype') else ''}."
+        ) from None
+    if array.ndim != ndim:
+        raise ValueError(
+            f"{owner}: {name} has shape {array.shape}, but {name} must be {ndim}-D "
+            f"{layout}."
+        )
+    return array
+
+
+def check_offsets(offsets, n_entries=None, *, owner, example="example", unit="token",
+                  entries="unary rows"):
+    """Validate the offsets of a batch: 1-D integers from 0, increasing; return int64.
+
+    Example ``i`` owns entries ``offsets[i]:offsets[i + 1]``: at least one, so offsets
+    strictly increase. Every score container with offsets checks them here.
+
+    Parameters
+    ----------
+    offsets : array-like of shape (n_examples + 1,)
+    n_entries : int, default=None
+        When given, the last offset must equal it (the offsets cover every entry).
+    owner : str
+        The container or function, for the message.
+    example, unit : str
+        What an example and an entry are called ("sequence", "token"), for the messages.
+    entries : str
+        What ``n_entries`` counts, for the message.
+
+    Returns
+    -------
+    ndarray of shape (n_examples + 1,), int64
+    """
+    array = np.asarray(offsets)
+    if array.ndim != 1 or array.shape[0] < 1:
+        raise ValueError(
+            f"{owner}: offsets must be 1-D, of shape (n_{example}s + 1,): {example} i owns "
+            f"{unit}s offsets[i]:offsets[i + 1]; got shape {array.shape}."
+        )
+    if not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(
+            f"{owner}: offsets must be integers (the first {unit} of every {example}, "
+            f"then the total); got dtype {array.dtype}."
+        )
+    array = np.ascontiguousarray(array, dtype=np.int64)
+    if array[0] != 0:
+        raise ValueError(f"{owner}: offsets must start at 0; got {array[0]}.")
+    steps = np.diff(array)
+    if steps.size and steps.min() <= 0:
+        i = int(np.argmax(steps <= 0))
+        if steps.min() < 0:
+            i = int(np.argmax(steps < 0))
+            raise ValueError(
+                f"{owner}: offsets must be non-decreasing (cumulative {example} lengths); "
+                f"offsets[{i}] = {array[i]} > offsets[{i + 1}] = {array[i + 1]}."
+            )
+        raise ValueError(
+            f"{owner}: every {example} needs at least one {unit}; {example} {i} has none "
+            f"(empty {example}: offsets[{i}] = offsets[{i + 1}] = {array[i]})."
+        )
+    if n_entries is not None and array[-1] != n_entries:
+        raise ValueError(
+            f"{owner}: offsets must start at 0 and end at the number of {entries} "
+            f"({n_entries}); the last offset is {array[-1]}."
+        )
+    return array
+
+
+def check_k(k, name="k"):
+    """``k`` as an int, or a clear error unless it is an integer >= 1 (not a bool, a
+    string or a float)."""
+    if isinstance(k, Integral) and not isinstance(k, (bool, np.bool_)) and k >= 1:
+        return int(k)
+    if isinstance(k, Integral) and not isinstance(k, (bool, np.bool_)):
+        raise ValueError(f"{name} must be an integer >= 1; got {k}.")
+    raise TypeError(f"{name} must be an integer >= 1; got {k!r} ({type(k).__name__}).")
+
+
+def check_task_loss_argument(task_loss):
+    """The :class:`~skstruct.losses.TaskLoss` a decoder operation was given, by object or
+    by name (``"hamming"``, ...), or a ``TypeError`` naming what is accepted."""
+    from ..losses._task import TaskLoss, _task_losses, check_task_loss
+
+    if isinstance(task_loss, TaskLoss):
+        return task_loss
+    if isinstance(task_loss, str):
+        return check_task_loss(task_loss, name="task_loss")
+    raise TypeError(
+        f"task_loss must be a TaskLoss or one of the names {sorted(_task_losses())}; got "
+        f"{type(task_loss).__name__}."
+    )
+
+
+def no_exact_loss_augmented_map(decoder, task_loss, rescaling, supported, remedy):
+    """The ``ValueError`` of a decoder with no exact loss-augmented MAP for a task loss.
+
+    Parameters
+    ----------
+    decoder : Decoder
+    task_loss : TaskLoss
+    rescaling : str or callable
+    supported : str
+        What the decoder supports, for the message.
+    remedy : str
+        What to implement for the loss to be supported, for the message.
+    """
+    name = type(decoder).__name__
+    if not (callable(rescaling) or rescaling in ("margin", "slack")):
+        return ValueError(
+            f"{name} has no exact loss-augmented MAP for {type(task_loss).__name__} with "
+            f"rescaling={rescaling!r}: rescaling must be 'margin', 'slack' or a callable."
+        )
+    return ValueError(
+        f"{name} has no exact loss-augmented MAP for {type(task_loss).__name__} with "
+        f"rescaling={rescaling!r}. It supports {supported}. {remedy} Or use "
+        "BruteForceDecoder, which enumerates every output, on tiny problems."
+    )
+
+
+#: The class and parameter values last validated, by decoder id (the decoder's state is
+#: left alone). Validity depends on the class and the values only, and the values are
+#: held here, so an id reused by another decoder with the very same values is valid too.
+_VALIDATED = {}
+
+
 def _trusted(cls, **attributes):
     """A score container of class ``cls`` with ``attributes`` already validated.
 
@@ -256,7 +413,45 @@ class Decoder(BaseEstimator):
     #: The kind of outputs it decodes, as estimators name them ("sequence", "multiclass",
     #: "multilabel", "tree", "matching"); None for decoders of several families.
     output_kind = None
+    #: The score containers it reads (a class or a tuple of classes); None accepts any.
+    #: Every public operation of a built-in decoder checks its scores against them.
+    score_types = None
     _parameter_constraints: dict = {}
+
+    def _check_params(self):
+        """Validate the hyper-parameters once per parameter state (about 1 µs after the
+        first call; ``set_params`` or an assignment is validated at the next operation)."""
+        constraints = self._parameter_constraints
+        if not constraints:
+            return
+        attributes = self.__dict__
+        seen = _VALIDATED.get(id(self))
+        if seen is not None and seen[0] is type(self):
+            for name, value in seen[1]:
+                if attributes.get(name) is not value:
+                    break
+            else:
+                return
+        self._validate_params()
+        if len(_VALIDATED) >= 1024:
+            _VALIDATED.clear()
+        _VALIDATED[id(self)] = (type(self), tuple(
+            (name, attributes.get(name)) for name in constraints))
+
+    def _check_scores(self, scores):
+        """Raise a ``TypeError`` unless ``scores`` is a container this decoder reads, and
+        validate the hyper-parameters; return ``scores``. Called by every public
+        operation: a few microseconds at most."""
+        types = self.score_types
+        if types is not None and not isinstance(scores, types):
+            if isinstance(types, type):
+                types = (types,)
+            expected = " or ".join(t.__name__ for t in types)
+            raise TypeError(
+                f"{type(self).__name__} takes {expected}; got {type(scores).__name__}."
+            )
+        self._check_params()
+        return scores
 
     def _unsupported(self, capability):
         raise NotImplementedError(
@@ -317,11 +512,14 @@ class Decoder(BaseEstimator):
         -------
         score container, like ``scores``
         """
+        self._check_scores(scores)
+        task_loss = check_task_loss_argument(task_loss)
         if not hasattr(task_loss, "unary_costs"):
             raise ValueError(
                 f"{type(self).__name__} can add a task loss to the scores only when it "
                 f"decomposes over tokens (such as HammingLoss); {type(task_loss).__name__} "
-                "does not."
+                "does not: implement its unary_costs(y_true, offsets, n_states), the cost "
+                "of every state of every token."
             )
         if hasattr(scores, "_check_outputs"):
             y_true = scores._check_outputs(y_true, name="y_true")

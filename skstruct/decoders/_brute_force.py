@@ -1,12 +1,20 @@
 """Inference by enumeration: the reference every decoder is tested against."""
 
 import itertools
+import math
+from numbers import Integral
 
 import numpy as np
 from scipy.special import logsumexp
+from sklearn.utils._param_validation import Interval
 
 from ..losses._counting import CountingLoss
-from ._base import Decoder, check_feasible, check_slack_gold
+from ._base import Decoder, check_feasible, check_k, check_slack_gold, check_task_loss_argument
+from ._chain import ChainDecoder
+from ._matching import MatchingDecoder
+from ._multiclass import MulticlassDecoder
+from ._multilabel import MultilabelDecoder
+from ._tree import TreeDecoder
 from ._chain import ChainParts, ChainScores
 from ._multiclass import MulticlassParts, MulticlassScores
 from ._matching import MatchingParts, MatchingScores, enumerate_matchings
@@ -142,6 +150,13 @@ class BruteForceDecoder(Decoder):
         Trees: enumerate projective trees only.
     single_root : bool, default=False
         Trees: enumerate trees with one word attached to the root only.
+    max_outputs : int >= 1, default=1_000_000
+        Largest number of outputs to enumerate for one example. Before enumerating, an
+        operation raises a ``ValueError`` naming the first example with more (a chain of
+        L tokens and S states has S^L labelings, L labels 2^L vectors, an n-word sentence
+        n^n head assignments to sift, an (r, c) matching max(r, c)! / |r − c|! outputs)
+        instead of running for ever. The decoder is the test oracle for tiny instances:
+        raise the limit knowingly.
 
     Examples
     --------
@@ -154,10 +169,57 @@ class BruteForceDecoder(Decoder):
     """
 
     capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts"})
+    score_types = (ChainScores, MulticlassScores, MultilabelScores, TreeScores, MatchingScores)
+    _parameter_constraints: dict = {
+        "projective": ["boolean"],
+        "single_root": ["boolean"],
+        "max_outputs": [Interval(Integral, 1, None, closed="left")],
+    }
 
-    def __init__(self, projective=False, single_root=False):
+    def __init__(self, projective=False, single_root=False, max_outputs=1_000_000):
         self.projective = projective
         self.single_root = single_root
+        self.max_outputs = max_outputs
+
+    def _check_size(self, scores):
+        """Check the scores, then raise a ``ValueError`` before enumerating when an
+        example has more than ``max_outputs`` outputs."""
+        self._check_scores(scores)
+        limit = self.max_outputs
+        if isinstance(scores, MulticlassScores):
+            count, i, what = scores.n_states, 0, f"{scores.n_states} classes"
+            example = "example"
+        elif isinstance(scores, MultilabelScores):
+            count, i = 2**scores.n_labels, 0
+            what, example = f"2^{scores.n_labels} 0/1 vectors of its labels", "example"
+        elif isinstance(scores, MatchingScores):
+            counts = [math.perm(int(max(r, c)), int(min(r, c))) for r, c in scores.shapes]
+            i = int(np.argmax(counts)) if counts else 0
+            count = counts[i] if counts else 0
+            what, example = "matchings", "example"
+            if counts:
+                what = f"matchings (shape {tuple(int(n) for n in scores.shapes[i])})"
+        else:
+            lengths = scores.lengths
+            if lengths.size == 0:
+                return scores
+            i = int(np.argmax(lengths))
+            n = int(lengths[i])
+            if isinstance(scores, TreeScores):
+                count = n**n
+                what, example = f"head assignments to sift ({n} words)", "sentence"
+            else:
+                count = scores.n_states**n
+                what = f"labelings ({n} tokens, {scores.n_states} states)"
+                example = "sequence"
+        if scores.n_examples and count > limit:
+            raise ValueError(
+                f"BruteForceDecoder would enumerate {count} outputs of {example} {i}: "
+                f"{what}, more than max_outputs={limit}. It enumerates every output and "
+                f"is meant for tiny instances (the test oracle); use the decoder of the "
+                f"family, or raise max_outputs."
+            )
+        return scores
 
     def _arc_factored(self, scores):
         """Per example: every output (n_outputs, n_tokens) and its indicator rows
@@ -202,6 +264,7 @@ class BruteForceDecoder(Decoder):
             yield i, outputs, unary, pairwise, _chain_theta(scores, i, unary, pairwise)
 
     def map(self, scores, *, return_score=False):
+        self._check_size(scores)
         if isinstance(scores, _ARC_FACTORED):
             found = self._arc_factored_call(
                 lambda i, out, ind, theta: (out[np.argmax(theta)], theta.max()), scores)
@@ -221,6 +284,7 @@ class BruteForceDecoder(Decoder):
         return (labels, best) if return_score else labels
 
     def log_partition(self, scores):
+        self._check_size(scores)
         if isinstance(scores, _ARC_FACTORED):
             return np.array(self._arc_factored_call(
                 lambda i, out, ind, theta: logsumexp(theta), scores))
@@ -261,6 +325,8 @@ class BruteForceDecoder(Decoder):
         return np.array(log_z), parts
 
     def top_k(self, scores, k):
+        self._check_size(scores)
+        k = check_k(k)
         if isinstance(scores, _ARC_FACTORED):
             paths = np.full((scores.offsets[-1], k), -1, dtype=np.int64)
             top = np.full((scores.n_examples, k), -np.inf)
@@ -290,6 +356,10 @@ class BruteForceDecoder(Decoder):
         return paths, top
 
     def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
+        self._check_size(scores)
+        task_loss = check_task_loss_argument(task_loss)
+        if rescaling not in ("margin", "slack"):
+            raise ValueError(f"rescaling must be 'margin' or 'slack'; got {rescaling!r}.")
         y_true = scores._check_outputs(y_true, name="y_true")
         if isinstance(scores, _INDEPENDENT):
             return self._independent_loss_augmented_map(scores, y_true, task_loss, rescaling)
@@ -317,6 +387,7 @@ class BruteForceDecoder(Decoder):
         return np.array(_loss_augmented_outputs(found, rescaling))
 
     def parts(self, scores, y):
+        self._check_scores(scores)
         y = scores._check_outputs(y)
         if isinstance(scores, _ARC_FACTORED):
             unary = np.zeros_like(scores.unary)
@@ -345,3 +416,25 @@ class BruteForceDecoder(Decoder):
             start[i, seq[0]] = 1
             end[i, seq[-1]] = 1
         return ChainParts(unary, transition, start, end, scores.offsets)
+
+    def cost_augmented(self, scores, y_true, task_loss):
+        """Scores η + c with ⟨c, a_y⟩ = Δ(y_true, y) up to a constant per example: those
+        of the family's decoder (see its ``cost_augmented``)."""
+        self._check_scores(scores)
+        return self._family_decoder(scores).cost_augmented(scores, y_true, task_loss)
+
+    def _family_decoder(self, scores):
+        if isinstance(scores, TreeScores):
+            return TreeDecoder(projective=self.projective, single_root=self.single_root)
+        for family, decoder in _FAMILY_DECODERS:
+            if isinstance(scores, family):
+                return decoder()
+        raise TypeError(f"BruteForceDecoder does not know {type(scores).__name__}.")
+
+
+_FAMILY_DECODERS = (
+    (ChainScores, ChainDecoder),
+    (MulticlassScores, MulticlassDecoder),
+    (MultilabelScores, MultilabelDecoder),
+    (MatchingScores, MatchingDecoder),
+)

@@ -14,8 +14,13 @@ from ._base import (
     _trusted,
     check_encoded_outputs,
     check_feasible,
+    check_k,
+    check_offsets,
     check_part_scores,
+    check_score_array,
     check_slack_gold,
+    check_task_loss_argument,
+    no_exact_loss_augmented_map,
 )
 from ._constrained import (
     DEFAULT_MAX_TABLE_MEMORY,
@@ -54,23 +59,30 @@ class ChainScores:
     """
 
     def __init__(self, unary, offsets, transition, start, end):
-        self.unary = np.ascontiguousarray(unary, dtype=np.float64)
-        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        owner = "ChainScores"
+        self.unary = check_score_array(unary, "unary", owner=owner, ndim=2,
+                                       layout="(n_tokens, n_states)")
         n_states = self.unary.shape[1]
-        self.transition = np.ascontiguousarray(transition, dtype=np.float64)
-        self.start = np.ascontiguousarray(start, dtype=np.float64)
-        self.end = np.ascontiguousarray(end, dtype=np.float64)
+        if n_states < 1:
+            raise ValueError(f"{owner}: unary has shape {self.unary.shape}; expected "
+                             "(n_tokens, n_states) with n_states >= 1.")
+        self.offsets = check_offsets(offsets, self.unary.shape[0], owner=owner,
+                                     example="sequence", entries="unary rows (n_tokens)")
+        self.transition = check_score_array(transition, "transition", owner=owner, ndim=2,
+                                            layout="(n_states, n_states)")
+        self.start = check_score_array(start, "start", owner=owner, ndim=1,
+                                       layout="(n_states,)")
+        self.end = check_score_array(end, "end", owner=owner, ndim=1, layout="(n_states,)")
         if self.transition.shape != (n_states, n_states):
             raise ValueError(
                 f"transition has shape {self.transition.shape}; expected "
                 f"({n_states}, {n_states}) for {n_states} states."
             )
         if self.start.shape != (n_states,) or self.end.shape != (n_states,):
-            raise ValueError(f"start and end must have shape ({n_states},).")
-        if self.offsets[0] != 0 or self.offsets[-1] != self.unary.shape[0]:
-            raise ValueError("offsets must start at 0 and end at n_tokens.")
-        if np.any(np.diff(self.offsets) <= 0):
-            raise ValueError("Every sequence needs at least one token (empty sequence).")
+            raise ValueError(
+                f"start and end must have shape ({n_states},); got {self.start.shape} and "
+                f"{self.end.shape}."
+            )
         check_part_scores(self.unary, "unary", owner="ChainScores", offsets=self.unary_offsets,
                           example="sequence")
         for name in ("transition", "start", "end"):
@@ -330,6 +342,7 @@ class ChainDecoder(Decoder):
 
     output_kind = "sequence"
     capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts"})
+    score_types = ChainScores
 
     _parameter_constraints = {
         "log_space": [StrOptions({"auto"}), "boolean"],
@@ -360,12 +373,14 @@ class ChainDecoder(Decoder):
         InfeasibleOutputError
             When a sequence has no labeling with a finite score.
         """
+        self._check_scores(scores)
         with threads_for(scores.unary.size * scores.n_states):
             labels, best = kernels.viterbi(*scores._kernel_args())
         check_feasible(best, "sequence")
         return (labels, best) if return_score else labels
 
     def _forward_backward(self, scores, with_marginals):
+        self._check_scores(scores)
         if self.log_space == "auto":
             pairwise = (scores.transition, scores.end)
             # a forbidden (-inf) transition or end has an infinite spread: log space
@@ -434,9 +449,8 @@ class ChainDecoder(Decoder):
         InfeasibleOutputError
             When a sequence has no labeling with a finite score.
         """
-        k = int(k)
-        if k < 1:
-            raise ValueError(f"k must be >= 1; got {k}.")
+        self._check_scores(scores)
+        k = check_k(k)
         with threads_for(scores.unary.size * scores.n_states * k):
             paths, top = kernels.top_k_viterbi(*scores._kernel_args(), k)
         check_feasible(top[:, 0], "sequence")
@@ -477,6 +491,8 @@ class ChainDecoder(Decoder):
             When ``y_true`` holds states out of range or has the wrong length, or under
             slack rescaling when ``y_true`` scores -inf.
         """
+        self._check_scores(scores)
+        task_loss = check_task_loss_argument(task_loss)
         y_true = scores._check_outputs(y_true, name="y_true")
         unweighted = isinstance(task_loss, ZeroOneLoss) or (
             isinstance(task_loss, HammingLoss) and task_loss.class_costs is None
@@ -494,9 +510,17 @@ class ChainDecoder(Decoder):
             return self.map(scores.replace(unary=scores.unary + costs))
         if rescaling == "margin" and isinstance(task_loss, ZeroOneLoss):
             return self._zero_one_augmented_map(scores, y_true)
-        raise ValueError(
-            f"ChainDecoder has no exact loss-augmented MAP for {type(task_loss).__name__} "
-            f"with rescaling={rescaling!r}."
+        raise no_exact_loss_augmented_map(
+            self, task_loss, rescaling,
+            "losses with per-token costs (HammingLoss, or a loss with unary_costs) and "
+            "ZeroOneLoss under margin rescaling, and unweighted Hamming, 0/1 and "
+            "count-statistic losses (CountingLoss: F1, IoU, precision, recall, label "
+            "count) under either rescaling",
+            f"For a loss that is a sum over tokens, implement "
+            f"{type(task_loss).__name__}.unary_costs(y_true, offsets, n_states) (the cost "
+            "of every state of every token, shape (n_tokens, n_states)) and use "
+            "rescaling='margin'; for a function of count statistics, subclass "
+            "CountingLoss.",
         )
 
     def map_with_label_count(self, scores, count, positive_states):
@@ -519,6 +543,7 @@ class ChainDecoder(Decoder):
         -----
         Constrained message passing over (state, count so far): O(L² S²) per sequence.
         """
+        self._check_scores(scores)
         positive_states = np.asarray(positive_states)
         if positive_states.shape != (scores.n_states,):
             raise ValueError(
@@ -536,7 +561,7 @@ class ChainDecoder(Decoder):
         others : ndarray of shape (n_tokens, K), int
             Labelings to avoid, stacked (for instance ``top_k`` paths); -1 columns impose
             nothing. ``min_distance=1`` excludes them exactly.
-        min_distance : int, default=1
+        min_distance : int >= 1, default=1
 
         Returns
         -------
@@ -548,6 +573,8 @@ class ChainDecoder(Decoder):
         -----
         O(L S² (min_distance + 1)^K K) per sequence of length L.
         """
+        self._check_scores(scores)
+        min_distance = check_k(min_distance, "min_distance")
         others = np.asarray(others)
         if others.ndim == 1:
             others = others[:, None]
@@ -565,7 +592,17 @@ class ChainDecoder(Decoder):
 
         With ``min_distance=1`` this equals :meth:`top_k` (slower); larger distances give
         diverse lists. Same outputs as :meth:`top_k`.
+
+        Parameters
+        ----------
+        scores : ChainScores
+        k : int >= 1
+        min_distance : int >= 1, default=1
+            Hamming distance (in tokens) from every labeling chosen before.
         """
+        self._check_scores(scores)
+        k = check_k(k)
+        min_distance = check_k(min_distance, "min_distance")
         return diverse_top_k(scores, k, min_distance, self.max_table_memory)
 
     def _check_slack_gold(self, scores, y_true):
@@ -589,6 +626,7 @@ class ChainDecoder(Decoder):
 
         Raises ``ValueError`` when ``y`` holds states out of range or has the wrong length.
         """
+        self._check_scores(scores)
         return chain_parts(y, scores.offsets, scores.n_states)
 
     def score_outputs(self, scores, y):
@@ -599,6 +637,7 @@ class ChainDecoder(Decoder):
         ndarray of shape (n_sequences,)
             -inf for a labeling with a part scored -inf.
         """
+        self._check_scores(scores)
         y = scores._check_outputs(y)
         offsets = scores.offsets
         first, last = y[offsets[:-1]], y[offsets[1:] - 1]

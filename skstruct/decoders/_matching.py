@@ -7,7 +7,15 @@ from scipy.optimize import linear_sum_assignment
 
 from ..losses._task import HammingLoss
 from ..utils._blocks import cumulative, gather_ranges, normalize_indices
-from ._base import Decoder, _trusted, check_encoded_outputs, check_feasible, check_part_scores
+from ._base import (
+    Decoder,
+    _trusted,
+    check_encoded_outputs,
+    check_feasible,
+    check_part_scores,
+    check_score_array,
+    check_task_loss_argument,
+)
 from ._unary import BlockParts
 
 __all__ = [
@@ -99,13 +107,12 @@ class MatchingScores:
     """
 
     def __init__(self, unary, shapes):
-        unary = np.ascontiguousarray(unary, dtype=np.float64)
+        unary = check_score_array(
+            unary, "unary", owner="MatchingScores", ndim=1,
+            layout="(Σ_i r_i c_i,): the row-major ravel of every example's (n_rows, n_cols) "
+                   "score matrix, stacked",
+        )
         shapes = _check_shapes(shapes)
-        if unary.ndim != 1:
-            raise ValueError(
-                f"unary has shape {unary.shape}; expected a 1-D array, the row-major ravel "
-                "of every example's (n_rows, n_cols) score matrix, stacked."
-            )
         unary_offsets = _unary_offsets(shapes)
         if unary.shape[0] != unary_offsets[-1]:
             raise ValueError(
@@ -131,13 +138,18 @@ class MatchingScores:
         MatchingScores
         """
         blocks = [np.asarray(block, dtype=np.float64) for block in blocks]
+        if not blocks:
+            raise ValueError(
+                "MatchingScores.from_blocks: no examples (an empty list of blocks); give "
+                "one (n_rows, n_cols) score matrix per example."
+            )
         for i, block in enumerate(blocks):
             if block.ndim != 2:
                 raise ValueError(
                     f"Block {i} has shape {block.shape}; expected (n_rows, n_cols)."
                 )
         shapes = np.array([block.shape for block in blocks], dtype=np.int64).reshape(-1, 2)
-        unary = np.concatenate([block.ravel() for block in blocks]) if blocks else np.zeros(0)
+        unary = np.concatenate([block.ravel() for block in blocks])
         return cls(unary, shapes)
 
     @property
@@ -376,6 +388,7 @@ class MatchingDecoder(Decoder):
 
     output_kind = "matching"
     capabilities = frozenset({"map", "loss_augmented_map", "parts"})
+    score_types = MatchingScores
     _parameter_constraints: dict = {}
 
     def map(self, scores, *, return_score=False):
@@ -398,6 +411,7 @@ class MatchingDecoder(Decoder):
         InfeasibleOutputError
             When every matching of an example uses a pair scored -inf.
         """
+        self._check_scores(scores)
         unary, shapes = scores.unary, scores.shapes
         unary_offsets, offsets = scores.unary_offsets, scores.offsets
         rows, cols = [], []
@@ -461,10 +475,12 @@ class MatchingDecoder(Decoder):
         -------
         MatchingParts
         """
+        self._check_scores(scores)
         return matching_parts(y, scores.shapes)
 
     def score_outputs(self, scores, y):
         """θ_y = Σ of the scores of the matched pairs, shape (n_examples,)."""
+        self._check_scores(scores)
         _, positions, example = _check_matchings(y, scores.shapes)
         return np.bincount(example, weights=scores.unary[positions], minlength=scores.n_examples)
 
@@ -496,10 +512,14 @@ class MatchingDecoder(Decoder):
         -------
         MatchingScores
         """
+        self._check_scores(scores)
+        task_loss = check_task_loss_argument(task_loss)
         if not isinstance(task_loss, HammingLoss):
             raise ValueError(
-                f"MatchingDecoder has cost-augmented scores for the Hamming loss only; got "
-                f"{type(task_loss).__name__}."
+                f"MatchingDecoder has cost-augmented scores (and exact loss-augmented MAP) "
+                f"for the Hamming loss only; got {type(task_loss).__name__}. Use "
+                "HammingLoss, or BruteForceDecoder, which enumerates every output, on tiny "
+                "problems."
             )
         if task_loss.class_costs is not None:
             raise ValueError(
@@ -535,6 +555,8 @@ class MatchingDecoder(Decoder):
         -------
         ndarray of shape (Σ_i r_i,), int64
         """
+        self._check_scores(scores)
+        task_loss = check_task_loss_argument(task_loss)
         if rescaling not in ("margin", "slack"):
             raise ValueError(f"rescaling must be 'margin' or 'slack'; got {rescaling!r}.")
         if rescaling != "margin":

@@ -3,7 +3,14 @@
 import numpy as np
 
 from ..losses._counting import CountingLoss
-from ._base import Decoder, check_encoded_outputs, check_feasible, check_slack_gold
+from ._base import (
+    Decoder,
+    check_encoded_outputs,
+    check_feasible,
+    check_k,
+    check_slack_gold,
+    check_task_loss_argument,
+)
 from ._unary import UnaryParts, UnaryScores
 
 __all__ = ["MulticlassScores", "MulticlassParts", "MulticlassDecoder"]
@@ -113,6 +120,7 @@ class MulticlassDecoder(Decoder):
 
     output_kind = "multiclass"
     capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts"})
+    score_types = MulticlassScores
 
     def map(self, scores, *, return_score=False):
         """The highest-scoring class of every example.
@@ -133,12 +141,14 @@ class MulticlassDecoder(Decoder):
         InfeasibleOutputError
             When every class of an example scores -inf.
         """
+        self._check_scores(scores)
         labels = scores.unary.argmax(axis=1)
         best = scores.unary[np.arange(labels.shape[0]), labels]
         check_feasible(best)
         return (labels, best) if return_score else labels
 
     def _softmax(self, scores):
+        self._check_scores(scores)
         top = scores.unary.max(axis=1, keepdims=True)
         # an example whose classes all score -inf gets log_z = -inf (and NaN weights)
         weights = np.exp(scores.unary - np.where(top > -np.inf, top, 0.0))
@@ -192,9 +202,8 @@ class MulticlassDecoder(Decoder):
         InfeasibleOutputError
             When every class of an example scores -inf.
         """
-        k = int(k)
-        if k < 1:
-            raise ValueError(f"k must be >= 1; got {k}.")
+        self._check_scores(scores)
+        k = check_k(k)
         n_samples, n_classes = scores.unary.shape
         order = np.argsort(-scores.unary, axis=1, kind="stable")[:, :k]
         paths = np.full((n_samples, k), -1, dtype=np.int64)
@@ -233,6 +242,8 @@ class MulticlassDecoder(Decoder):
             When ``y_true`` holds classes out of range or has the wrong length, or under
             slack rescaling when a gold class scores -inf.
         """
+        self._check_scores(scores)
+        task_loss = check_task_loss_argument(task_loss)
         y_true = _check_classes(y_true, scores, "y_true")
         delta = _loss_matrix(task_loss, y_true, scores.n_states)
         if rescaling == "margin":
@@ -252,6 +263,7 @@ class MulticlassDecoder(Decoder):
 
     def parts(self, scores, y):
         """One-hot parts of the encoded classes ``y`` (n_samples,), as MulticlassParts."""
+        self._check_scores(scores)
         y = _check_classes(y, scores)
         unary = np.zeros(scores.unary.shape)
         unary[np.arange(y.shape[0]), y] = 1.0
@@ -259,5 +271,6 @@ class MulticlassDecoder(Decoder):
 
     def score_outputs(self, scores, y):
         """θ_y = unary[i, y[i]] of every example, shape (n_samples,)."""
+        self._check_scores(scores)
         y = _check_classes(y, scores)
         return scores.unary[np.arange(y.shape[0]), y]

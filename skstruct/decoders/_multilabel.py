@@ -7,7 +7,14 @@ from ..losses._counting import CountingLoss
 from ..losses._task import HammingLoss, ZeroOneLoss
 from ..utils._parallel import threads_for
 from . import _independent_kernels as kernels
-from ._base import Decoder, check_encoded_outputs, check_slack_gold
+from ._base import (
+    Decoder,
+    check_encoded_outputs,
+    check_k,
+    check_slack_gold,
+    check_task_loss_argument,
+    no_exact_loss_augmented_map,
+)
 from ._unary import UnaryParts, UnaryScores, _products
 from ._constrained import StatisticTable, _check_monotone
 
@@ -218,6 +225,7 @@ class MultilabelDecoder(Decoder):
 
     output_kind = "multilabel"
     capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts"})
+    score_types = MultilabelScores
 
     def map(self, scores, *, return_score=False):
         """The best 0/1 vector of every example: the labels with positive score.
@@ -233,6 +241,7 @@ class MultilabelDecoder(Decoder):
         best : ndarray of shape (n_samples,)
             Their scores, when ``return_score`` is True.
         """
+        self._check_scores(scores)
         labels = (scores.unary > 0).astype(np.int64)
         if return_score:
             return labels, np.maximum(scores.unary, 0.0).sum(axis=1)
@@ -240,6 +249,7 @@ class MultilabelDecoder(Decoder):
 
     def log_partition(self, scores):
         """Σ_j log(1 + exp unary[i, j]) of every example, shape (n_samples,)."""
+        self._check_scores(scores)
         return np.logaddexp(0.0, scores.unary).sum(axis=1)
 
     def marginals(self, scores):
@@ -271,9 +281,8 @@ class MultilabelDecoder(Decoder):
         path_scores : ndarray of shape (n_samples, k)
             Non-increasing along each row; -inf where fewer exist.
         """
-        k = int(k)
-        if k < 1:
-            raise ValueError(f"k must be >= 1; got {k}.")
+        self._check_scores(scores)
+        k = check_k(k)
         with threads_for(scores.unary.size * (k + np.log2(scores.n_labels + 1))):
             return kernels.top_k_binary(scores.unary, k)
 
@@ -305,9 +314,11 @@ class MultilabelDecoder(Decoder):
         -------
         ndarray of shape (n_samples, n_labels), int64
         """
+        self._check_scores(scores)
+        task_loss = check_task_loss_argument(task_loss)
         y_true = _check_indicators(y_true, scores, "y_true")
         n_samples, n_labels = y_true.shape
-        if isinstance(task_loss, HammingLoss) and rescaling == "margin":
+        if rescaling == "margin" and hasattr(task_loss, "unary_costs"):
             costs = task_loss.unary_costs(
                 y_true.ravel(), np.arange(n_samples + 1) * n_labels, 2
             ).reshape(n_samples, n_labels, 2)
@@ -328,13 +339,22 @@ class MultilabelDecoder(Decoder):
             other_score = np.where(best_is_gold, top[:, 1], top[:, 0])
             keep_gold = self.score_outputs(scores, y_true) >= other_score + 1.0
             return np.where(keep_gold[:, None], y_true, other)
-        raise ValueError(
-            f"MultilabelDecoder has no exact loss-augmented MAP for "
-            f"{type(task_loss).__name__} with rescaling={rescaling!r}."
+        raise no_exact_loss_augmented_map(
+            self, task_loss, rescaling,
+            "losses with per-label costs (HammingLoss, or a loss with unary_costs) under "
+            "margin rescaling, HammingLoss and ZeroOneLoss under either rescaling, and "
+            "count-statistic losses (CountingLoss) of the statistics 'tp', 'fp', 'pos', "
+            "'err' under either rescaling",
+            f"For a loss that is a sum over labels, implement "
+            f"{type(task_loss).__name__}.unary_costs(y_true, offsets, n_states) (with "
+            "n_states=2: the cost of off and of on for every label, shape "
+            "(n_samples * n_labels, 2)) and use rescaling='margin'; for a function of "
+            "(TP, FP), subclass CountingLoss.",
         )
 
     def parts(self, scores, y):
         """Indicator parts of the 0/1 vectors ``y`` (n_samples, n_labels)."""
+        self._check_scores(scores)
         return MultilabelParts(_check_indicators(y, scores).astype(np.float64))
 
     def cost_augmented(self, scores, y_true, task_loss):
@@ -343,6 +363,8 @@ class MultilabelDecoder(Decoder):
         A label is a binary token (states off, on): c is the cost of "on" minus the cost
         of "off" of every label, for task losses that decompose over labels (Hamming).
         """
+        self._check_scores(scores)
+        task_loss = check_task_loss_argument(task_loss)
         if not hasattr(task_loss, "unary_costs"):
             return super().cost_augmented(scores, y_true, task_loss)
         y_true = _check_indicators(y_true, scores, "y_true")
@@ -355,4 +377,5 @@ class MultilabelDecoder(Decoder):
 
         -inf for a vector that turns on a label scored -inf.
         """
+        self._check_scores(scores)
         return _scores_of(scores.unary, _check_indicators(y, scores))

@@ -10,7 +10,16 @@ from ..utils._blocks import cumulative, gather_ranges, normalize_indices
 from ..utils._parallel import threads_for
 from ..utils._trees import _sentences_with_cycles
 from . import _tree_kernels as kernels
-from ._base import Decoder, _trusted, check_encoded_outputs, check_part_scores
+from ._base import (
+    Decoder,
+    _trusted,
+    check_encoded_outputs,
+    check_offsets,
+    check_part_scores,
+    check_score_array,
+    check_task_loss_argument,
+    no_exact_loss_augmented_map,
+)
 from ._unary import BlockParts
 
 __all__ = [
@@ -24,27 +33,9 @@ __all__ = [
 ]
 
 
-def _check_offsets(offsets):
-    """Validate token offsets (0, strictly increasing); return them as int64."""
-    offsets = np.asarray(offsets)
-    if offsets.ndim != 1 or offsets.shape[0] < 1:
-        raise ValueError(
-            f"offsets has shape {offsets.shape}; expected (n_sentences + 1,), the token "
-            "offsets of the sentences starting at 0."
-        )
-    if not np.issubdtype(offsets.dtype, np.integer):
-        raise ValueError(f"offsets must hold integers; got dtype {offsets.dtype}.")
-    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-    if offsets[0] != 0:
-        raise ValueError(f"offsets must start at 0; got {offsets[0]}.")
-    empty = np.flatnonzero(np.diff(offsets) <= 0)
-    if empty.size:
-        i = empty[0]
-        raise ValueError(
-            f"Every sentence needs at least one token; sentence {i} has "
-            f"{offsets[i + 1] - offsets[i]} (empty sentence)."
-        )
-    return offsets
+def _check_offsets(offsets, owner="TreeScores"):
+    """Validate token offsets (1-D integers from 0, strictly increasing); return int64."""
+    return check_offsets(offsets, owner=owner, example="sentence")
 
 
 def _unary_offsets(offsets):
@@ -103,7 +94,7 @@ def heads_to_states(heads, offsets):
     >>> heads_to_states([2, 0, 2, 0], offsets=[0, 3, 4])
     array([1, 1, 1, 0])
     """
-    offsets = _check_offsets(offsets)
+    offsets = _check_offsets(offsets, owner="heads_to_states")
     heads = np.asarray(heads)
     n_tokens = int(offsets[-1])
     if heads.shape != (n_tokens,):
@@ -140,7 +131,7 @@ def states_to_heads(states, offsets):
     >>> states_to_heads([1, 1, 1, 0], offsets=[0, 3, 4])
     array([2, 0, 2, 0])
     """
-    offsets = _check_offsets(offsets)
+    offsets = _check_offsets(offsets, owner="states_to_heads")
     states, _ = _check_states(states, offsets, name="states")
     _, local, _ = _token_layout(offsets)
     return np.where(states == local, 0, states + 1)
@@ -186,13 +177,12 @@ class TreeScores:
     """
 
     def __init__(self, unary, offsets):
-        unary = np.ascontiguousarray(unary, dtype=np.float64)
+        unary = check_score_array(
+            unary, "unary", owner="TreeScores", ndim=1,
+            layout="(Σ_i n_i²,): the row-major ravel of every sentence's (n_i, n_i) "
+                   "arc-score matrix, stacked",
+        )
         offsets = _check_offsets(offsets)
-        if unary.ndim != 1:
-            raise ValueError(
-                f"unary has shape {unary.shape}; expected a 1-D array, the row-major ravel "
-                "of every sentence's (n_i, n_i) arc-score matrix, stacked."
-            )
         unary_offsets = _unary_offsets(offsets)
         if unary.shape[0] != unary_offsets[-1]:
             raise ValueError(
@@ -219,11 +209,16 @@ class TreeScores:
         TreeScores
         """
         blocks = [np.asarray(block, dtype=np.float64) for block in blocks]
+        if not blocks:
+            raise ValueError(
+                "TreeScores.from_blocks: no sentences (an empty list of blocks); give one "
+                "(n_i, n_i) arc-score matrix per sentence."
+            )
         for i, block in enumerate(blocks):
             if block.ndim != 2 or block.shape[0] != block.shape[1]:
                 raise ValueError(f"Block {i} has shape {block.shape}; expected (n_i, n_i).")
         lengths = np.array([block.shape[0] for block in blocks], dtype=np.int64)
-        unary = np.concatenate([block.ravel() for block in blocks]) if blocks else np.zeros(0)
+        unary = np.concatenate([block.ravel() for block in blocks])
         return cls(unary, cumulative(lengths))
 
     @property
@@ -352,7 +347,7 @@ def tree_parts(y, offsets):
     TreeParts
         a[m, h] = 1 when y_m = h, else 0.
     """
-    offsets = _check_offsets(offsets)
+    offsets = _check_offsets(offsets, owner="tree_parts")
     _, positions = _check_states(y, offsets)
     unary = np.zeros(int(_unary_offsets(offsets)[-1]))
     unary[positions] = 1.0
@@ -429,12 +424,6 @@ def enumerate_trees(n, projective=False, single_root=False):
     if not 1 <= n <= 6:
         raise ValueError(f"enumerate_trees takes 1 <= n <= 6 tokens; got n={n}.")
     return _all_trees(n, bool(projective), bool(single_root)).copy()
-
-
-def _check_scores(scores):
-    if not isinstance(scores, TreeScores):
-        raise TypeError(f"TreeDecoder takes TreeScores; got {type(scores).__name__}.")
-    return scores
 
 
 class TreeDecoder(Decoder):
@@ -527,6 +516,7 @@ class TreeDecoder(Decoder):
 
     output_kind = "tree"
     capabilities = frozenset({"map", "marginals", "loss_augmented_map", "parts"})
+    score_types = TreeScores
     _parameter_constraints: dict = {"projective": ["boolean"], "single_root": ["boolean"]}
 
     def __init__(self, projective=False, single_root=False):
@@ -548,7 +538,7 @@ class TreeDecoder(Decoder):
         best : ndarray of shape (n_sentences,)
             Their scores, when ``return_score`` is True.
         """
-        scores = _check_scores(scores)
+        scores = self._check_scores(scores)
         lengths = scores.lengths.astype(np.float64)
         single_root = bool(self.single_root)
         if self.projective:
@@ -560,7 +550,7 @@ class TreeDecoder(Decoder):
         return (y, best) if return_score else y
 
     def _inside(self, scores, with_marginals):
-        scores = _check_scores(scores)
+        scores = self._check_scores(scores)
         lengths = scores.lengths.astype(np.float64)
         single_root = bool(self.single_root)
         if self.projective:
@@ -612,7 +602,8 @@ class TreeDecoder(Decoder):
         offsets : ndarray of shape (n_sentences + 1,)
             Token offsets.
         """
-        offsets = _check_offsets(offsets)
+        self._check_params()
+        offsets = _check_offsets(offsets, owner="TreeDecoder.check_outputs")
         y, _ = _check_states(y, offsets)
         sentence, local, _ = _token_layout(offsets)
         cyclic = _sentences_with_cycles(np.where(y == local, 0, y + 1), offsets)
@@ -641,11 +632,11 @@ class TreeDecoder(Decoder):
 
     def parts(self, scores, y):
         """Arc indicators of the encoded trees ``y`` (n_tokens,), as :class:`TreeParts`."""
-        return tree_parts(y, _check_scores(scores).offsets)
+        return tree_parts(y, self._check_scores(scores).offsets)
 
     def score_outputs(self, scores, y):
         """θ_y = Σ_m A[m, y_m] of every sentence, shape (n_sentences,)."""
-        scores = _check_scores(scores)
+        scores = self._check_scores(scores)
         _, positions = _check_states(y, scores.offsets)
         if scores.n_examples == 0:
             return np.zeros(0)
@@ -659,25 +650,26 @@ class TreeDecoder(Decoder):
         divided by n with ``normalize=True``. Then ⟨c, a_y⟩ = Δ(y_true, y) for every
         tree y, with no per-sentence constant.
 
+        Another loss that is a sum over tokens gives its costs with
+        ``unary_costs(y_true, offsets, n_states)``, called with ``n_states`` the length
+        of the longest sentence: the cost of arc (m, h) is its entry [m, h].
+
         Parameters
         ----------
         scores : TreeScores
         y_true : ndarray of shape (n_tokens,), int
             Encoded gold trees, stacked.
-        task_loss : HammingLoss
-            Without ``class_costs``.
+        task_loss : HammingLoss or TaskLoss with ``unary_costs``, or a loss name
+            HammingLoss without ``class_costs``.
 
         Returns
         -------
         TreeScores
         """
-        scores = _check_scores(scores)
+        scores = self._check_scores(scores)
+        task_loss = check_task_loss_argument(task_loss)
         if not isinstance(task_loss, HammingLoss):
-            raise ValueError(
-                "TreeDecoder supports cost augmentation with HammingLoss only (a token "
-                f"with the wrong head costs 1, or 1/n with normalize=True); got "
-                f"{type(task_loss).__name__}."
-            )
+            return self._unary_cost_augmented(scores, y_true, task_loss)
         if task_loss.class_costs is not None:
             raise ValueError(
                 "HammingLoss(class_costs=...) is not supported for trees: states are head "
@@ -691,6 +683,31 @@ class TreeDecoder(Decoder):
         costs[positions] = 0.0
         return scores.replace(unary=scores.unary + costs)
 
+    def _unary_cost_augmented(self, scores, y_true, task_loss):
+        if not hasattr(task_loss, "unary_costs"):
+            raise no_exact_loss_augmented_map(
+                self, task_loss, "margin",
+                "HammingLoss only among the built-in losses (a token with the wrong head "
+                "costs 1), and user losses with per-token costs, under margin rescaling",
+                f"For a loss that is a sum over tokens, implement "
+                f"{type(task_loss).__name__}.unary_costs(y_true, offsets, n_states) (called "
+                "with n_states the longest sentence's length: entry [m, h] is the cost of "
+                "head h for token m, shape (n_tokens, n_states)).",
+            )
+        y_true, _ = _check_states(y_true, scores.offsets, name="y_true")
+        lengths = scores.lengths
+        width = int(lengths.max()) if lengths.size else 0
+        costs = np.asarray(task_loss.unary_costs(y_true, scores.offsets, width),
+                           dtype=np.float64)
+        if costs.shape != (y_true.shape[0], width):
+            raise ValueError(
+                f"{task_loss!r}.unary_costs returned shape {costs.shape}; expected "
+                f"({y_true.shape[0]}, {width}), one cost per token and head position."
+            )
+        # the arcs of token m are its sentence's row m: stacked token by token, in order
+        heads = np.arange(width) < np.repeat(lengths, lengths)[:, None]
+        return scores.replace(unary=scores.unary + costs[heads])
+
     def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
         """argmax_y θ_y + Δ(y_true, y) for every sentence, exactly (Hamming loss).
 
@@ -701,8 +718,9 @@ class TreeDecoder(Decoder):
         scores : TreeScores
         y_true : ndarray of shape (n_tokens,), int
             Encoded gold trees, stacked.
-        task_loss : HammingLoss
-            Without ``class_costs``; ``normalize`` allowed.
+        task_loss : HammingLoss or TaskLoss with ``unary_costs``, or a loss name
+            HammingLoss without ``class_costs``; ``normalize`` allowed. See
+            :meth:`cost_augmented`.
         rescaling : {"margin"}, default="margin"
             Slack rescaling has no exact solver here.
 
@@ -710,14 +728,13 @@ class TreeDecoder(Decoder):
         -------
         ndarray of shape (n_tokens,), int64
         """
+        self._check_scores(scores)
+        task_loss = check_task_loss_argument(task_loss)
         if rescaling != "margin":
-            raise ValueError(
-                f"TreeDecoder supports loss-augmented MAP with rescaling='margin' and "
-                f"HammingLoss only; got rescaling={rescaling!r}."
-            )
-        if not isinstance(task_loss, HammingLoss):
-            raise ValueError(
-                "TreeDecoder supports loss-augmented MAP with rescaling='margin' and "
-                f"HammingLoss only; got {type(task_loss).__name__}."
+            raise no_exact_loss_augmented_map(
+                self, task_loss, rescaling,
+                "HammingLoss only among the built-in losses, and user losses with "
+                "per-token costs, under rescaling='margin' only",
+                "Use rescaling='margin'.",
             )
         return self.map(self.cost_augmented(scores, y_true, task_loss))

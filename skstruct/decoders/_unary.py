@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ._base import _trusted, check_part_scores
+from ._base import _trusted, check_part_scores, check_score_array
 
 __all__ = ["UnaryScores", "UnaryParts", "PartsArithmetic", "BlockParts"]
 
@@ -23,9 +23,10 @@ class UnaryScores:
     _output_name = "n_outputs"
 
     def __init__(self, unary):
-        unary = np.ascontiguousarray(unary, dtype=np.float64)
         name = self._output_name
-        if unary.ndim != 2 or unary.shape[1] < 1:
+        unary = check_score_array(unary, "unary", owner=type(self).__name__, ndim=2,
+                                  layout=f"(n_samples, {name})")
+        if unary.shape[1] < 1:
             raise ValueError(
                 f"unary has shape {unary.shape}; expected (n_samples, {name}) with {name} >= 1."
             )
