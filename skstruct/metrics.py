@@ -9,11 +9,18 @@ Chunk (span) metrics reproduce the CoNLL-2000 evaluation script
 """
 
 import copy
+import difflib
+import warnings
 from collections import Counter
+from numbers import Integral, Real
 
 import numpy as np
+from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import get_scorer as _sklearn_get_scorer
+from sklearn.metrics import get_scorer_names as _sklearn_get_scorer_names
 from sklearn.metrics import make_scorer
+
+from .utils._sequences import check_sample_weight_sequences
 
 __all__ = [
     "extract_spans",
@@ -95,7 +102,8 @@ def token_accuracy(y_true, y_pred, sample_weight=None):
     y_pred : list of array-like of shape (n_tokens_i,)
         Predicted labels, with the same lengths as ``y_true``.
     sample_weight : array-like of shape (n_sequences,), default=None
-        Weight of each sequence, applied to every one of its tokens.
+        Weight of each sequence, applied to every one of its tokens: finite,
+        non-negative numbers (as for the estimators' ``fit``).
 
     Returns
     -------
@@ -122,33 +130,41 @@ def token_accuracy(y_true, y_pred, sample_weight=None):
     y_true, y_pred = _check_pair(y_true, y_pred)
     lengths = np.array([len(t) for t in y_true])
     correct = np.array([np.sum(t == p) for t, p in zip(y_true, y_pred)])
-    if sample_weight is None:
-        sample_weight = np.ones(len(y_true))
-    sample_weight = np.asarray(sample_weight, dtype=float)
-    if sample_weight.shape != (len(y_true),):
-        raise ValueError(
-            f"sample_weight has shape {sample_weight.shape}; expected one "
-            f"weight per sequence, i.e. shape ({len(y_true)},)."
-        )
+    sample_weight = check_sample_weight_sequences(
+        sample_weight, len(y_true), allow_zero_sum=True
+    )
     total = sample_weight @ lengths
     return float(sample_weight @ correct / total) if total else 0.0
 
 
-def _parse_tags(tags, scheme):
-    """Split tags into (prefix, type) pairs the way conlleval does."""
-    if scheme not in _SCHEME_PREFIXES:
+def _check_scheme(scheme):
+    if not isinstance(scheme, str) or scheme not in _SCHEME_PREFIXES:
         raise ValueError(
             f"Unknown scheme {scheme!r}; use one of {sorted(_SCHEME_PREFIXES)}."
         )
+
+
+def _parse_tags(tags, scheme, where="tags"):
+    """Split tags into (prefix, type) pairs the way conlleval does.
+
+    ``where`` names the sequence in error messages, e.g. ``"y_true[3]"``.
+    """
+    _check_scheme(scheme)
     if isinstance(tags, str) or np.ndim(tags) != 1:
         raise ValueError(f"tags must be a 1-D sequence of tags, got {tags!r}.")
     allowed = _SCHEME_PREFIXES[scheme]
     parsed = []
     for i, tag in enumerate(tags):
-        prefix, _, type_ = str(tag).partition("-")
+        if not isinstance(tag, str):
+            raise TypeError(
+                f"Chunk tags must be strings such as 'B-NP', 'I-NP' or 'O'; {where}[{i}] is "
+                f"{tag!r} of type {type(tag).__name__}. For labels that are not chunk tags "
+                "use token_accuracy."
+            )
+        prefix, _, type_ = tag.partition("-")
         if allowed is not None and prefix not in allowed:
             raise ValueError(
-                f"Tag {tag!r} at position {i} has prefix {prefix!r}, which "
+                f"{where}: tag {tag!r} at position {i} has prefix {prefix!r}, which "
                 f"scheme {scheme!r} does not use (allowed: "
                 f"{', '.join(sorted(allowed))}). Use scheme='auto' to accept "
                 "any tags as conlleval does."
@@ -259,7 +275,12 @@ def extract_spans(tags, scheme="auto"):
     >>> extract_spans(["S-PER", "B-ORG", "E-ORG", "S-ORG"], scheme="bioes")
     [('PER', 0, 1), ('ORG', 1, 3), ('ORG', 3, 4)]
     """
-    parsed = _parse_tags(tags, scheme)
+    return _extract_spans(tags, scheme, "tags")
+
+
+def _extract_spans(tags, scheme, where):
+    """:func:`extract_spans`, naming the sequence ``where`` in error messages."""
+    parsed = _parse_tags(tags, scheme, where)
     spans = []
     prev, prev_type = "O", ""
     start = None
@@ -277,15 +298,64 @@ def extract_spans(tags, scheme="auto"):
 
 
 def _span_counts(y_true, y_pred, scheme):
-    """Count true, predicted and correct chunks per type."""
+    """Count true, predicted and correct chunks per type.
+
+    Warns (:class:`~sklearn.exceptions.UndefinedMetricWarning`) when neither
+    ``y_true`` nor ``y_pred`` has a chunk: the scores are then 0.0 as in
+    conlleval, which for a perfect prediction usually means that the labels are
+    not chunk tags.
+    """
+    _check_scheme(scheme)
     n_true, n_pred, n_correct = Counter(), Counter(), Counter()
-    for t, p in zip(y_true, y_pred):
-        true_spans = set(extract_spans(t, scheme))
-        pred_spans = set(extract_spans(p, scheme))
+    for i, (t, p) in enumerate(zip(y_true, y_pred)):
+        true_spans = set(_extract_spans(t, scheme, f"y_true[{i}]"))
+        pred_spans = set(_extract_spans(p, scheme, f"y_pred[{i}]"))
         n_true.update(s[0] for s in true_spans)
         n_pred.update(s[0] for s in pred_spans)
         n_correct.update(s[0] for s in true_spans & pred_spans)
+    if not n_true and not n_pred:
+        _warn_no_chunks(y_true, y_pred)
     return n_true, n_pred, n_correct
+
+
+def _warn_no_chunks(y_true, y_pred):
+    untyped = next(
+        (tag for seq in (*y_true, *y_pred) for tag in seq
+         if "-" not in tag and tag not in ("O", ".")),
+        None,
+    )
+    hint = (
+        f" Tags without a '-TYPE' part, such as {untyped!r}, start no chunk; are the "
+        "labels chunk tags? For other labels use token_accuracy."
+        if untyped is not None
+        else ""
+    )
+    warnings.warn(
+        "No chunks in y_true or y_pred, so chunk precision, recall and F-score are "
+        "set to 0.0 (as conlleval does). Chunks are delimited by IOB/IOBES tags such "
+        f"as 'B-NP', 'I-NP' and 'O'.{hint}",
+        UndefinedMetricWarning,
+        stacklevel=3,
+    )
+
+
+def _check_beta(beta):
+    message = (
+        "beta must be a finite number >= 0 (the weight of recall in the F-score; "
+        f"1 for conlleval's FB1), got {beta!r}."
+    )
+    if isinstance(beta, (bool, np.bool_)) or not isinstance(beta, Real):
+        raise TypeError(message)
+    if not np.isfinite(beta) or beta < 0:
+        raise ValueError(message)
+
+
+def _check_digits(digits):
+    message = f"digits must be an int >= 0, got {digits!r}."
+    if isinstance(digits, (bool, np.bool_)) or not isinstance(digits, Integral):
+        raise TypeError(message)
+    if digits < 0:
+        raise ValueError(message)
 
 
 def _divide(numerator, denominator):
@@ -323,7 +393,7 @@ def span_precision_recall_fscore(
         True tags, one sequence per sample.
     y_pred : list of array-like of shape (n_tokens_i,)
         Predicted tags, with the same lengths as ``y_true``.
-    beta : float, default=1.0
+    beta : float >= 0, default=1.0
         Weight of recall in the F-score (conlleval's FB1 is ``beta=1``).
     average : {"micro", "macro", "weighted"} or None, default="micro"
         ``"micro"`` pools the chunks of all types (conlleval's overall
@@ -345,6 +415,18 @@ def span_precision_recall_fscore(
         F-beta score in [0, 1].
     support : int or ndarray of shape (n_types,)
         Number of true chunks (per type if ``average`` is None).
+
+    Raises
+    ------
+    TypeError
+        If a tag is not a string (``None``, NaN, integer labels...).
+
+    Warns
+    -----
+    UndefinedMetricWarning
+        When neither ``y_true`` nor ``y_pred`` has a chunk (only ``"O"`` tags,
+        or labels without a ``-TYPE`` part, which conlleval reads as no chunk):
+        the scores are then 0.0 even for a perfect prediction.
 
     Notes
     -----
@@ -377,6 +459,7 @@ def span_precision_recall_fscore(
     """
     if average not in _AVERAGES:
         raise ValueError(f"average must be one of {_AVERAGES}, got {average!r}.")
+    _check_beta(beta)
     y_true, y_pred = _check_pair(y_true, y_pred)
     return _average(_span_counts(y_true, y_pred, scheme), beta, average)
 
@@ -546,6 +629,7 @@ def span_classification_report(
     >>> span_classification_report(y_true, y_pred, output_dict=True)["NP"]
     {'precision': 0.5, 'recall': 0.333..., 'f1-score': 0.4, 'support': 3}
     """
+    _check_digits(digits)
     y_true, y_pred = _check_pair(y_true, y_pred)
     counts = _span_counts(y_true, y_pred, scheme)
     types = sorted(counts[0] | counts[1])
@@ -560,7 +644,7 @@ def span_classification_report(
     report["accuracy"] = token_accuracy(y_true, y_pred)
     if output_dict:
         return report
-    return _format_report(report, digits, sum(map(len, y_true)))
+    return _format_report(report, int(digits), sum(map(len, y_true)))
 
 
 def _format_report(report, digits, n_tokens):
@@ -622,4 +706,15 @@ def get_scorer(scoring):
     """
     if isinstance(scoring, str) and scoring in _SCORERS:
         return copy.deepcopy(_SCORERS[scoring])
+    if isinstance(scoring, str) and scoring not in _sklearn_get_scorer_names():
+        close = difflib.get_close_matches(
+            scoring, [*_SCORERS, *_sklearn_get_scorer_names()], n=3
+        )
+        hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
+        raise ValueError(
+            f"{scoring!r} is not a valid scoring value.{hint} skstruct's scorers for "
+            f"label sequences are {', '.join(map(repr, _SCORERS))}; scikit-learn's "
+            "scorers (for flat labels, not sequences) are listed by "
+            "sklearn.metrics.get_scorer_names()."
+        )
     return _sklearn_get_scorer(scoring)
