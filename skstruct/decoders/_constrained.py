@@ -274,15 +274,57 @@ def _threads(counters, work, limit):
         yield
 
 
+def _allocation_message(counters, i, limit):
+    return (
+        f"Constrained message passing could not allocate its tables for sequence {i} of "
+        f"the batch ({counters.scores.lengths[i]} tokens, estimated "
+        f"{_format_bytes(counters.memory()[i])}): the process has less memory available "
+        f"than max_table_memory={limit!r} bytes allows. Lower max_table_memory, free "
+        "memory, or split long sequences."
+    )
+
+
+def _check_done(counters, done, limit):
+    """Raise :class:`TableMemoryError` for a sequence whose kernel loop did not finish.
+
+    Inside a parallel loop numba may lose the exceptions of the loop body; the only one
+    these kernels can raise is a failed allocation.
+    """
+    if not done.all():
+        i = int(np.flatnonzero(~done)[0])
+        raise TableMemoryError(_allocation_message(counters, i, limit))
+
+
+@contextmanager
+def _allocation_failures(counters, limit):
+    """Turn a failed allocation in a kernel into :class:`TableMemoryError`.
+
+    numba reports a ``MemoryError`` raised in a parallel loop as a chain of
+    ``SystemError``; the sequence is then unknown, the largest one is named.
+    """
+    try:
+        yield
+    except (MemoryError, SystemError) as error:
+        cause = error
+        while cause is not None and not isinstance(cause, MemoryError):
+            cause = cause.__cause__ or cause.__context__
+        if cause is None:
+            raise
+        i = int(np.argmax(counters.memory()))
+        raise TableMemoryError(_allocation_message(counters, i, limit)) from error
+
+
 def _table(counters, limit=None):
     """:func:`statistic_table` on prepared counters."""
     scores, sizes = counters.scores, counters.sizes
     table_offsets = np.concatenate(([0], np.cumsum(sizes)))
-    with _threads(counters, int(sizes.sum()) * scores.n_states**2, limit):
-        best = kernels.best_per_statistic(
+    with _threads(counters, int(sizes.sum()) * scores.n_states**2, limit), \
+            _allocation_failures(counters, limit):
+        best, done = kernels.best_per_statistic(
             *scores._kernel_args(), counters.increments, counters.radix, counters.low,
             counters.high, table_offsets
         )
+    _check_done(counters, done, limit)
     radix = counters.radix
     example = np.repeat(np.arange(scores.n_sequences), sizes)
     local = np.arange(table_offsets[-1]) - table_offsets[:-1][example]
@@ -297,11 +339,14 @@ def _backtrack(counters, targets, limit=None):
     targets = np.asarray(targets, dtype=np.int64)
     low, high = counters.bounds_to(targets)
     state_type, value_type = counters._back_types()
-    with _threads(counters, int(counters.sizes.sum()) * scores.n_states**2, limit):
-        return kernels.best_with_statistic(
+    with _threads(counters, int(counters.sizes.sum()) * scores.n_states**2, limit), \
+            _allocation_failures(counters, limit):
+        labels, done = kernels.best_with_statistic(
             *scores._kernel_args(), counters.increments, counters.radix, low, high, targets,
             counters.saturates, state_type, value_type
         )
+    _check_done(counters, done, limit)
+    return labels
 
 
 def statistic_table(scores, increments, caps):

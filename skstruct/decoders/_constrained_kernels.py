@@ -39,7 +39,11 @@ def _box_strides(low_t, high_t, strides):
 
 @njit
 def _first_digits(low_t, high_t, digits):
-    """Start an odometer over the leading K - 1 counters of a box; False when empty."""
+    """Set every digit to the low end of the box; False when the box is empty.
+
+    The leading K - 1 digits then run as an odometer (:func:`_next_digits`); the last one
+    is the contiguous inner run of the loops.
+    """
     for k in range(low_t.shape[0]):
         if high_t[k] < low_t[k]:
             return False
@@ -207,12 +211,16 @@ def best_per_statistic(unary, offsets, trans, start, end, increments, radix, low
 
     Returns
     -------
-    ndarray of shape (table_offsets[-1],)
+    mu : ndarray of shape (table_offsets[-1],)
         Sequence ``i`` owns entries ``table_offsets[i]:table_offsets[i + 1]``; -inf where no
         labeling reaches that value.
+    done : ndarray of shape (n_sequences,), bool
+        False for a sequence whose loop body did not finish: numba does not propagate
+        exceptions raised in a parallel loop (a failed allocation), so the caller checks.
     """
     n_seq = offsets.shape[0] - 1
     mu = np.full(table_offsets[-1], -np.inf)
+    done = np.zeros(n_seq, dtype=np.bool_)
     # the back-pointer types of the backtracking pass with up to 128 states: one
     # compilation of _forward serves both passes
     no_state = np.empty(0, dtype=np.int8)
@@ -223,7 +231,8 @@ def best_per_statistic(unary, offsets, trans, start, end, increments, radix, low
                         no_state, no_value, np.zeros(b - a + 1, dtype=np.int64))
         _read_table(rows, end, low[b - 1], high[b - 1], _flat_strides(radix[seq]),
                     mu[table_offsets[seq]:table_offsets[seq + 1]])
-    return mu
+        done[seq] = True
+    return mu, done
 
 
 @njit
@@ -315,12 +324,15 @@ def best_with_statistic(unary, offsets, trans, start, end, increments, radix, lo
 
     Returns
     -------
-    ndarray of shape (n_tokens,), int64
+    labels : ndarray of shape (n_tokens,), int64
         -1 over sequences whose target no labeling reaches.
+    done : ndarray of shape (n_sequences,), bool
+        As for :func:`best_per_statistic`.
     """
     n_tokens, n_states = unary.shape
     n_seq = offsets.shape[0] - 1
     labels = np.empty(n_tokens, dtype=np.int64)
+    done = np.zeros(n_seq, dtype=np.bool_)
     for seq in prange(n_seq):
         a, b = offsets[seq], offsets[seq + 1]
         back_start = _back_offsets(low, high, a, b, n_states)
@@ -330,7 +342,8 @@ def best_with_statistic(unary, offsets, trans, start, end, increments, radix, lo
                         back_state, back_value, back_start)
         _backtrack(rows, end, targets[seq], increments, radix[seq], low, high, a, b,
                    back_state, back_value, back_start, labels)
-    return labels
+        done[seq] = True
+    return labels, done
 
 
 @njit

@@ -205,3 +205,52 @@ def test_the_bound_is_below_the_reachable_boxes_for_f1(rng):
     counters = _Counters(scores, *_loss_counters(_f1(9), y_true, scores))
     reachable = counters.back_pointers(counters.high - counters.low + 1)
     assert counters.back_pointer_bound()[0] < 0.5 * reachable[0]
+
+
+def test_a_failed_allocation_in_the_parallel_loop_is_an_error(rng, monkeypatch):
+    """numba loses exceptions raised in a parallel loop: the kernels report which
+    sequences finished, and a missing one is a TableMemoryError, not garbage labels."""
+    from skstruct.decoders import _constrained
+
+    scores, y_true = _batch(rng, [5, 6])
+    real = _constrained.kernels.best_with_statistic
+
+    def lost_second(*args):
+        labels, done = real(*args)
+        done[1] = False
+        return labels, done
+
+    monkeypatch.setattr(_constrained.kernels, "best_with_statistic", lost_second)
+    with pytest.raises(TableMemoryError, match="could not allocate .* sequence 1"):
+        ChainDecoder().loss_augmented_map(scores, y_true, _f1(scores.n_states))
+
+
+def test_a_memory_error_reported_as_system_error_is_named(rng, monkeypatch):
+    """numba may also report a failed allocation in a parallel loop as a chain of
+    SystemError; one caused by a MemoryError becomes a TableMemoryError, others pass."""
+    from skstruct.decoders import _constrained
+
+    scores, y_true = _batch(rng, [5, 9])
+
+    def failing(error):
+        def kernel(*args):
+            raise error
+        return kernel
+
+    def chained(cause):
+        try:
+            raise cause
+        except Exception:
+            try:
+                raise SystemError("returned a result with an exception set")
+            except SystemError as error:
+                return error
+
+    monkeypatch.setattr(_constrained.kernels, "best_per_statistic",
+                        failing(chained(MemoryError("Allocation failed"))))
+    with pytest.raises(TableMemoryError, match="could not allocate .* sequence 1 .*9 tokens"):
+        ChainDecoder().loss_augmented_map(scores, y_true, _f1(scores.n_states))
+    monkeypatch.setattr(_constrained.kernels, "best_per_statistic",
+                        failing(chained(ZeroDivisionError())))
+    with pytest.raises(SystemError):
+        ChainDecoder().loss_augmented_map(scores, y_true, _f1(scores.n_states))
