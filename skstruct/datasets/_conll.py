@@ -2,6 +2,7 @@
 
 import gzip
 import os
+import zlib
 from contextlib import nullcontext
 from importlib import resources
 from pathlib import Path
@@ -37,6 +38,48 @@ def _open_text(path_or_file, encoding):
     path = os.fspath(path_or_file)
     opener = gzip.open if path.endswith(".gz") else open
     return opener(path, "rt", encoding=encoding), path
+
+
+#: Leading bytes of binary formats that are mistaken for text files.
+_MAGIC = (
+    (b"\x1f\x8b", "it is gzip-compressed: give it a .gz name"),
+    (b"PK\x03\x04", "it is a zip archive, such as a NumPy .npz file"),
+    (b"\x93NUMPY", "it is a NumPy .npy file"),
+)
+
+
+def _sniff(path_or_file):
+    """What a file that failed to decode looks like, for the error message."""
+    if hasattr(path_or_file, "read"):
+        return None
+    try:
+        with open(path_or_file, "rb") as file:
+            head = file.read(8)
+    except OSError:
+        return None
+    return next((what for magic, what in _MAGIC if head.startswith(magic)), None)
+
+
+def _read_text(path_or_file, encoding, parse, kind):
+    """``parse(lines, name)`` on the lines of a text file, plain or gzip-compressed.
+
+    A file that is not text in ``encoding``, or a ``.gz`` file that is not valid gzip,
+    raises a ValueError naming the file and saying what kind of file was expected.
+    """
+    stream, name = _open_text(path_or_file, encoding)
+    try:
+        with stream as lines:
+            return parse(lines, name)
+    except UnicodeDecodeError as exc:
+        what = _sniff(path_or_file) or (
+            f"it is not {encoding} text ({exc.reason}); pass encoding=... if it is text "
+            "in another encoding"
+        )
+        raise ValueError(f"{name} is not a {kind} text file: {what}.") from exc
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise ValueError(
+            f"{name} is not a {kind} text file: it is not a valid gzip file ({exc})."
+        ) from exc
 
 
 def _parse_conll(lines, name, n_fields, comment, sep):
@@ -98,8 +141,9 @@ def read_conll(path_or_file, *, columns=None, comment="#", sep=None, encoding="u
     Raises
     ------
     ValueError
-        If a token line has the wrong number of fields; the message names the
-        file and the line number.
+        If a token line has the wrong number of fields (the message names the
+        file and the line number), or the file is not text in ``encoding`` or a
+        ``.gz`` file is not gzip-compressed (the message names the file).
 
     Examples
     --------
@@ -112,9 +156,12 @@ def read_conll(path_or_file, *, columns=None, comment="#", sep=None, encoding="u
     [['He', 'ran'], ['PRP', 'VBD'], ['B-NP', 'B-VP']]
     """
     n_fields = None if columns is None else len(columns)
-    stream, name = _open_text(path_or_file, encoding)
-    with stream as lines:
-        sentences = _parse_conll(lines, name, n_fields, comment, sep)
+    sentences = _read_text(
+        path_or_file,
+        encoding,
+        lambda lines, name: _parse_conll(lines, name, n_fields, comment, sep),
+        "CoNLL",
+    )
     transposed = (list(map(list, zip(*rows))) for rows in sentences)
     if columns is None:
         return list(transposed)
@@ -174,6 +221,8 @@ def load_conll2000(subset="train", *, path=None):
         raise ValueError(f"subset must be 'train' or 'test', got {subset!r}")
     with resources.as_file(_conll2000_path(subset, path)) as file:
         sentences = read_conll(file, columns=("words", "pos", "chunks"), comment=None)
+    if not sentences:
+        raise ValueError(f"{file} contains no sentences.")
     words, pos, chunks = ([s[key] for s in sentences] for key in ("words", "pos", "chunks"))
     target = [np.array(c, dtype=object) for c in chunks]
     return Bunch(words=words, pos=pos, chunks=chunks, target=target, DESCR=CONLL2000_DESCR)

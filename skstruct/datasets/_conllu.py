@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._conll import _open_text
+from ._conll import _read_text
 
 __all__ = ["load_ud_english_ewt", "read_conllu"]
 
@@ -125,8 +125,9 @@ def read_conllu(path_or_file, *, encoding="utf-8"):
     ValueError
         If a word line does not have ten tab-separated fields, its id or head
         is not an integer, the ids of a sentence are not ``1, 2, ...`` in
-        order, or a head is not a word of the sentence; the message names the
-        file and the line number.
+        order, or a head is not a word of the sentence (the message names the
+        file and the line number); or if the file is not text in ``encoding``
+        or a ``.gz`` file is not gzip-compressed (the message names the file).
 
     Examples
     --------
@@ -143,9 +144,7 @@ def read_conllu(path_or_file, *, encoding="utf-8"):
     >>> sentence["form"].tolist(), sentence["head"].tolist(), sentence["text"]
     (['Do', "n't", 'go'], [3, 3, 0], "Don't go")
     """
-    stream, name = _open_text(path_or_file, encoding)
-    with stream as lines:
-        return _parse_conllu(lines, name)
+    return _read_text(path_or_file, encoding, _parse_conllu, "CoNLL-U")
 
 
 def _ud_english_ewt_path(subset, path):
@@ -208,4 +207,7 @@ def load_ud_english_ewt(subset="train", *, path=None):
     if subset not in _SUBSETS:
         raise ValueError(f"subset must be 'train', 'dev' or 'test', got {subset!r}")
     with resources.as_file(_ud_english_ewt_path(subset, path)) as file:
-        return read_conllu(file)
+        sentences = read_conllu(file)
+    if not sentences:
+        raise ValueError(f"{file} contains no sentences.")
+    return sentences

@@ -1,5 +1,6 @@
 """Loader for the OCR letters data set (handwritten words)."""
 
+import zipfile
 from importlib import resources
 from pathlib import Path
 from string import ascii_lowercase
@@ -23,6 +24,64 @@ on nine and tests on one.
 """
 
 
+#: The arrays of a letters .npz file: one row per letter in X, y, word_idx and position,
+#: one entry per word in words and word_fold.
+_ARRAYS = ("X", "y", "word_idx", "position", "words", "word_fold")
+
+
+def _read_letters_npz(file):
+    """The arrays of a letters .npz file, checked; errors name the file."""
+    with open(file, "rb") as stream:  # a missing file raises FileNotFoundError here
+        head = stream.read(6)
+    if head.startswith(b"\x93NUMPY"):
+        raise ValueError(
+            f"{file} is not a letters .npz file: it holds a single array (a .npy file)."
+        )
+    if not head.startswith(b"PK"):
+        raise ValueError(
+            f"{file} is not a letters .npz file: it is not a zip archive as written by "
+            "numpy.savez."
+        )
+    try:
+        npz = np.load(file, allow_pickle=False)
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"{file} is not a letters .npz file ({exc}).") from exc
+    with npz:
+        missing = [name for name in _ARRAYS if name not in npz.files]
+        if missing:
+            raise ValueError(
+                f"{file} lacks array {missing[0]!r}: a letters .npz file has the arrays "
+                f"{', '.join(_ARRAYS)}; it has {', '.join(npz.files) or 'none'}."
+            )
+        try:
+            arrays = {name: npz[name] for name in _ARRAYS}
+        except (ValueError, OSError, zipfile.BadZipFile) as exc:
+            raise ValueError(f"{file} is not a letters .npz file ({exc}).") from exc
+    n_letters, n_words = len(arrays["X"]), len(arrays["words"])
+    expected = {"X": 2, "y": 1, "word_idx": 1, "position": 1, "words": 1, "word_fold": 1}
+    for name, ndim in expected.items():
+        length = n_words if name in ("words", "word_fold") else n_letters
+        if arrays[name].ndim != ndim or arrays[name].shape[0] != length:
+            rows = "words" if name in ("words", "word_fold") else "letters (rows of X)"
+            raise ValueError(
+                f"{file}: array {name!r} has shape {arrays[name].shape}; expected "
+                f"{ndim} dimension(s) and {length} {rows}."
+            )
+    for name in ("y", "word_idx", "position", "word_fold"):
+        if arrays[name].dtype.kind not in "iu":
+            raise ValueError(
+                f"{file}: array {name!r} has dtype {arrays[name].dtype}; expected integers."
+            )
+    if n_letters and (arrays["y"].min() < 0 or arrays["y"].max() >= len(ascii_lowercase)):
+        raise ValueError(f"{file}: array 'y' holds labels outside 0..25 ('a'..'z').")
+    word_idx = arrays["word_idx"]
+    if n_letters and (word_idx.min() < 0 or word_idx.max() >= n_words):
+        raise ValueError(
+            f"{file}: array 'word_idx' holds word numbers outside 0..{n_words - 1}."
+        )
+    return arrays
+
+
 def load_letters(*, path=None):
     """Load the OCR letters data set, one sequence of letter images per word.
 
@@ -38,7 +97,10 @@ def load_letters(*, path=None):
     ----------
     path : str or path-like, default=None
         Read this ``letters.npz`` file instead of the copy bundled with the
-        package.
+        package. It must hold the arrays ``X`` (one row of pixels per letter),
+        ``y``, ``word_idx`` and ``position`` (one entry per letter),
+        ``words`` and ``word_fold`` (one entry per word); a file that is not
+        such an ``.npz`` file raises a ValueError naming the file.
 
     Returns
     -------
@@ -66,8 +128,8 @@ def load_letters(*, path=None):
     ('ommanding', 'ommanding')
     """
     path = resources.files(__package__) / "data" / "letters.npz" if path is None else Path(path)
-    with resources.as_file(path) as file, np.load(file) as npz:
-        arrays = dict(npz)
+    with resources.as_file(path) as file:
+        arrays = _read_letters_npz(file)
     word_idx = arrays["word_idx"]
     order = np.lexsort((arrays["position"], word_idx))
     bounds = np.cumsum(np.bincount(word_idx, minlength=len(arrays["words"])))[:-1]
