@@ -1,7 +1,8 @@
 """Turn sequences of token feature dicts into per-sequence sparse matrices, and sentences
 into arc feature matrices for dependency parsers."""
 
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Mapping
 from itertools import chain, repeat
 from numbers import Integral, Number
 
@@ -9,8 +10,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.feature_extraction import DictVectorizer, FeatureHasher
+from sklearn.utils._available_if import _AvailableIfDescriptor
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ._dependency_features import ArcVectorizer
@@ -32,7 +33,99 @@ def _check_sequences(X):
             "X must be a list of sequences of token feature dicts, not a flat list "
             "of dicts: pass a list of sequences, e.g. [[{...}, {...}], [{...}]]."
         )
-    return np.fromiter(map(len, X), dtype=np.intp, count=len(X))
+    try:
+        return np.fromiter(map(len, X), dtype=np.intp, count=len(X))
+    except TypeError:
+        i, seq = next((i, seq) for i, seq in enumerate(X) if not hasattr(seq, "__len__"))
+        raise TypeError(
+            "X must be a list of sequences, each a list of token feature dicts; "
+            f"sequence {i} is {type(seq).__name__}."
+        ) from None
+
+
+def _string_items(value):
+    """The items of a multi-valued feature (an iterable of strings); TypeError otherwise.
+
+    Called only for values that are neither strings nor numbers, so it costs nothing
+    on tokens without multi-valued features.
+    """
+    if isinstance(value, (Mapping, bytes, bytearray)):
+        raise TypeError(f"unsupported feature value {value!r}")
+    items = value if isinstance(value, (list, tuple)) else list(value)
+    "".join(items)  # TypeError unless every item is a string, checked at C speed
+    return items
+
+
+def _value_problem(value, backend):
+    """Why a token feature value is rejected (a phrase), or None if it is valid.
+
+    Valid values are those of :class:`~sklearn.feature_extraction.DictVectorizer`:
+    strings, finite real numbers (booleans included) and, with ``backend="dict"``,
+    iterables of strings (one feature per string).
+    """
+    if isinstance(value, str):
+        return None
+    if value is None:
+        return "has value None (a missing value: leave the key out of the token's dict)"
+    if isinstance(value, Number) and not isinstance(value, complex):
+        try:
+            finite = math.isfinite(value)
+        except (TypeError, ValueError):
+            return f"has value {value!r} of type {type(value).__name__}, not a real number"
+        return None if finite else f"has value {value!r}; values must be finite"
+    if isinstance(value, Mapping):
+        return "is a dict; nested dicts are not supported: flatten them into the token's dict"
+    if isinstance(value, Iterable) and not isinstance(value, (bytes, bytearray)):
+        if backend == "hash":
+            return (
+                f"is a {type(value).__name__}: backend='hash' takes string and number "
+                "values only (multi-valued features need backend='dict')"
+            )
+        for item in value:
+            if not isinstance(item, str):
+                return (
+                    f"is a {type(value).__name__} holding {item!r} of type "
+                    f"{type(item).__name__}; a multi-valued feature must hold strings only"
+                )
+        return None
+    return (
+        f"has value {value!r} of type {type(value).__name__}; values must be strings, "
+        "finite numbers or lists of strings"
+    )
+
+
+def _bad_token_error(X, backend):
+    """The error describing the first invalid token or value of ``X``, or None.
+
+    A scan run only once vectorizing has failed or produced non-finite values, so that
+    valid input pays nothing for it.
+    """
+    for i, seq in enumerate(X):
+        for j, token in enumerate(seq):
+            if not isinstance(token, Mapping):
+                return TypeError(
+                    f"tokens must be feature dicts; sequence {i} token {j} is "
+                    f"{type(token).__name__} (use sentences_to_features to build them "
+                    "from words)."
+                )
+            for key, value in token.items():
+                problem = _value_problem(value, backend)
+                if problem is not None:
+                    real = isinstance(value, Number) and not isinstance(value, complex)
+                    kind = ValueError if real else TypeError  # NaN/inf, or a bad type
+                    return kind(f"feature {key!r} of sequence {i} token {j} {problem}.")
+    return None
+
+
+def _check_dtype(dtype):
+    try:
+        floating = np.issubdtype(np.dtype(dtype), np.floating)
+    except TypeError:
+        floating = False
+    if not floating:
+        raise ValueError(
+            f"dtype must be a floating type such as np.float64 or np.float32, got {dtype!r}."
+        )
 
 
 def _split_rows(X, lengths):
@@ -61,8 +154,8 @@ def _split_rows(X, lengths):
 def _learn_vocabulary(tokens, sort):
     """One pass over the tokens: DictVectorizer's vocabulary, and a faster index into it.
 
-    String values ``v`` of key ``k`` become features named ``"k=v"``, numbers (and None)
-    the feature ``k``, iterables of strings one ``"k=item"`` feature per item, exactly as
+    String values ``v`` of key ``k`` become features named ``"k=v"``, numbers the feature
+    ``k``, iterables of strings one ``"k=item"`` feature per item, exactly as
     :class:`~sklearn.feature_extraction.DictVectorizer` names them.
 
     Returns
@@ -85,11 +178,11 @@ def _learn_vocabulary(tokens, sort):
         for key, value in token.items():
             if type(value) is str:
                 add_string(key, value)
-            elif value is None or isinstance(value, Number):
+            elif isinstance(value, Number):
                 if key not in by_key:
                     by_key[key] = vocabulary.setdefault(key, len(vocabulary))
             else:
-                for item in value:
+                for item in _string_items(value):
                     add_string(key, item)
     names = list(vocabulary)
     if sort:
@@ -112,6 +205,22 @@ def _has_feature_names(estimator):
             f"hashed features (backend={estimator.backend!r}) have no names."
         )
     return True
+
+
+class _AvailableIfWithReason(_AvailableIfDescriptor):
+    """``available_if`` whose AttributeError also says why the method is unavailable."""
+
+    def _check(self, obj, owner):
+        try:
+            super()._check(obj, owner)
+        except AttributeError as exc:
+            if exc.__cause__ is None:
+                raise
+            raise AttributeError(f"{exc}: {exc.__cause__}") from exc.__cause__
+
+
+def _available_if(check):
+    return lambda fn: _AvailableIfWithReason(fn, check=check, attribute_name=fn.__name__)
 
 
 class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
@@ -137,7 +246,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
     alternate_sign : bool, default=False
         Whether the hash backend gives features a pseudo-random sign to
         cancel out collisions on average.
-    dtype : dtype, default=np.float64
+    dtype : floating dtype, default=np.float64
         Type of the output values.
     sort : bool, default=True
         Whether the dict backend sorts the feature names.
@@ -243,14 +352,13 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
             The CSR feature matrix of each sequence.
         """
         check_is_fitted(self)
+        _check_dtype(self.dtype)
         lengths = _check_sequences(X)
         if lengths.sum() == 0:
             return [sp.csr_matrix((0, self.n_features_out_), dtype=self.dtype) for _ in X]
-        if self.backend == "hash":
-            return _split_rows(self.vectorizer_.transform(chain.from_iterable(X)), lengths)
-        return _split_rows(self._lookup(chain.from_iterable(X), lengths.sum()), lengths)
+        return _split_rows(self._vectorize(X, lengths), lengths)
 
-    @available_if(_has_feature_names)
+    @_available_if(_has_feature_names)
     def get_feature_names_out(self, input_features=None):
         """Get the output feature names (dict backend only).
 
@@ -268,40 +376,83 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         return self.vectorizer_.get_feature_names_out()
 
     def _fit(self, X, transform):
-        """Fit the vectorizer on all tokens; return the split output if ``transform``."""
+        """Fit the vectorizer on all tokens; return the split output if ``transform``.
+
+        ``fit`` vectorizes ``X`` too (and drops the result), so that it rejects every
+        input that ``transform`` rejects. Nothing is stored unless ``X`` is valid.
+        """
+        _check_dtype(self.dtype)
         lengths = _check_sequences(X)
         if lengths.sum() == 0:
             raise ValueError("X contains no tokens: all sequences are empty.")
+        if self.backend == "hash":
+            fitted = {
+                "vectorizer_": FeatureHasher(
+                    self.n_features,
+                    input_type="dict",
+                    dtype=self.dtype,
+                    alternate_sign=self.alternate_sign,
+                ),
+                "n_features_out_": self.n_features,
+            }
+        else:
+            names, by_value, by_key = self._guarded(
+                X, _learn_vocabulary, chain.from_iterable(X), self.sort
+            )
+            # A DictVectorizer fitted by its attributes, for users who want one.
+            vectorizer = DictVectorizer(dtype=self.dtype, sort=self.sort)
+            vectorizer.feature_names_ = names
+            vectorizer.vocabulary_ = {name: column for column, name in enumerate(names)}
+            fitted = {
+                "vectorizer_": vectorizer,
+                "feature_names_": names,
+                "vocabulary_": vectorizer.vocabulary_,
+                "n_features_out_": len(names),
+                "_index": (by_value, by_key),
+            }
+        matrix = self._vectorize(X, lengths, fitted)
+        for name in ("feature_names_", "vocabulary_", "_index"):
+            self.__dict__.pop(name, None)
+        self.__dict__.update(fitted)
+        return _split_rows(matrix, lengths) if transform else None
+
+    def _vectorize(self, X, lengths, fitted=None):
+        """CSR matrix of all tokens of ``X``, checked: an error names the bad token.
+
+        ``fitted`` holds the fitted attributes to use instead of ``self``'s (``fit``
+        sets them only once ``X`` has been vectorized without error).
+        """
+        fitted = vars(self) if fitted is None else fitted
         tokens = chain.from_iterable(X)
         if self.backend == "hash":
-            self.vectorizer_ = FeatureHasher(
-                self.n_features,
-                input_type="dict",
-                dtype=self.dtype,
-                alternate_sign=self.alternate_sign,
+            matrix = self._guarded(X, fitted["vectorizer_"].transform, tokens)
+        else:
+            matrix = self._guarded(
+                X, self._lookup, tokens, int(lengths.sum()), fitted["_index"],
+                fitted["n_features_out_"],
             )
-            self.n_features_out_ = self.n_features
-            return _split_rows(self.vectorizer_.transform(tokens), lengths) if transform else None
-        names, by_value, by_key = _learn_vocabulary(tokens, self.sort)
-        # A DictVectorizer fitted by its attributes, for users who want one.
-        self.vectorizer_ = DictVectorizer(dtype=self.dtype, sort=self.sort)
-        self.vectorizer_.feature_names_ = names
-        self.vectorizer_.vocabulary_ = {name: column for column, name in enumerate(names)}
-        self.feature_names_ = names
-        self.vocabulary_ = self.vectorizer_.vocabulary_
-        self.n_features_out_ = len(names)
-        self._index = (by_value, by_key)
-        if not transform:
-            return None
-        return _split_rows(self._lookup(chain.from_iterable(X), lengths.sum()), lengths)
+        if not np.isfinite(matrix.data).all():
+            error = _bad_token_error(X, self.backend)
+            raise error or ValueError("X contains NaN or infinite feature values.")
+        return matrix
 
-    def _lookup(self, tokens, n_tokens):
-        """CSR matrix of the tokens, columns looked up in the fitted vocabulary.
+    def _guarded(self, X, function, *args):
+        """``function(*args)``; if it fails on bad input, raise an error naming the token."""
+        try:
+            return function(*args)
+        except (AttributeError, TypeError, ValueError) as exc:
+            error = _bad_token_error(X, self.backend)
+            if error is None:
+                raise
+            raise error from exc
+
+    def _lookup(self, tokens, n_tokens, index, n_features_out):
+        """CSR matrix of the tokens, columns looked up in the fitted vocabulary ``index``.
 
         Same output as ``DictVectorizer.transform``, several times faster: a string value
         is found with two dict lookups (key, then value) instead of building "key=value".
         """
-        by_value, by_key = self._index
+        by_value, by_key = index
         empty = {}
         indices, data = [], []
         add_index, add_value = indices.append, data.append
@@ -322,7 +473,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
                         add_index(column)
                         add_value(value)
                 else:
-                    for item in value:
+                    for item in _string_items(value):
                         column = values_of(key, empty).get(item)
                         if column is not None:
                             add_index(column)
@@ -330,7 +481,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
             indptr[row] = len(indices)
         matrix = sp.csr_matrix(
             (np.array(data, dtype=self.dtype), np.array(indices, dtype=np.int32), indptr),
-            shape=(n_tokens, self.n_features_out_),
+            shape=(n_tokens, n_features_out),
         )
         matrix.sum_duplicates()
         return matrix
@@ -342,9 +493,77 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         return tags
 
 
-def _context_values(word, tag):
-    values = (word.lower(), word.istitle(), word.isupper())
-    return values if tag is None else values + (tag, tag[:2])
+def _check_strings(values, name, item, sentence=None):
+    """Raise TypeError naming the first item of ``values`` that is not a string.
+
+    ``"".join`` checks the types of all items at C speed; only a failure is examined
+    item by item. ``sentence`` is the index of the sentence in a list of sentences.
+    """
+    where = "" if sentence is None else f" (sentence {sentence})"
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        got = f" {values!r}" if isinstance(values, (str, bytes)) else ""
+        raise TypeError(
+            f"{name} must be a list of strings{where}, not {type(values).__name__}{got}."
+        )
+    try:
+        "".join(values)
+    except TypeError:
+        i, value = next((i, v) for i, v in enumerate(values) if not isinstance(v, str))
+        at = f"{item} {i}" if sentence is None else f"sentence {sentence} {item} {i}"
+        raise TypeError(
+            f"{name} must be strings; {at} is {value!r} of type {type(value).__name__}."
+        ) from None
+
+
+def _word_features(words, pos, window):
+    """:func:`word_features` without input validation."""
+    names = ("word.lower()", "word.istitle()", "word.isupper()")
+    if pos is None:
+        context = [(word.lower(), word.istitle(), word.isupper()) for word in words]
+    else:
+        names += ("postag", "postag[:2]")
+        context = [
+            (word.lower(), word.istitle(), word.isupper(), tag, tag[:2])
+            for word, tag in zip(words, pos)
+        ]
+    keys = {d: [f"{d:+d}:{name}" for name in names] for d in range(-window, window + 1)}
+    n_tokens = len(words)
+    features = []
+    for i, word in enumerate(words):
+        token = {
+            "bias": 1.0,
+            "word[-3:]": word[-3:],
+            "word[-2:]": word[-2:],
+            "word.isdigit()": word.isdigit(),
+        }
+        token.update(zip(names, context[i]))
+        for d in range(max(-window, -i), 0):
+            token.update(zip(keys[d], context[i + d]))
+        if i == 0:
+            token["BOS"] = True
+        for d in range(1, min(window, n_tokens - 1 - i) + 1):
+            token.update(zip(keys[d], context[i + d]))
+        if i == n_tokens - 1:
+            token["EOS"] = True
+        features.append(token)
+    return features
+
+
+def _check_sentence(words, pos, sentence=None):
+    """Check the words and (if given) tags of one sentence (number ``sentence``)."""
+    _check_strings(words, "words", "word", sentence)
+    if pos is not None:
+        _check_strings(pos, "pos", "tag", sentence)
+        if len(pos) != len(words):
+            where = "" if sentence is None else f" (sentence {sentence})"
+            raise ValueError(
+                f"words and pos differ in length{where}: {len(words)} != {len(pos)}."
+            )
+
+
+def _check_window(window):
+    if isinstance(window, bool) or not isinstance(window, Integral) or window < 0:
+        raise ValueError(f"window must be a non-negative integer, got {window!r}.")
 
 
 def word_features(words, pos=None, *, window=1):
@@ -386,36 +605,9 @@ def word_features(words, pos=None, *, window=1):
      '+1:word.lower()', 'BOS', 'bias', 'postag', 'postag[:2]', 'word.isdigit()',
      'word.istitle()', 'word.isupper()', 'word.lower()', 'word[-2:]', 'word[-3:]']
     """
-    if pos is not None and len(pos) != len(words):
-        raise ValueError(f"words and pos differ in length: {len(words)} != {len(pos)}.")
-    if not isinstance(window, Integral) or window < 0:
-        raise ValueError(f"window must be a non-negative integer, got {window!r}.")
-    names = ("word.lower()", "word.istitle()", "word.isupper()")
-    if pos is not None:
-        names += ("postag", "postag[:2]")
-    tags = repeat(None) if pos is None else pos
-    context = [_context_values(word, tag) for word, tag in zip(words, tags)]
-    keys = {d: [f"{d:+d}:{name}" for name in names] for d in range(-window, window + 1)}
-    n_tokens = len(words)
-    features = []
-    for i, word in enumerate(words):
-        token = {
-            "bias": 1.0,
-            "word[-3:]": word[-3:],
-            "word[-2:]": word[-2:],
-            "word.isdigit()": word.isdigit(),
-        }
-        token.update(zip(names, context[i]))
-        for d in range(max(-window, -i), 0):
-            token.update(zip(keys[d], context[i + d]))
-        if i == 0:
-            token["BOS"] = True
-        for d in range(1, min(window, n_tokens - 1 - i) + 1):
-            token.update(zip(keys[d], context[i + d]))
-        if i == n_tokens - 1:
-            token["EOS"] = True
-        features.append(token)
-    return features
+    _check_window(window)
+    _check_sentence(words, pos)
+    return _word_features(words, pos, window)
 
 
 def sentences_to_features(words_list, pos_list=None, *, window=1):
@@ -442,10 +634,34 @@ def sentences_to_features(words_list, pos_list=None, *, window=1):
     >>> [len(x) for x in X], X[0][0]["BOS"], X[0][0]["EOS"]
     ([1, 2], True, True)
     """
+    _check_window(window)
+    _check_sentence_list(words_list, "words_list", "words")
     if pos_list is None:
         pos_list = repeat(None, len(words_list))
-    elif len(pos_list) != len(words_list):
-        raise ValueError(
-            f"words_list and pos_list differ in length: {len(words_list)} != {len(pos_list)}."
+    else:
+        _check_sentence_list(pos_list, "pos_list", "tags")
+        if len(pos_list) != len(words_list):
+            raise ValueError(
+                f"words_list and pos_list differ in length: {len(words_list)} != "
+                f"{len(pos_list)}."
+            )
+    features = []
+    for i, (words, pos) in enumerate(zip(words_list, pos_list)):
+        _check_sentence(words, pos, i)
+        features.append(_word_features(words, pos, window))
+    return features
+
+
+def _check_sentence_list(sentences, name, items):
+    """Reject a single sentence (or a string) where a list of sentences is expected."""
+    if isinstance(sentences, (str, bytes, Mapping)) or not hasattr(sentences, "__len__"):
+        raise TypeError(
+            f"{name} must be a list of sentences (lists of {items}), got "
+            f"{type(sentences).__name__}."
         )
-    return [word_features(words, pos, window=window) for words, pos in zip(words_list, pos_list)]
+    first = next(iter(sentences), None)
+    if isinstance(first, (str, bytes)):
+        raise TypeError(
+            f"{name} must be a list of sentences (lists of {items}), not a list of "
+            f"strings: for one sentence pass [{name[:-5]}] or use word_features."
+        )
