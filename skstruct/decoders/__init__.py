@@ -7,6 +7,11 @@ Part scores are real numbers or -inf, which forbids a part; the score containers
 NaN and +inf. An example left with no output of finite score has log-partition -inf,
 and the operations that must return an output or a distribution raise
 :class:`InfeasibleOutputError`.
+
+Every operation of a built-in decoder checks that it was given a container it reads
+(``score_types``: a ``TypeError`` otherwise), that ``k`` is an integer >= 1 and that a
+task loss is a :class:`~skstruct.losses.TaskLoss` or the name of one; decoders validate
+their hyper-parameters at their first operation after a change.
 """
 
 from ._base import Decoder, InfeasibleOutputError, check_capability
