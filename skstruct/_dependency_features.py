@@ -309,6 +309,36 @@ def _compact(indptr, indices, n_unique):
     return end
 
 
+def _check_dtype(dtype):
+    """The output dtype of a vectorizer as a ``np.dtype``, which must be floating."""
+    try:
+        checked = np.dtype(dtype)
+    except TypeError:
+        checked = None
+    if checked is None or not np.issubdtype(checked, np.floating):
+        raise ValueError(
+            f"dtype must be a floating type such as np.float64 or np.float32, got {dtype!r}."
+        )
+    return checked
+
+
+def _check_string_column(column, name, sentence):
+    """Reject a list of words or tags that holds non-strings (numpy would stringify them).
+
+    ``"".join`` checks all items at C speed; arrays of strings need no check.
+    """
+    if isinstance(column, np.ndarray) and column.dtype.kind == "U":
+        return
+    try:
+        "".join(column)
+    except TypeError:
+        i, value = next((i, v) for i, v in enumerate(column) if not isinstance(v, str))
+        raise ValueError(
+            f"all {name} must be strings; {name[:-1]} {i} of sentence {sentence} is "
+            f"{value!r} of type {type(value).__name__}."
+        ) from None
+
+
 def _sentence_columns(X):
     """Concatenated words and tags of all sentences, and the sentence lengths."""
     if isinstance(X, (str, Mapping)) or not hasattr(X, "__len__"):
@@ -339,12 +369,14 @@ def _sentence_columns(X):
                 f"(words, tags) tuple, got {type(sentence).__name__}."
             )
         sentence_words, sentence_tags = (np.asarray(column) for column in pair)
-        for name, column in (("words", sentence_words), ("tags", sentence_tags)):
+        for name, column, given in (("words", sentence_words, pair[0]),
+                                    ("tags", sentence_tags, pair[1])):
             if column.ndim != 1 or (column.size and column.dtype.kind not in "UO"):
                 raise ValueError(
                     f"the {name} of sentence {i} must be a 1-d sequence of strings, "
                     f"got an array of shape {column.shape} and dtype {column.dtype}."
                 )
+            _check_string_column(given, name, i)
         if len(sentence_words) != len(sentence_tags):
             raise ValueError(
                 f"sentence {i} has {len(sentence_words)} words but {len(sentence_tags)} tags."
@@ -434,7 +466,7 @@ class ArcVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
         Words (lowercased) seen fewer times than this in fit are unknown.
     n_features : int, default=2**22
         Number of columns: features are hashed modulo ``n_features``.
-    dtype : dtype, default=np.float64
+    dtype : floating dtype, default=np.float64
         Type of the output values (all ones).
 
     Attributes
@@ -590,6 +622,7 @@ class ArcVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
         return self._arc_matrix(word_ids, tag_ids, lengths)
 
     def _fit(self, words, tags, lengths):
+        _check_dtype(self.dtype)
         if lengths.sum() == 0:
             raise ValueError("X contains no words: all sentences are empty.")
         unique, inverse = _unique_strings(words, "words")
@@ -643,7 +676,7 @@ class ArcVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
         row_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths**2, out=row_offsets[1:])
         n_rows = int(row_offsets[-1])
-        dtype = np.dtype(self.dtype)
+        dtype = _check_dtype(self.dtype)
         if n_rows == 0:
             return sp.csr_matrix((0, n_features), dtype=dtype), offsets
         n_tags = len(self.pos_vocabulary_) + _END_ID + 1

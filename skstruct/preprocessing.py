@@ -14,7 +14,7 @@ from sklearn.utils._available_if import _AvailableIfDescriptor
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._dependency_features import ArcVectorizer
+from ._dependency_features import ArcVectorizer, _check_dtype
 
 __all__ = ["ArcVectorizer", "SequenceVectorizer", "sentences_to_features", "word_features"]
 
@@ -115,17 +115,6 @@ def _bad_token_error(X, backend):
                     kind = ValueError if real else TypeError  # NaN/inf, or a bad type
                     return kind(f"feature {key!r} of sequence {i} token {j} {problem}.")
     return None
-
-
-def _check_dtype(dtype):
-    try:
-        floating = np.issubdtype(np.dtype(dtype), np.floating)
-    except TypeError:
-        floating = False
-    if not floating:
-        raise ValueError(
-            f"dtype must be a floating type such as np.float64 or np.float32, got {dtype!r}."
-        )
 
 
 def _split_rows(X, lengths):

@@ -167,3 +167,23 @@ def test_valid_input_forms_still_work():
     assert [len(x) for x in X] == [2, 1]
     assert X[0][1]["-1:postag"] == "DT"
     assert sentences_to_features([[]]) == [[]]
+
+
+@pytest.mark.parametrize("dtype", [str, int, "not a dtype"])
+def test_arc_vectorizer_dtype_must_be_floating(dtype):
+    from skstruct.preprocessing import ArcVectorizer
+
+    with pytest.raises(ValueError, match="dtype must be a floating type"):
+        ArcVectorizer(dtype=dtype).fit([(["The", "dog"], ["DET", "NOUN"])])
+
+
+@pytest.mark.parametrize("sentence, match", [
+    ((["The", np.nan], ["DET", "NOUN"]), "all words must be strings; word 1 of sentence 0 is nan"),
+    ((["The", "dog"], ["DET", 1]), "all tags must be strings; tag 1 of sentence 0 is 1"),
+    ({"form": ["a", None], "upos": ["X", "Y"]}, "word 1 of sentence 0 is None"),
+])
+def test_arc_vectorizer_does_not_turn_non_strings_into_strings(sentence, match):
+    from skstruct.preprocessing import ArcVectorizer
+
+    with pytest.raises(ValueError, match=match):
+        ArcVectorizer().fit([sentence])
