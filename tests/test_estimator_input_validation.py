@@ -323,3 +323,12 @@ def test_class_costs_of_the_wrong_length_name_the_shape(solver, sequences):
         model.fit(X, y)
     with pytest.raises(ValueError, match=r"class_costs has shape \(2,\); expected \(3,\)"):
         model.fit(np.vstack(X), np.concatenate(y))
+
+
+@pytest.mark.parametrize("beta", [-1, 0, np.nan, np.inf, "x", True])
+def test_fbeta_loss_rejects_a_bad_beta(beta):
+    from skstruct.losses import FBetaLoss
+
+    with pytest.raises(ValueError, match="beta must be a positive finite number"):
+        FBetaLoss(beta=beta)
+    assert FBetaLoss(beta=2).beta == 2

@@ -15,6 +15,8 @@ of the gold output.
 
 import copy
 
+import numbers
+
 import numpy as np
 
 from ._task import TaskLoss
@@ -200,6 +202,9 @@ class FBetaLoss(CountingLoss):
 
     def __init__(self, beta=1.0, outside_label="O"):
         super().__init__(outside_label)
+        if (isinstance(beta, bool) or not isinstance(beta, numbers.Real)
+                or not np.isfinite(beta) or beta <= 0):
+            raise ValueError(f"beta must be a positive finite number; got {beta!r}.")
         self.beta = beta
 
     def eta(self, stats, n_gold):
