@@ -144,6 +144,7 @@ class _Counters:
         self._capped = self._sum_high[offsets[1:] - 1] > caps  # (n_sequences, K)
         self.saturates = np.any(self._capped, axis=1)
         self.sizes = np.prod(self.radix, axis=1)
+        self._memory = None
 
     def bounds_to(self, targets):
         """The (low, high) boxes narrowed to the values that can still reach ``targets``.
@@ -210,12 +211,15 @@ class _Counters:
         -------
         ndarray of shape (n_sequences,), float
         """
-        state_type, value_type = self._back_types()
-        per_entry = state_type.itemsize + np.where(self.saturates, value_type.itemsize, 0)
-        n_counters = self.radix.shape[1]
-        sizes = self.sizes.astype(np.float64)
-        return (self.back_pointer_bound() * per_entry + 2 * self.scores.n_states * sizes * 8
-                + sizes * (_TABLE_BYTES_PER_VALUE + 16 * n_counters))
+        if self._memory is None:
+            state_type, value_type = self._back_types()
+            per_entry = state_type.itemsize + np.where(self.saturates, value_type.itemsize, 0)
+            n_counters = self.radix.shape[1]
+            sizes = self.sizes.astype(np.float64)
+            self._memory = (self.back_pointer_bound() * per_entry
+                            + 2 * self.scores.n_states * sizes * 8
+                            + sizes * (_TABLE_BYTES_PER_VALUE + 16 * n_counters))
+        return self._memory
 
     def check_memory(self, limit, what):
         """Raise :class:`TableMemoryError` if a sequence needs more than ``limit`` bytes."""
