@@ -75,7 +75,7 @@ def _load_tbb_from_package():
         return None
     for file in files:
         if file.name == name:
-            path = str(file.locate())
+            path = os.path.normpath(file.locate())
             try:
                 ctypes.CDLL(path)
             except OSError:
