@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._linear_model import LinearStructuredModel
 from .decoders import Decoder
+from .decoders._constrained import check_training_table_memory
 from .utils._params import N_JOBS_CONSTRAINT
 from .losses import CountingLoss, PerceptronLoss, StructuredHingeLoss, TaskLoss
 from .losses import check_task_loss
@@ -261,6 +262,11 @@ TaskLoss, default="hamming"
                                      y_encoded, batch)
         features = self._feature_map(kind, batch.n_features, _n_outputs(classes))
         w0 = self._initial_params(features, kind, classes, batch.n_features)
+        if kind == "sequence" and isinstance(task_loss, CountingLoss):
+            check_training_table_memory(
+                decoder, features.scores(batch, w0), y_encoded, task_loss,
+                "the training data",
+            )
         risk = RegularizedRisk(features, batch, y_encoded, decoder,
                                StructuredHingeLoss(task_loss, self.rescaling), self.alpha,
                                weights)

@@ -332,3 +332,19 @@ def test_fbeta_loss_rejects_a_bad_beta(beta):
     with pytest.raises(ValueError, match="beta must be a positive finite number"):
         FBetaLoss(beta=beta)
     assert FBetaLoss(beta=2).beta == 2
+
+
+def test_table_memory_error_names_the_training_sequence():
+    from skstruct.decoders import TableMemoryError
+
+    rng = np.random.default_rng(0)
+    lengths = [3, 4, 40, 5]
+    X = [rng.normal(size=(n, 2)) for n in lengths]
+    y = [rng.choice(np.array(["B-NP", "I-NP", "O"]), size=n) for n in lengths]
+    decoder = ChainDecoder(max_table_memory=20_000)
+    for solver in ("bcfw", "subgradient"):
+        model = StructuredSVM(loss="f1", decoder=decoder, solver=solver, max_iter=1)
+        with pytest.raises(TableMemoryError,
+                           match="sequence 2 of the training data \\(40 tokens"):
+            model.fit(X, y)
+    StructuredSVM(loss="f1", decoder=decoder, max_iter=1).fit(X[:2], y[:2])

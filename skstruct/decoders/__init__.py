@@ -17,6 +17,7 @@ their hyper-parameters at their first operation after a change.
 from ._base import Decoder, InfeasibleOutputError, check_capability
 from ._brute_force import BruteForceDecoder
 from ._chain import ChainDecoder, ChainParts, ChainScores, chain_parts
+from ._constrained import TableMemoryError
 from ._multiclass import MulticlassDecoder, MulticlassParts, MulticlassScores
 from ._matching import MatchingDecoder, MatchingParts, MatchingScores, matching_parts
 from ._multilabel import MultilabelDecoder, MultilabelParts, MultilabelScores
@@ -30,6 +31,7 @@ __all__ = [
     "ChainScores",
     "Decoder",
     "InfeasibleOutputError",
+    "TableMemoryError",
     "MatchingDecoder",
     "MatchingParts",
     "MatchingScores",

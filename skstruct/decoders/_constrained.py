@@ -221,14 +221,15 @@ class _Counters:
                             + sizes * (_TABLE_BYTES_PER_VALUE + 16 * n_counters))
         return self._memory
 
-    def check_memory(self, limit, what):
+    def check_memory(self, limit, what, batch_name="the batch"):
         """Raise :class:`TableMemoryError` if a sequence needs more than ``limit`` bytes."""
         estimates = self.memory()
         if limit is None:
             return estimates
         over = np.flatnonzero(estimates > limit)
         if over.size:
-            raise TableMemoryError(_memory_message(self, estimates, over, limit, what))
+            raise TableMemoryError(
+                _memory_message(self, estimates, over, limit, what, batch_name))
         return estimates
 
 
@@ -239,12 +240,13 @@ def _format_bytes(n_bytes):
     return f"{int(n_bytes)} bytes"
 
 
-def _memory_message(counters, estimates, over, limit, what):
+def _memory_message(counters, estimates, over, limit, what, batch_name="the batch"):
     i = over[np.argmax(estimates[over])]
-    others = f" ({over.size - 1} other sequences of the batch too)" if over.size > 1 else ""
+    others = (f" ({over.size - 1} other sequences of {batch_name} too)"
+              if over.size > 1 else "")
     return (
         f"Exact inference for {what} needs about {_format_bytes(estimates[i])} for sequence "
-        f"{i} of the batch ({counters.scores.lengths[i]} tokens, "
+        f"{i} of {batch_name} ({counters.scores.lengths[i]} tokens, "
         f"{counters.scores.n_states} states, {counters.sizes[i]} statistic values), more "
         f"than max_table_memory={limit:.4g} bytes ({_format_bytes(limit)}){others}. The "
         "memory of count-statistic losses grows with the cube of the sequence length for "
@@ -565,3 +567,14 @@ def diverse_top_k(scores, k, min_distance=1, max_table_memory=DEFAULT_MAX_TABLE_
                                              max_table_memory)
         paths[:, r], path_scores[:, r] = labels, best
     return paths, path_scores
+
+
+def check_training_table_memory(decoder, scores, y_true, task_loss, batch_name):
+    """Before training: every sequence fits the decoder's ``max_table_memory``.
+
+    Solvers that visit one example at a time would otherwise report "sequence 0 of the
+    batch"; checked on the whole training set, the error names the training sequence.
+    """
+    limit = _check_limit(getattr(decoder, "max_table_memory", DEFAULT_MAX_TABLE_MEMORY))
+    counters = _Counters(scores, *_loss_counters(task_loss, y_true, scores))
+    counters.check_memory(limit, _describe_loss(task_loss), batch_name)
