@@ -154,7 +154,7 @@ class BruteForceDecoder(Decoder):
         Largest number of outputs to enumerate for one example. Before enumerating, an
         operation raises a ``ValueError`` naming the first example with more (a chain of
         L tokens and S states has S^L labelings, L labels 2^L vectors, an n-word sentence
-        n^n head assignments to sift, an (r, c) matching max(r, c)! / |r − c|! outputs)
+        n^n head assignments to sift, an (r, c) matching max(r, c)! / (max(r, c) − min(r, c))! outputs)
         instead of running for ever. The decoder is the test oracle for tiny instances:
         raise the limit knowingly.
 
