@@ -131,7 +131,9 @@ def _tabular_x_hint(X, y):
                 "sequence must be a 2-D (n_tokens, n_features) array (one feature per "
                 "token: x.reshape(-1, 1)).")
     return (" y is a list of label sequences, but X is a single 2-D matrix: pass X as a "
-            "list of (n_tokens, n_features) matrices, one per sequence.")
+            "list of (n_tokens, n_features) matrices, one per sequence. If y lists the "
+            "labels of each sample (multilabel), turn it into a 0/1 indicator matrix with "
+            "sklearn.preprocessing.MultiLabelBinarizer.")
 
 
 def _n_examples(X):

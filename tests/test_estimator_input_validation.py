@@ -348,3 +348,10 @@ def test_table_memory_error_names_the_training_sequence():
                            match="sequence 2 of the training data \\(40 tokens"):
             model.fit(X, y)
     StructuredSVM(loss="f1", decoder=decoder, max_iter=1).fit(X[:2], y[:2])
+
+
+@pytest.mark.parametrize("estimator", TABULAR, ids=_name)
+def test_label_name_lists_point_to_multilabel_binarizer(estimator):
+    X = np.random.default_rng(0).normal(size=(3, 2))
+    with pytest.raises(ValueError, match="MultiLabelBinarizer"):
+        clone(estimator).fit(X, [["x"], ["x", "y"], []])
