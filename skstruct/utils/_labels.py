@@ -40,12 +40,14 @@ def _kinds_and_examples(labels):
         if labels.dtype.kind == "f" and np.isnan(labels).any():
             return {kind: labels.flat[0], "NaN": float("nan")}
         return {kind: labels.flat[0]}
+    values = labels if isinstance(labels, (list, tuple)) else list(
+        np.asarray(labels, dtype=object).ravel())
     examples = {}
-    for value in np.asarray(labels, dtype=object).ravel():
-        kind = label_kind(value)
-        if kind == "number" and value != value:
-            kind = "NaN"
-        examples.setdefault(kind, value)
+    for label_type in dict.fromkeys(map(type, values)):  # in order of first appearance
+        value = next(v for v in values if type(v) is label_type)
+        examples.setdefault(label_kind(value), value)
+    if "number" in examples and any(v != v for v in values if isinstance(v, float)):
+        examples["NaN"] = float("nan")
     return examples
 
 
