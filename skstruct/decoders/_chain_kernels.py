@@ -31,9 +31,73 @@ _NJIT = dict(cache=True, nogil=True)
 _FAST = {"reassoc", "contract", "arcp", "nsz"}
 
 
+@njit(**_NJIT)
+def viterbi_one(unary, trans, start, end, delta, back, labels):
+    """Best label sequence of one chain: the Viterbi recursion every chain kernel shares.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (length, n_states)
+        Unary scores of the sequence (length >= 1).
+    trans : ndarray of shape (n_states, n_states)
+    start, end : ndarray of shape (n_states,)
+    delta : ndarray of shape (>= length, n_states), float64
+        Scratch: best prefix scores.
+    back : ndarray of shape (>= length, n_states), integer
+        Scratch: back-pointers.
+    labels : ndarray of shape (length,), int64
+        Output: the best labels.
+
+    Returns
+    -------
+    float
+        The score of the best sequence (-inf when none has a finite score).
+
+    Notes
+    -----
+    Ties go to the smallest previous state, and at the end to the smallest last state.
+    The loop over previous states is outside the loop over current states, so the inner
+    loop reads rows of ``trans`` and ``delta`` contiguously and vectorizes (selects, no
+    branch); it visits the candidates in the same order as a scan over previous states
+    with a strict ``>``, so the result is that scan's.
+    """
+    length, n_states = unary.shape
+    for j in range(n_states):
+        delta[0, j] = start[j] + unary[0, j]
+    for t in range(1, length):
+        top = delta[t]
+        arg = back[t]
+        previous = delta[t - 1]
+        first = previous[0]
+        for j in range(n_states):
+            top[j] = first + trans[0, j]
+            arg[j] = 0
+        for i in range(1, n_states):
+            d = previous[i]
+            row = trans[i]
+            for j in range(n_states):
+                v = d + row[j]
+                better = v > top[j]
+                top[j] = v if better else top[j]
+                arg[j] = i if better else arg[j]
+        for j in range(n_states):
+            top[j] += unary[t, j]
+    arg_end = 0
+    best = delta[length - 1, 0] + end[0]
+    for j in range(1, n_states):
+        v = delta[length - 1, j] + end[j]
+        if v > best:
+            best = v
+            arg_end = j
+    labels[length - 1] = arg_end
+    for t in range(length - 1, 0, -1):
+        labels[t - 1] = back[t, labels[t]]
+    return best
+
+
 @njit(parallel=True, **_NJIT)
 def viterbi(unary, offsets, trans, start, end):
-    """Best label sequence of every chain.
+    """Best label sequence of every chain (:func:`viterbi_one` per sequence, in parallel).
 
     Returns
     -------
@@ -43,37 +107,14 @@ def viterbi(unary, offsets, trans, start, end):
     """
     n_tokens, n_states = unary.shape
     n_seq = offsets.shape[0] - 1
-    trans_t = np.ascontiguousarray(trans.T)
     delta = np.empty((n_tokens, n_states))
     back = np.empty((n_tokens, n_states), dtype=np.int32)
     labels = np.empty(n_tokens, dtype=np.int64)
     best = np.empty(n_seq)
     for seq in prange(n_seq):
         a, b = offsets[seq], offsets[seq + 1]
-        for j in range(n_states):
-            delta[a, j] = start[j] + unary[a, j]
-        for t in range(a + 1, b):
-            for j in range(n_states):
-                arg = 0
-                top = delta[t - 1, 0] + trans_t[j, 0]
-                for i in range(1, n_states):
-                    v = delta[t - 1, i] + trans_t[j, i]
-                    if v > top:
-                        top = v
-                        arg = i
-                delta[t, j] = top + unary[t, j]
-                back[t, j] = arg
-        arg = 0
-        top = delta[b - 1, 0] + end[0]
-        for j in range(1, n_states):
-            v = delta[b - 1, j] + end[j]
-            if v > top:
-                top = v
-                arg = j
-        best[seq] = top
-        labels[b - 1] = arg
-        for t in range(b - 1, a, -1):
-            labels[t - 1] = back[t, labels[t]]
+        best[seq] = viterbi_one(unary[a:b], trans, start, end, delta[a:b], back[a:b],
+                                labels[a:b])
     return labels, best
 
 
@@ -245,6 +286,72 @@ def forward_backward_log(unary, offsets, trans, start, end, with_marginals):
     return log_z, marg, trans_marg
 
 
+@njit(**_NJIT)
+def top_k_one(unary, trans, start, end, k, paths, scores):
+    """The ``k`` best distinct label sequences of one chain (list Viterbi).
+
+    Parameters
+    ----------
+    unary : ndarray of shape (length, n_states)
+    trans, start, end
+        As for :func:`viterbi_one`.
+    k : int
+    paths : ndarray of shape (length, k), int64
+        Output, filled with -1 beforehand: column ``r`` receives the ``r``-th best sequence.
+    scores : ndarray of shape (k,)
+        Output, filled with -inf beforehand.
+    """
+    length, n_states = unary.shape
+    value = np.full((length, n_states, k), -np.inf)
+    prev_state = np.zeros((length, n_states, k), dtype=np.int32)
+    prev_rank = np.zeros((length, n_states, k), dtype=np.int32)
+    count = np.zeros((length, n_states), dtype=np.int32)
+    head = np.zeros(n_states, dtype=np.int32)
+    for j in range(n_states):
+        value[0, j, 0] = start[j] + unary[0, j]
+        count[0, j] = 1 if value[0, j, 0] > -np.inf else 0
+    for t in range(1, length):
+        for j in range(n_states):
+            if unary[t, j] == -np.inf:
+                continue
+            head[:] = 0
+            for r in range(k):
+                arg = -1
+                top = -np.inf
+                for i in range(n_states):
+                    if head[i] < count[t - 1, i]:
+                        v = value[t - 1, i, head[i]] + trans[i, j]
+                        if v > top:
+                            top = v
+                            arg = i
+                if arg < 0:
+                    break
+                value[t, j, r] = top + unary[t, j]
+                prev_state[t, j, r] = arg
+                prev_rank[t, j, r] = head[arg]
+                head[arg] += 1
+                count[t, j] = r + 1
+    head[:] = 0
+    for r in range(k):
+        arg = -1
+        top = -np.inf
+        for j in range(n_states):
+            if head[j] < count[length - 1, j]:
+                v = value[length - 1, j, head[j]] + end[j]
+                if v > top:
+                    top = v
+                    arg = j
+        if arg < 0:
+            break
+        scores[r] = top
+        state, rank = arg, head[arg]
+        head[arg] += 1
+        for t in range(length - 1, -1, -1):
+            paths[t, r] = state
+            if t > 0:
+                state, rank = prev_state[t, state, rank], prev_rank[t, state, rank]
+
+
 @njit(parallel=True, **_NJIT)
 def top_k_viterbi(unary, offsets, trans, start, end, k):
     """The ``k`` best distinct label sequences of every chain (list Viterbi).
@@ -252,7 +359,7 @@ def top_k_viterbi(unary, offsets, trans, start, end, k):
     Each (position, state) keeps its ``k`` best prefixes; the ``k`` best extensions into a
     state are a ``k``-way merge of the predecessors' sorted lists, O(k * n_states) each.
     Only prefixes of finite score are kept, so a labeling with a part scored -inf is
-    never listed.
+    never listed. One sequence per parallel iteration, by :func:`top_k_one`.
 
     Returns
     -------
@@ -267,53 +374,5 @@ def top_k_viterbi(unary, offsets, trans, start, end, k):
     scores = np.full((n_seq, k), -np.inf)
     for seq in prange(n_seq):
         a, b = offsets[seq], offsets[seq + 1]
-        length = b - a
-        value = np.full((length, n_states, k), -np.inf)
-        prev_state = np.zeros((length, n_states, k), dtype=np.int32)
-        prev_rank = np.zeros((length, n_states, k), dtype=np.int32)
-        count = np.zeros((length, n_states), dtype=np.int32)
-        head = np.zeros(n_states, dtype=np.int32)
-        for j in range(n_states):
-            value[0, j, 0] = start[j] + unary[a, j]
-            count[0, j] = 1 if value[0, j, 0] > -np.inf else 0
-        for t in range(1, length):
-            for j in range(n_states):
-                if unary[a + t, j] == -np.inf:
-                    continue
-                head[:] = 0
-                for r in range(k):
-                    arg = -1
-                    top = -np.inf
-                    for i in range(n_states):
-                        if head[i] < count[t - 1, i]:
-                            v = value[t - 1, i, head[i]] + trans[i, j]
-                            if v > top:
-                                top = v
-                                arg = i
-                    if arg < 0:
-                        break
-                    value[t, j, r] = top + unary[a + t, j]
-                    prev_state[t, j, r] = arg
-                    prev_rank[t, j, r] = head[arg]
-                    head[arg] += 1
-                    count[t, j] = r + 1
-        head[:] = 0
-        for r in range(k):
-            arg = -1
-            top = -np.inf
-            for j in range(n_states):
-                if head[j] < count[length - 1, j]:
-                    v = value[length - 1, j, head[j]] + end[j]
-                    if v > top:
-                        top = v
-                        arg = j
-            if arg < 0:
-                break
-            scores[seq, r] = top
-            state, rank = arg, head[arg]
-            head[arg] += 1
-            for t in range(length - 1, -1, -1):
-                paths[a + t, r] = state
-                if t > 0:
-                    state, rank = prev_state[t, state, rank], prev_rank[t, state, rank]
+        top_k_one(unary[a:b], trans, start, end, k, paths[a:b], scores[seq])
     return paths, scores

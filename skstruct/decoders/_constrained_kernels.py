@@ -221,18 +221,30 @@ def best_per_statistic(unary, offsets, trans, start, end, increments, radix, low
     n_seq = offsets.shape[0] - 1
     mu = np.full(table_offsets[-1], -np.inf)
     done = np.zeros(n_seq, dtype=np.bool_)
+    for seq in prange(n_seq):
+        a, b = offsets[seq], offsets[seq + 1]
+        best_per_statistic_one(unary[a:b], trans, start, end, increments[a:b], radix[seq],
+                               low[a:b], high[a:b],
+                               mu[table_offsets[seq]:table_offsets[seq + 1]])
+        done[seq] = True
+    return mu, done
+
+
+@njit(**_NJIT)
+def best_per_statistic_one(unary, trans, start, end, increments, radix, low, high, mu):
+    """μ(l) of one sequence (the rows of its tokens), written to ``mu`` (-inf beforehand).
+
+    The per-sequence body of :func:`best_per_statistic`, also called by the per-example
+    oracle of the compiled engine.
+    """
     # the back-pointer types of the backtracking pass with up to 128 states: one
     # compilation of _forward serves both passes
     no_state = np.empty(0, dtype=np.int8)
     no_value = np.empty(0, dtype=np.int32)
-    for seq in prange(n_seq):
-        a, b = offsets[seq], offsets[seq + 1]
-        rows = _forward(unary, trans, start, increments, radix[seq], low, high, a, b,
-                        no_state, no_value, np.zeros(b - a + 1, dtype=np.int64))
-        _read_table(rows, end, low[b - 1], high[b - 1], _flat_strides(radix[seq]),
-                    mu[table_offsets[seq]:table_offsets[seq + 1]])
-        done[seq] = True
-    return mu, done
+    length = unary.shape[0]
+    rows = _forward(unary, trans, start, increments, radix, low, high, 0, length,
+                    no_state, no_value, np.zeros(length + 1, dtype=np.int64))
+    _read_table(rows, end, low[length - 1], high[length - 1], _flat_strides(radix), mu)
 
 
 @njit
@@ -329,21 +341,36 @@ def best_with_statistic(unary, offsets, trans, start, end, increments, radix, lo
     done : ndarray of shape (n_sequences,), bool
         As for :func:`best_per_statistic`.
     """
-    n_tokens, n_states = unary.shape
+    n_tokens = unary.shape[0]
     n_seq = offsets.shape[0] - 1
     labels = np.empty(n_tokens, dtype=np.int64)
     done = np.zeros(n_seq, dtype=np.bool_)
     for seq in prange(n_seq):
         a, b = offsets[seq], offsets[seq + 1]
-        back_start = _back_offsets(low, high, a, b, n_states)
-        back_state = np.empty(back_start[-1], dtype=state_type.dtype)
-        back_value = np.empty(back_start[-1] if saturates[seq] else 0, dtype=value_type.dtype)
-        rows = _forward(unary, trans, start, increments, radix[seq], low, high, a, b,
-                        back_state, back_value, back_start)
-        _backtrack(rows, end, targets[seq], increments, radix[seq], low, high, a, b,
-                   back_state, back_value, back_start, labels)
+        best_with_statistic_one(unary[a:b], trans, start, end, increments[a:b], radix[seq],
+                                low[a:b], high[a:b], targets[seq], saturates[seq],
+                                state_type, value_type, labels[a:b])
         done[seq] = True
     return labels, done
+
+
+@njit(**_NJIT)
+def best_with_statistic_one(unary, trans, start, end, increments, radix, low, high, target,
+                            saturates, state_type, value_type, labels):
+    """The best labeling of one sequence whose statistic equals ``target``, into
+    ``labels`` (-1 everywhere when none reaches it).
+
+    The per-sequence body of :func:`best_with_statistic`, also called by the per-example
+    oracle of the compiled engine.
+    """
+    length, n_states = unary.shape
+    back_start = _back_offsets(low, high, 0, length, n_states)
+    back_state = np.empty(back_start[-1], dtype=state_type.dtype)
+    back_value = np.empty(back_start[-1] if saturates else 0, dtype=value_type.dtype)
+    rows = _forward(unary, trans, start, increments, radix, low, high, 0, length,
+                    back_state, back_value, back_start)
+    _backtrack(rows, end, target, increments, radix, low, high, 0, length, back_state,
+               back_value, back_start, labels)
 
 
 @njit

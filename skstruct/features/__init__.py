@@ -1,11 +1,13 @@
 """Feature maps: linear maps from inputs and weights to part scores, and their transposes."""
 
+from ._compiled import CompiledFeatures
 from ._linear import LinearFeatures
 from ._linear_arc import LinearArcFeatures
 from ._linear_chain import LinearChainFeatures
 from ._sparse import csr_matmul, csr_transpose_matmul
 
 __all__ = [
+    "CompiledFeatures",
     "LinearArcFeatures",
     "LinearChainFeatures",
     "LinearFeatures",

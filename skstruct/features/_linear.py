@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from ._compiled import compiled_rows
 from ._linear_chain import _present_columns
 from ._sparse import matmul, transpose_matmul
 
@@ -48,6 +49,20 @@ class LinearFeatures:
         """Part scores of every example of ``batch`` (one row of ``batch.X`` each)."""
         unary, bias = self.unpack(w)
         return self.scores_type(matmul(batch.X, unary) + bias)
+
+    def zero_scores(self, batch):
+        """The part scores at w = 0 (zeros of the right shape), without a product."""
+        return self.scores_type(np.zeros((batch.X.shape[0], self.n_outputs)))
+
+    def compiled_features(self, batch):
+        """The map as arrays for the compiled engine: one row per example,
+        K = n_outputs, a bias, no pair parameters.
+
+        Returns
+        -------
+        CompiledFeatures
+        """
+        return compiled_rows(batch.X, batch.offsets, self.n_features, self.n_outputs, True, 0)
 
     def transpose(self, batch, grad):
         """Gradient with respect to w from per-example part-score gradients ``grad``."""

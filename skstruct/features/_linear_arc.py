@@ -3,6 +3,7 @@
 import numpy as np
 import scipy.sparse as sp
 
+from ._compiled import compiled_rows
 from ._sparse import matmul, transpose_matmul
 
 __all__ = ["LinearArcFeatures"]
@@ -44,6 +45,20 @@ class LinearArcFeatures:
         """Arc scores of every sentence of ``batch``."""
         arcs = matmul(batch.X, np.asarray(w, dtype=np.float64)[:, None])[:, 0]
         return self.scores_type(arcs, batch.token_offsets)
+
+    def zero_scores(self, batch):
+        """The arc scores at w = 0 (zeros of the right shape), without a product."""
+        return self.scores_type(np.zeros(batch.X.shape[0]), batch.token_offsets)
+
+    def compiled_features(self, batch):
+        """The map as arrays for the compiled engine: one row per arc, K = 1, no bias,
+        no pair parameters.
+
+        Returns
+        -------
+        CompiledFeatures
+        """
+        return compiled_rows(batch.X, batch.offsets, self.n_features, 1, False, 0)
 
     def transpose(self, batch, grad):
         """Gradient with respect to w from per-arc score gradients ``grad.unary``."""

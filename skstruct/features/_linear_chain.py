@@ -4,6 +4,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..decoders._chain import ChainScores
+from ._compiled import compiled_rows
 from ._sparse import matmul, transpose_matmul
 
 __all__ = ["LinearChainFeatures"]
@@ -59,6 +60,23 @@ class LinearChainFeatures:
         """
         unary, transition, start, end = self.unpack(w)
         return ChainScores(matmul(batch.X, unary), batch.offsets, transition, start, end)
+
+    def zero_scores(self, batch):
+        """The part scores at w = 0 (zeros of the right shapes), without a product."""
+        s = self.n_states
+        return ChainScores(np.zeros((batch.X.shape[0], s)), batch.offsets, np.zeros((s, s)),
+                           np.zeros(s), np.zeros(s))
+
+    def compiled_features(self, batch):
+        """The map as arrays for the compiled engine: one row per token, K = n_states,
+        no bias, S² + 2S pair parameters (transition, start, end).
+
+        Returns
+        -------
+        CompiledFeatures
+        """
+        s = self.n_states
+        return compiled_rows(batch.X, batch.offsets, self.n_features, s, False, s * s + 2 * s)
 
     def transpose(self, batch, grad):
         """Gradient with respect to w from a gradient with respect to the part scores.

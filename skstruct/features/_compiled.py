@@ -1,0 +1,90 @@
+"""What a linear feature map offers the compiled per-example engine.
+
+A linear feature map computes the part scores of example i as η_i = A_i w. For every
+built-in map, A_i has the same shape: the stacked feature rows of the example (one row
+per token, sample or arc) times a weight matrix W (n_features, K), plus an optional bias
+b (K,) added to every row, plus ``n_pair`` parameters that are part scores themselves (the
+transition, start and end scores of a chain). :class:`CompiledFeatures` describes that
+shape with plain arrays, so that one set of compiled kernels scores an example, adds
+s A_iᵀ g to w and computes ‖A_iᵀ g‖² for every map (``skstruct/optim/_engine_kernels.py``).
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["CompiledFeatures", "compiled_rows"]
+
+
+class CompiledFeatures(NamedTuple):
+    """The layout of A_i for every example of a batch, as arrays for compiled code.
+
+    Attributes
+    ----------
+    data : ndarray of shape (nnz,), float64
+        CSR values of the stacked feature rows of the whole batch.
+    indices : ndarray of shape (nnz,), int32 or int64
+        Their columns.
+    indptr : ndarray of shape (n_rows + 1,), int64
+    row_offsets : ndarray of shape (n_examples + 1,), int64
+        Example ``i`` owns rows ``row_offsets[i]:row_offsets[i + 1]``.
+    n_features : int
+    n_unary : int
+        K, the unary scores of a row (states, classes or labels; 1 for arcs).
+    has_bias : bool
+        Whether b (K values stored right after W in w) is added to every row.
+    n_pair : int
+        Number of parameters after W (and b) that are part scores themselves.
+
+    Notes
+    -----
+    Layout of w: ``W = w[:n_features * K].reshape(n_features, K)``, then b (K values,
+    when ``has_bias``), then the ``n_pair`` pair parameters. The part scores of example i
+    are ``unary[r, k] = Σ_j X[r, j] W[j, k] (+ b[k])`` for its rows r and ``pair`` = the
+    pair parameters. The transpose of a part-space vector g = (g_unary, g_pair) adds
+    ``X[r, j] g_unary[r, k]`` to ``W[j, k]``, ``Σ_r g_unary[r, k]`` to ``b[k]`` and
+    ``g_pair`` to the pair parameters.
+    """
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    row_offsets: np.ndarray
+    n_features: int
+    n_unary: int
+    has_bias: bool
+    n_pair: int
+
+    @property
+    def n_examples(self):
+        """Number of examples."""
+        return self.row_offsets.shape[0] - 1
+
+    @property
+    def n_params(self):
+        """Length of w: n_features K (+ K) + n_pair."""
+        return self.n_features * self.n_unary + self.n_unary * self.has_bias + self.n_pair
+
+
+def compiled_rows(X, row_offsets, n_features, n_unary, has_bias, n_pair):
+    """A :class:`CompiledFeatures` from the feature rows ``X`` (dense or sparse).
+
+    Dense rows are converted to CSR once (zeros dropped), so the kernels read one format.
+    """
+    X = sp.csr_matrix(X) if not sp.issparse(X) else X.tocsr()
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    indices = X.indices if X.indices.dtype in (np.int32, np.int64) else X.indices.astype(
+        np.int64)
+    return CompiledFeatures(
+        data=np.ascontiguousarray(X.data, dtype=np.float64),
+        indices=np.ascontiguousarray(indices),
+        indptr=np.ascontiguousarray(X.indptr, dtype=np.int64),
+        row_offsets=np.ascontiguousarray(row_offsets, dtype=np.int64),
+        n_features=int(n_features),
+        n_unary=int(n_unary),
+        has_bias=bool(has_bias),
+        n_pair=int(n_pair),
+    )
