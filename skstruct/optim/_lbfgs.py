@@ -6,64 +6,19 @@ bound-constraint machinery at a million parameters, more than a whole CRF gradie
 CoNLL-2000, so it is offered as ``solver="lbfgsb"`` but not used by default.
 """
 
-import time
 import warnings
 from collections import deque
-from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit, prange
 from scipy.optimize import line_search, minimize
 
 from ..utils._parallel import threads_for
+from ._progress import Progress
+from ._result import OptimizeResult
 
+# OptimizeResult is re-exported for the modules that still import it from here.
 __all__ = ["OptimizeResult", "minimize_lbfgs", "minimize_lbfgsb"]
-
-
-@dataclass
-class OptimizeResult:
-    """What an optimizer returns.
-
-    Attributes
-    ----------
-    w : ndarray of shape (n_params,)
-        The final iterate.
-    n_iter : int
-        Number of iterations done.
-    converged : bool
-        Whether a stopping criterion other than ``max_iter`` was met.
-    objective_curve : list of float
-        Objective value after each iteration.
-    message : str
-    n_evaluations : int
-        Number of calls of the objective.
-    """
-
-    w: np.ndarray
-    n_iter: int
-    converged: bool
-    objective_curve: list = field(default_factory=list)
-    message: str = ""
-    n_evaluations: int = 0
-
-
-class _Progress:
-    """Records the objective after each iteration, prints it, and runs the callback."""
-
-    def __init__(self, verbose, callback, printer):
-        self.verbose, self.callback, self.printer = verbose, callback, printer
-        self.curve = []
-        self.start = time.perf_counter()
-
-    def __call__(self, w, value, grad_norm):
-        self.curve.append(float(value))
-        if self.verbose:
-            elapsed = time.perf_counter() - self.start
-            self.printer(
-                f"iter {len(self.curve):4d}  objective {value: .8e}  |grad| {grad_norm:.3e}  "
-                f"time {elapsed:8.2f}s"
-            )
-        return self.callback is not None and bool(self.callback(len(self.curve), w, value))
 
 
 class _CachedObjective:
@@ -192,7 +147,7 @@ def minimize_lbfgs(
     Nocedal & Wright (2006). Numerical Optimization, 2nd ed., Algorithms 7.4 and 7.5.
     """
     objective = _CachedObjective(fun)
-    progress = _Progress(verbose, callback, printer)
+    progress = Progress(verbose, callback, printer)
     w = np.array(w0, dtype=np.float64)
     value, grad = objective.evaluate(w)
     pairs = deque(maxlen=memory)
@@ -224,7 +179,7 @@ def minimize_lbfgs(
         if sy > 1e-10 * np.sqrt(_inner(s, s) * _inner(y, y)):
             pairs.append((s, y, 1.0 / sy))
         previous_value, value, w, grad = value, new_value, w_new, new_grad
-        if progress(w, value, np.sqrt(_inner(grad, grad))):
+        if progress.report(w, value, **{"|grad|": float(np.sqrt(_inner(grad, grad)))}):
             message, converged = "stopped by callback", True
             break
         if previous_value - value <= tol * 1e-3 * max(abs(previous_value), abs(value), 1.0):
@@ -232,7 +187,7 @@ def minimize_lbfgs(
             break
     return OptimizeResult(
         w=w,
-        n_iter=len(progress.curve),
+        n_iter=progress.n_iter,
         converged=converged,
         objective_curve=progress.curve,
         message=message,
@@ -248,11 +203,12 @@ def minimize_lbfgsb(
     Same parameters, stopping rules and result as :func:`minimize_lbfgs`.
     """
     objective = _CachedObjective(fun)
-    progress = _Progress(verbose, callback, printer)
+    progress = Progress(verbose, callback, printer)
 
     def after_iteration(intermediate_result):
         w = intermediate_result.x
-        if progress(w, intermediate_result.fun, np.linalg.norm(objective.gradient(w))):
+        grad_norm = float(np.linalg.norm(objective.gradient(w)))
+        if progress.report(w, intermediate_result.fun, **{"|grad|": grad_norm}):
             raise StopIteration
 
     result = minimize(
@@ -271,7 +227,7 @@ def minimize_lbfgsb(
     )
     return OptimizeResult(
         w=result.x,
-        n_iter=len(progress.curve),
+        n_iter=progress.n_iter,
         converged=result.status == 0 or "callback" in str(result.message),
         objective_curve=progress.curve,
         message=str(result.message),

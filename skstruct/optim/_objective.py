@@ -40,6 +40,7 @@ class RegularizedRisk:
         self._weights = self.sample_weight / self.sample_weight.sum()
         self._uniform = bool(np.all(self.sample_weight == self.sample_weight[0]))
         self._gold = None
+        self._examples = None
         # Losses whose inner solver can start from its previous solution (SparseMAP's
         # active sets) get a place for it that lives as long as this objective.
         self._warm_start = {} if getattr(loss, "warm_startable", False) else None
@@ -59,16 +60,94 @@ class RegularizedRisk:
         """Normalized example weights ω_i = s_i / Σ_j s_j, shape (n_examples,)."""
         return self._weights
 
-    def gold(self, scores):
-        """Indicator parts of the training outputs (computed once, laid out like scores)."""
+    def gold_parts(self):
+        """Indicator parts a_{y_i} of the training outputs, computed once.
+
+        Parts depend only on the shapes of the part scores, not on their values, so they
+        are laid out on the feature map's ``zero_scores(batch)`` (zeros built without a
+        matrix product) when it offers them, else on the scores at w = 0.
+
+        Returns
+        -------
+        Parts
+            Laid out like ``features.scores(batch, w)``; ``gold_parts().example(i)`` is
+            the part of example ``i``.
+        """
         if self._gold is None:
+            zero_scores = getattr(self.features, "zero_scores", None)
+            if zero_scores is not None:
+                scores = zero_scores(self.batch)
+            else:
+                scores = self.features.scores(self.batch, np.zeros(self.n_params))
             self._gold = self.decoder.parts(scores, self.y)
         return self._gold
+
+    def gold(self, scores=None):
+        """Indicator parts of the training outputs (computed once, laid out like scores).
+
+        ``scores`` lays them out on the first call, which saves building zero scores when
+        the caller has scores already; see :meth:`gold_parts`.
+        """
+        if self._gold is None and scores is not None:
+            self._gold = self.decoder.parts(scores, self.y)
+        return self.gold_parts()
 
     def example(self, i):
         """Inputs and encoded output of example ``i`` alone: (SequenceBatch, y_i)."""
         a, b = self.batch.output_offsets[i], self.batch.output_offsets[i + 1]
         return self.batch.take([i]), self.y[a:b]
+
+    def _example(self, i):
+        """:meth:`example`, kept for every example after the first request."""
+        if self._examples is None:
+            self._examples = [None] * self.n_examples
+        if self._examples[i] is None:
+            self._examples[i] = self.example(i)
+        return self._examples[i]
+
+    def example_value_and_gradient(self, i, w):
+        """ℓ_i(w), the loss of example ``i`` alone, and its sparse gradient ∇ℓ_i(w).
+
+        The gradient is A_iᵀ g_i, with g_i the loss's gradient with respect to the part
+        scores η_i = A_i w of example ``i``; it touches only the parameters of the
+        features present in the example (``features.example_transpose``). Neither the
+        example weight ω_i nor the regularization enter: the objective is
+        F(w) = Σ_i ω_i ℓ_i(w) + (α/2) ‖w‖².
+
+        Parameters
+        ----------
+        i : int
+            Index of the example, 0 <= i < n_examples.
+        w : ndarray of shape (n_params,)
+
+        Returns
+        -------
+        value : float
+            ℓ_i(w).
+        indices : ndarray of shape (n_touched,), int64
+            Positions in w, without repetition.
+        values : ndarray of shape (n_touched,)
+            ∇ℓ_i(w) at those positions; zero elsewhere.
+        """
+        value, grad = self._example_loss(i, w)
+        indices, values = self.features.example_transpose(self._example(i)[0], grad)
+        return value, indices, values
+
+    def example_gradient(self, i, w):
+        """∇ℓ_i(w) as (indices, values); see :meth:`example_value_and_gradient`.
+
+        The sparse form is what variance-reduced steps (SVRG) combine: the difference
+        ∇ℓ_i(w) − ∇ℓ_i(w̃) at two points touches the union of two small index sets.
+        """
+        return self.example_value_and_gradient(i, w)[1:]
+
+    def _example_loss(self, i, w):
+        if not 0 <= i < self.n_examples:
+            raise IndexError(f"example {i} out of range for {self.n_examples} examples")
+        batch_i, y_i = self._example(i)
+        scores_i = self.features.scores(batch_i, w)
+        values, grad = self.loss(self.decoder, scores_i, y_i, gold=self.gold_parts().example(i))
+        return float(np.asarray(values).ravel()[0]), grad
 
     def _loss(self, scores):
         gold = self.gold(scores)
