@@ -59,9 +59,67 @@ def _pop(heap, size, key):
     return top, size
 
 
+@njit(**_NJIT)
+def top_k_one(unary, k, paths, scores, total, last, prefix, heap):
+    """The ``k`` best distinct 0/1 vectors of one example, into ``paths`` and ``scores``.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_labels,)
+    k : int >= 1
+    paths : ndarray of shape (n_labels, k), int64
+        Filled with -1 beforehand; column ``r`` receives the ``r``-th best vector.
+    scores : ndarray of shape (k,)
+        Filled with -inf beforehand; receives the scores, non-increasing.
+    total, last, prefix, heap : ndarray of shape (2 k,)
+        Scratch (float64, int64, int64, int64).
+
+    Notes
+    -----
+    Node m of the enumeration is the subset {order[last[m]]} ∪ subset(prefix[m]) of
+    labels flipped away from the best vector; node 0 is the empty set.
+    """
+    n_labels = unary.shape[0]
+    cost = np.abs(unary)
+    order = np.argsort(cost)
+    best = 0.0
+    for j in range(n_labels):
+        best += max(unary[j], 0.0)
+    total[0] = 0.0
+    total[1] = cost[order[0]]
+    last[1] = 0
+    prefix[1] = 0
+    n_nodes = 2
+    size = _push(heap, 0, total, 1)
+    node = 0
+    for r in range(k):
+        if r > 0:
+            if size == 0:
+                break
+            node, size = _pop(heap, size, total)
+            if total[node] == np.inf:
+                break  # the rest turn on a label scored -inf: never listed
+            j = last[node] + 1
+            if j < n_labels:
+                for base in (node, prefix[node]):
+                    total[n_nodes] = total[base] + cost[order[j]]
+                    last[n_nodes] = j
+                    prefix[n_nodes] = base
+                    size = _push(heap, size, total, n_nodes)
+                    n_nodes += 1
+        scores[r] = best - total[node]
+        for j in range(n_labels):
+            paths[j, r] = 1 if unary[j] > 0 else 0
+        m = node
+        while m > 0:
+            j = order[last[m]]
+            paths[j, r] = 1 - paths[j, r]
+            m = prefix[m]
+
+
 @njit(parallel=True, **_NJIT)
 def top_k_binary(unary, k):
-    """The ``k`` best distinct 0/1 vectors of every example.
+    """The ``k`` best distinct 0/1 vectors of every example (:func:`top_k_one` each).
 
     Parameters
     ----------
@@ -81,46 +139,11 @@ def top_k_binary(unary, k):
     paths = np.full((n_samples, n_labels, k), -1, dtype=np.int64)
     scores = np.full((n_samples, k), -np.inf)
     for i in prange(n_samples):
-        cost = np.abs(unary[i])
-        order = np.argsort(cost)
-        best = 0.0
-        for j in range(n_labels):
-            best += max(unary[i, j], 0.0)
-        # Node m is the subset {order[last[m]]} ∪ subset(prefix[m]); node 0 is the empty set.
         total = np.empty(2 * k)
         last = np.empty(2 * k, dtype=np.int64)
         prefix = np.empty(2 * k, dtype=np.int64)
         heap = np.empty(2 * k, dtype=np.int64)
-        total[0] = 0.0
-        total[1] = cost[order[0]]
-        last[1] = 0
-        prefix[1] = 0
-        n_nodes = 2
-        size = _push(heap, 0, total, 1)
-        node = 0
-        for r in range(k):
-            if r > 0:
-                if size == 0:
-                    break
-                node, size = _pop(heap, size, total)
-                if total[node] == np.inf:
-                    break  # the rest turn on a label scored -inf: never listed
-                j = last[node] + 1
-                if j < n_labels:
-                    for base in (node, prefix[node]):
-                        total[n_nodes] = total[base] + cost[order[j]]
-                        last[n_nodes] = j
-                        prefix[n_nodes] = base
-                        size = _push(heap, size, total, n_nodes)
-                        n_nodes += 1
-            scores[i, r] = best - total[node]
-            for j in range(n_labels):
-                paths[i, j, r] = 1 if unary[i, j] > 0 else 0
-            m = node
-            while m > 0:
-                j = order[last[m]]
-                paths[i, j, r] = 1 - paths[i, j, r]
-                m = prefix[m]
+        top_k_one(unary[i], k, paths[i], scores[i], total, last, prefix, heap)
     return paths, scores
 
 
@@ -138,6 +161,64 @@ def _turn_on(labels, unary, y_true, group, ranked, n_on):
             ):
                 labels[j] = 1
                 n_on -= 1
+
+
+@njit(**_NJIT)
+def count_argmax_one(unary, y_true, positives, negatives, table, start, mode, gold,
+                     prefix, labels):
+    """The best 0/1 vector of one example for an objective of its score and (TP, FP).
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_labels,)
+    y_true : ndarray of shape (n_labels,), int64
+        Gold 0/1 indicators.
+    positives, negatives : ndarray of shape (N*,) and (n_labels − N*,)
+        The scores of the gold positives and of the gold negatives, in increasing order.
+    table : ndarray
+        The (N* + 1) × (n_labels − N* + 1) grid, TP-major, starting at ``start``: the
+        loss Δ(TP, FP) for MARGIN and SLACK, the objective itself for GIVEN.
+    start : int
+    mode : {MARGIN, SLACK, GIVEN}
+    gold : float
+        θ of the gold vector (read by SLACK only).
+    prefix : ndarray of shape (n_labels + 2,)
+        Scratch: the prefix sums P (best gold positives) and Q (best gold negatives).
+    labels : ndarray of shape (n_labels,), int64
+        Zeroed beforehand; receives the vector with the a best gold positives and b best
+        gold negatives on, for the first (a, b) in grid order that maximizes the
+        objective (ties at the cut go to the lower label index).
+
+    Returns
+    -------
+    tp, fp : int
+        That (a, b); Δ is ``table[start + a (n_labels − N* + 1) + b]`` (MARGIN, SLACK).
+    """
+    n_pos, n_neg = positives.shape[0], negatives.shape[0]
+    P = prefix[: n_pos + 1]
+    Q = prefix[n_pos + 1 : n_pos + n_neg + 2]
+    P[0] = 0.0
+    for k in range(n_pos):
+        P[k + 1] = P[k] + positives[n_pos - 1 - k]
+    Q[0] = 0.0
+    for k in range(n_neg):
+        Q[k + 1] = Q[k] + negatives[n_neg - 1 - k]
+    best, best_tp, best_fp, row = -np.inf, 0, 0, start
+    for tp in range(n_pos + 1):
+        for fp in range(n_neg + 1):
+            score = P[tp] + Q[fp]
+            if mode == MARGIN:
+                value = score + table[row]
+            elif mode == SLACK:
+                value = (1.0 + score - gold) * table[row]
+            else:
+                value = table[row]
+            if value > best:
+                best, best_tp, best_fp = value, tp, fp
+            row += 1
+    _turn_on(labels, unary, y_true, 1, positives, best_tp)
+    _turn_on(labels, unary, y_true, 0, negatives, best_fp)
+    return best_tp, best_fp
 
 
 @njit(parallel=True, **_NJIT)
@@ -165,7 +246,7 @@ def count_loss_augmented_map(unary, y_true, ranked, table, table_start, mode, go
     -------
     ndarray of shape (n_samples, n_labels), int64
         The a best gold positives and b best gold negatives on, for the first (a, b), in
-        grid order, that maximizes the objective.
+        grid order, that maximizes the objective (:func:`count_argmax_one` each).
     """
     n_samples, n_labels = unary.shape
     labels = np.zeros((n_samples, n_labels), dtype=np.int64)
@@ -173,23 +254,85 @@ def count_loss_augmented_map(unary, y_true, ranked, table, table_start, mode, go
         n_pos = 0
         for j in range(n_labels):
             n_pos += y_true[i, j]
-        prefix = np.zeros((2, n_labels + 1))  # P and Q
-        for g in range(2):
-            for k in range(n_pos if g == 0 else n_labels - n_pos):
-                prefix[g, k + 1] = prefix[g, k] + ranked[g, i, n_labels - 1 - k]
-        best, best_tp, best_fp, row = -np.inf, 0, 0, table_start[i]
-        for tp in range(n_pos + 1):
-            for fp in range(n_labels - n_pos + 1):
-                score = prefix[0, tp] + prefix[1, fp]
-                if mode == MARGIN:
-                    value = score + table[row]
-                elif mode == SLACK:
-                    value = (1.0 + score - gold[i]) * table[row]
-                else:
-                    value = table[row]
-                if value > best:
-                    best, best_tp, best_fp = value, tp, fp
-                row += 1
-        _turn_on(labels[i], unary[i], y_true[i], 1, ranked[0, i], best_tp)
-        _turn_on(labels[i], unary[i], y_true[i], 0, ranked[1, i], best_fp)
+        prefix = np.empty(n_labels + 2)
+        count_argmax_one(
+            unary[i], y_true[i], ranked[0, i, n_labels - n_pos :], ranked[1, i, n_pos:],
+            table, table_start[i], mode, gold[i], prefix, labels[i],
+        )
     return labels
+
+
+@njit(**_NJIT)
+def rank_groups(unary, y_true, ranked):
+    """Sort the scores of the gold positives and of the gold negatives of one example.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_labels,)
+    y_true : ndarray of shape (n_labels,), int64
+    ranked : ndarray of shape (n_labels,)
+        Scratch that receives both groups, each in increasing order.
+
+    Returns
+    -------
+    positives, negatives : views of ``ranked``
+        As :func:`count_argmax_one` takes them.
+    """
+    n_labels = unary.shape[0]
+    n_pos = 0
+    for j in range(n_labels):
+        if y_true[j] == 1:
+            ranked[n_pos] = unary[j]
+            n_pos += 1
+    n_neg = n_pos
+    for j in range(n_labels):
+        if y_true[j] != 1:
+            ranked[n_neg] = unary[j]
+            n_neg += 1
+    positives = ranked[:n_pos]
+    negatives = ranked[n_pos:n_labels]
+    positives.sort()
+    negatives.sort()
+    return positives, negatives
+
+
+@njit(**_NJIT)
+def numpy_row_sum(values):
+    """Σ values in numpy's order: 0.0 + the pairwise sum of ``ndarray.sum``.
+
+    The per-example oracles compare θ of the gold output with other scores exactly as
+    the batched decoders, which sum rows with numpy (blocks of eight accumulators,
+    halves beyond 128 values).
+    """
+    return 0.0 + _pairwise_sum(values, 0, values.shape[0])
+
+
+@njit(**_NJIT)
+def _pairwise_sum(a, lo, n):
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    if n <= 128:
+        r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+        r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+        i = 8
+        while i < n - n % 8:
+            r0 += a[lo + i]
+            r1 += a[lo + i + 1]
+            r2 += a[lo + i + 2]
+            r3 += a[lo + i + 3]
+            r4 += a[lo + i + 4]
+            r5 += a[lo + i + 5]
+            r6 += a[lo + i + 6]
+            r7 += a[lo + i + 7]
+            i += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < n:
+            res += a[lo + i]
+            i += 1
+        return res
+    half = n // 2
+    half -= half % 8
+    return _pairwise_sum(a, lo, half) + _pairwise_sum(a, lo + half, n - half)

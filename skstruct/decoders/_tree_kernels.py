@@ -77,10 +77,30 @@ def _best_head(W, K, active, v, n_nodes):
     return best
 
 
+def cle_workspace(n):
+    """Sizes (n_floats, n_ints) of the scratch :func:`arborescence_one` needs for n tokens."""
+    size = 2 * n + 1
+    return size * size, 3 * size * size + 9 * size
+
+
 @njit(**_NJIT)
-def _arborescence(block, single_root, states):
+def arborescence_one(arc, n, single_root, states, floats, ints):
     """Maximum spanning arborescence of one sentence (Chu–Liu–Edmonds), into ``states``.
 
+    Parameters
+    ----------
+    arc : ndarray of shape (n * n,)
+        The sentence's arc scores, modifier-major: arc[m * n + h] scores head h for token
+        m, arc[m * n + m] the root.
+    n : int
+    single_root : bool
+    states : ndarray of shape (n,), int64
+        Receives the encoded tree.
+    floats, ints : ndarray, float64 and int64
+        Scratch of at least the sizes :func:`cle_workspace` gives; nothing is allocated.
+
+    Notes
+    -----
     Arc weights are pairs (k, w) compared lexicographically: w is the arc score and k is
     -1 on root arcs when ``single_root`` (else 0). A tree's k is minus its number of root
     children, so the best tree has one root child and is the best such tree: the
@@ -90,39 +110,54 @@ def _arborescence(block, single_root, states):
     from every node either reaches the root (the nodes walked are settled) or closes a
     cycle, which is contracted into a new node whose incoming arcs are reduced by the
     cycle arcs they would replace. Each arc of the current graph remembers the original
-    arc it stands for, which expands the contractions in reverse order.
+    arc it stands for, which expands the contractions in reverse order. Node 0 is the
+    root and token t is node t + 1; the arc matrices are filled for the n + 1 original
+    nodes and, when a node is created, for its row and column only, so a sentence
+    without cycles costs O(n²) with a small constant.
     """
-    n = block.shape[0]
     size = 2 * n + 1
-    W = np.full((size, size), -np.inf)
-    K = np.zeros((size, size), dtype=np.int64)
-    src = np.zeros((size, size), dtype=np.int64)
-    dst = np.zeros((size, size), dtype=np.int64)
+    square = size * size
+    W = floats[:square].reshape((size, size))
+    K = ints[:square].reshape((size, size))
+    src = ints[square : 2 * square].reshape((size, size))
+    dst = ints[2 * square : 3 * square].reshape((size, size))
+    vectors = ints[3 * square : 3 * square + 9 * size]
+    active = vectors[:size]
+    settled = vectors[size : 2 * size]
+    parent = vectors[2 * size : 3 * size]
+    best_in = vectors[3 * size : 4 * size]
+    queue = vectors[4 * size : 5 * size]
+    mark = vectors[5 * size : 6 * size]
+    cycle = vectors[6 * size : 7 * size]
+    in_src = vectors[7 * size : 8 * size]
+    in_dst = vectors[8 * size : 9 * size]
+    root_key = -1 if single_root else 0
     for m in range(1, n + 1):
-        W[0, m] = block[m - 1, m - 1]
+        W[0, m] = arc[(m - 1) * n + m - 1]
+        K[0, m] = root_key
+        src[0, m] = 0
         dst[0, m] = m
-        if single_root:
-            K[0, m] = -1
+        W[m, m] = -np.inf
+        K[m, m] = 0
         for h in range(1, n + 1):
             if h != m:
-                W[h, m] = block[m - 1, h - 1]
+                W[h, m] = arc[(m - 1) * n + h - 1]
+                K[h, m] = 0
                 src[h, m] = h
                 dst[h, m] = m
-    active = np.zeros(size, dtype=np.bool_)
-    active[: n + 1] = True
-    settled = np.zeros(size, dtype=np.bool_)
-    settled[0] = True
-    parent = np.full(size, -1, dtype=np.int64)
-    best_in = np.full(size, -1, dtype=np.int64)
+    for v in range(size):
+        active[v] = 1 if v <= n else 0
+        settled[v] = 0
+        parent[v] = -1
+        best_in[v] = -1
+        mark[v] = 0
+    settled[0] = 1
     for v in range(1, n + 1):
         best_in[v] = _best_head(W, K, active, v, n + 1)
-    queue = np.empty(size, dtype=np.int64)
     for v in range(n):
         queue[v] = v + 1
     q_head, q_tail = 0, n
-    mark = np.zeros(size, dtype=np.int64)
     walk = 0
-    cycle = np.empty(size, dtype=np.int64)
     n_nodes = n + 1
     while q_head < q_tail:
         v = queue[q_head]
@@ -137,12 +172,17 @@ def _arborescence(block, single_root, states):
         if settled[u]:
             u = v
             while not settled[u]:
-                settled[u] = True
+                settled[u] = 1
                 u = best_in[u]
             continue
         # u lies on a cycle: contract it into the new node c
         c = n_nodes
         n_nodes += 1
+        for x in range(c + 1):
+            W[x, c] = -np.inf
+            K[x, c] = 0
+            W[c, x] = -np.inf
+            K[c, x] = 0
         length = 0
         x = u
         while True:
@@ -183,8 +223,8 @@ def _arborescence(block, single_root, states):
                 src[c, x] = src[arg, x]
                 dst[c, x] = dst[arg, x]
         for t in range(length):
-            active[cycle[t]] = False
-        active[c] = True
+            active[cycle[t]] = 0
+        active[c] = 1
         for x in range(c):
             if active[x] and best_in[x] >= 0 and parent[best_in[x]] == c:
                 best_in[x] = c
@@ -192,8 +232,9 @@ def _arborescence(block, single_root, states):
         queue[q_tail] = c
         q_tail += 1
     # expand: the arc into every node, as an original (head, modifier) pair
-    in_src = np.full(n_nodes, -1, dtype=np.int64)
-    in_dst = np.full(n_nodes, -1, dtype=np.int64)
+    for x in range(n_nodes):
+        in_src[x] = -1
+        in_dst[x] = -1
     for x in range(1, n_nodes):
         if active[x]:
             b = best_in[x]
@@ -221,7 +262,7 @@ def _arborescence(block, single_root, states):
 
 @njit(parallel=True, **_NJIT)
 def chu_liu_edmonds(unary, offsets, unary_offsets, single_root):
-    """Best non-projective tree of every sentence.
+    """Best non-projective tree of every sentence (:func:`arborescence_one` each).
 
     Returns
     -------
@@ -234,12 +275,14 @@ def chu_liu_edmonds(unary, offsets, unary_offsets, single_root):
     best = np.empty(n_sent)
     for s in prange(n_sent):
         a, n, start = offsets[s], offsets[s + 1] - offsets[s], unary_offsets[s]
-        out = np.empty(n, dtype=np.int64)
-        _arborescence(_copy_block(unary, start, n), single_root, out)
+        size = 2 * n + 1
+        floats = np.empty(size * size)
+        ints = np.empty(3 * size * size + 9 * size, dtype=np.int64)
+        arborescence_one(unary[start : start + n * n], n, single_root,
+                         states[a : a + n], floats, ints)
         total = 0.0
         for m in range(n):
-            states[a + m] = out[m]
-            total += unary[start + m * n + out[m]]
+            total += unary[start + m * n + states[a + m]]
         best[s] = total
     return states, best
 
@@ -276,21 +319,51 @@ def _position_scores(block):
     return S
 
 
-@njit(**_NJIT)
-def _eisner_map(block, single_root, states):
-    """Best projective tree of one sentence, into ``states`` (Eisner 1996)."""
-    n = block.shape[0]
+def eisner_workspace(n):
+    """Sizes (n_floats, n_ints) of the scratch :func:`eisner_one` needs for n tokens."""
     size = n + 1
-    S = _position_scores(block)
-    CR = np.zeros((size, size))
-    CRt = np.zeros((size, size))
-    CL = np.zeros((size, size))
-    CLt = np.zeros((size, size))
-    IR = np.zeros((size, size))
-    ILt = np.zeros((size, size))
-    split = np.zeros((size, size), dtype=np.int64)
-    split_cr = np.zeros((size, size), dtype=np.int64)
-    split_cl = np.zeros((size, size), dtype=np.int64)
+    return 6 * size * size, 3 * size * size + 3 * (4 * size + 4)
+
+
+@njit(inline="always")
+def _position_score(arc, n, h, m):
+    """The score of position h heading position m (position 0 is the root; h ≠ m, m ≥ 1)."""
+    return arc[(m - 1) * n + (m - 1 if h == 0 else h - 1)]
+
+
+@njit(**_NJIT)
+def eisner_one(arc, n, single_root, states, floats, ints):
+    """Best projective tree of one sentence, into ``states`` (Eisner 1996).
+
+    Parameters
+    ----------
+    arc : ndarray of shape (n * n,)
+        The sentence's arc scores, modifier-major (see :func:`arborescence_one`).
+    n : int
+    single_root : bool
+    states : ndarray of shape (n,), int64
+        Receives the encoded tree.
+    floats, ints : ndarray, float64 and int64
+        Scratch of at least the sizes :func:`eisner_workspace` gives; nothing is
+        allocated. Every chart entry is written before it is read, except the diagonals,
+        which are zeroed here.
+    """
+    size = n + 1
+    square = size * size
+    CR = floats[:square].reshape((size, size))
+    CRt = floats[square : 2 * square].reshape((size, size))
+    CL = floats[2 * square : 3 * square].reshape((size, size))
+    CLt = floats[3 * square : 4 * square].reshape((size, size))
+    IR = floats[4 * square : 5 * square].reshape((size, size))
+    ILt = floats[5 * square : 6 * square].reshape((size, size))
+    split = ints[:square].reshape((size, size))
+    split_cr = ints[square : 2 * square].reshape((size, size))
+    split_cl = ints[2 * square : 3 * square].reshape((size, size))
+    for i in range(size):
+        CR[i, i] = 0.0
+        CRt[i, i] = 0.0
+        CL[i, i] = 0.0
+        CLt[i, i] = 0.0
     for w in range(1, size):
         for i in range(size - w):
             j = i + w
@@ -301,9 +374,9 @@ def _eisner_map(block, single_root, states):
                 if v > top:
                     top, arg = v, q
             split[i, j] = arg
-            IR[i, j] = top + S[i, j]
+            IR[i, j] = top + _position_score(arc, n, i, j)
             if i > 0:
-                ILt[j, i] = top + S[j, i]
+                ILt[j, i] = top + _position_score(arc, n, j, i)
                 top, arg = -np.inf, i
                 for q in range(i, j):
                     v = CL[i, q] + ILt[j, q]
@@ -326,9 +399,9 @@ def _eisner_map(block, single_root, states):
             split_cr[i, j] = arg
     # backtrack from CR[0, n]; span kinds 0 = CR, 1 = CL, 2 = IR, 3 = IL
     depth = 4 * size + 4
-    kind = np.empty(depth, dtype=np.int64)
-    left = np.empty(depth, dtype=np.int64)
-    right = np.empty(depth, dtype=np.int64)
+    kind = ints[3 * square : 3 * square + depth]
+    left = ints[3 * square + depth : 3 * square + 2 * depth]
+    right = ints[3 * square + 2 * depth : 3 * square + 3 * depth]
     kind[0], left[0], right[0] = 0, 0, n
     sp = 1
     while sp > 0:
@@ -357,7 +430,7 @@ def _eisner_map(block, single_root, states):
 
 @njit(parallel=True, **_NJIT)
 def eisner(unary, offsets, unary_offsets, single_root):
-    """Best projective tree of every sentence.
+    """Best projective tree of every sentence (:func:`eisner_one` each).
 
     Returns
     -------
@@ -369,12 +442,14 @@ def eisner(unary, offsets, unary_offsets, single_root):
     best = np.empty(n_sent)
     for s in prange(n_sent):
         a, n, start = offsets[s], offsets[s + 1] - offsets[s], unary_offsets[s]
-        out = np.empty(n, dtype=np.int64)
-        _eisner_map(_copy_block(unary, start, n), single_root, out)
+        size = n + 1
+        floats = np.empty(6 * size * size)
+        ints = np.empty(3 * size * size + 3 * (4 * size + 4), dtype=np.int64)
+        eisner_one(unary[start : start + n * n], n, single_root, states[a : a + n],
+                   floats, ints)
         total = 0.0
         for m in range(n):
-            states[a + m] = out[m]
-            total += unary[start + m * n + out[m]]
+            total += unary[start + m * n + states[a + m]]
         best[s] = total
     return states, best
 
