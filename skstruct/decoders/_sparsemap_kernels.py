@@ -3,9 +3,13 @@
 Every structure seen by the solver lives in a *pool*: its unary indicator vector m_s as
 sorted sparse entries (``pool_idx[pool_ptr[s]:pool_ptr[s + 1]]``, ``pool_val[...]``, local
 to its example's unary block) and its score θ_s. Example ``e`` keeps ``n_active[e]``
-active structures in slots ``support[e, :n_active[e]]`` with weights ``weights[e, :]``;
-its unary marginals u = Σ_k weights[e, k] m_k are stored densely in
-``u[u_offsets[e]:u_offsets[e + 1]]``.
+active structures in its own slots ``support[slot_ptr[e]:slot_ptr[e + 1]]`` (the first
+``n_active[e]`` are used) with weights in the same positions of ``weights``; its unary
+marginals u = Σ_k weights[k] m_k are stored densely in ``u[u_offsets[e]:u_offsets[e + 1]]``.
+Storage is ragged: example ``e`` has capacity c_e = slot_ptr[e + 1] − slot_ptr[e] and its
+Cholesky factor is the c_e × c_e block ``chol[chol_ptr[e]:chol_ptr[e + 1]]`` (row-major), so
+memory follows Σ_e c_e², not n_examples × (max_e c_e)²; :func:`repack` moves the blocks of
+examples whose support outgrew them into larger ones.
 
 The active-set method keeps a Cholesky factor ``chol[e]`` of the Gram matrix of the
 *lifted* vectors m̃_s = [m_s; ρ]: G̃ = M_IᵀM_I + ρ² 11ᵀ. On the simplex the extra term is
@@ -268,16 +272,29 @@ def _objective(u, base, size, support, weights, k, pool_theta):
     return value
 
 
+@njit(cache=True, nogil=True)
+def _slots(slot_ptr, e):
+    return slot_ptr[e], slot_ptr[e + 1]
+
+
+@njit(cache=True, nogil=True)
+def _factor_of(chol, chol_ptr, slot_ptr, e):
+    """Example ``e``'s c_e × c_e factor block, as a view."""
+    capacity = slot_ptr[e + 1] - slot_ptr[e]
+    return chol[chol_ptr[e]:chol_ptr[e + 1]].reshape((capacity, capacity))
+
+
 @njit(cache=True, nogil=True, parallel=True)
-def active_set_step(rows, new_ids, support, weights, n_active, chol, lift, u, u_offsets,
-                    pool_ptr, pool_idx, pool_val, pool_theta, tau, gap, converged,
-                    objective, tol, max_inner):
+def active_set_step(rows, new_ids, slot_ptr, support, weights, n_active, chol_ptr, chol,
+                    lift, u, u_offsets, pool_ptr, pool_idx, pool_val, pool_theta, tau, gap,
+                    converged, objective, tol, max_inner):
     """One major iteration of the active-set method for the examples ``rows``.
 
     ``new_ids[p]`` is the structure the MAP oracle returned for example ``rows[p]`` under
     the scores (η_U − u, η_V). If its adjusted score θ_s − m_sᵀu exceeds τ by more than
     ``tol · ρ²`` (plus rounding) it enters the active set and the minor iterations
     restore the KKT conditions on the new set; otherwise the example has converged.
+    Every example in ``rows`` must have room for two more structures than it holds.
     """
     for p in prange(rows.shape[0]):
         e = rows[p]
@@ -285,6 +302,10 @@ def active_set_step(rows, new_ids, support, weights, n_active, chol, lift, u, u_
         k = n_active[e]
         base = u_offsets[e]
         size = u_offsets[e + 1] - base
+        first, stop = _slots(slot_ptr, e)
+        slots = support[first:stop]
+        slot_weights = weights[first:stop]
+        factor = _factor_of(chol, chol_ptr, slot_ptr, e)
         if k > 0:
             excess = pool_theta[s] - _dot_dense(pool_ptr, pool_idx, pool_val, s, u, base)
             excess -= tau[e]
@@ -294,66 +315,93 @@ def active_set_step(rows, new_ids, support, weights, n_active, chol, lift, u, u_
                 continue
             known = False
             for j in range(k):
-                if _same_structure(pool_ptr, pool_idx, pool_val, pool_theta, support[e, j], s):
+                if _same_structure(pool_ptr, pool_idx, pool_val, pool_theta, slots[j], s):
                     known = True
             if known:
                 converged[e] = True
                 continue
         else:
             lift[e] = _lift(pool_ptr, pool_idx, pool_val, s)
-        k = _add_structure(chol[e], support[e], weights[e], k, s, pool_ptr, pool_idx,
-                           pool_val, lift[e])
+        k = _add_structure(factor, slots, slot_weights, k, s, pool_ptr, pool_idx, pool_val,
+                           lift[e])
         if k < 0:
             converged[e] = True
             continue
-        k, tau[e] = _stabilize(chol[e], support[e], weights[e], k, pool_theta, max_inner,
-                               lift[e])
+        k, tau[e] = _stabilize(factor, slots, slot_weights, k, pool_theta, max_inner, lift[e])
         n_active[e] = k
-        _write_unary(u, base, size, support[e], weights[e], k, pool_ptr, pool_idx, pool_val)
-        objective[e] = _objective(u, base, size, support[e], weights[e], k, pool_theta)
+        _write_unary(u, base, size, slots, slot_weights, k, pool_ptr, pool_idx, pool_val)
+        objective[e] = _objective(u, base, size, slots, slot_weights, k, pool_theta)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def warm_start(start, start_weights, factor, support, weights, n_active, chol, lift, u,
-               u_offsets, pool_ptr, pool_idx, pool_val, pool_theta, tau, objective,
-               max_inner):
+def repack(old_slot_ptr, old_support, old_weights, old_chol_ptr, old_chol, n_active,
+           slot_ptr, support, weights, chol_ptr, chol):
+    """Copy every example's active slots and factor into its (larger) new blocks.
+
+    The new blocks must be at least as large as the old ones; the new arrays must be
+    filled beforehand (support with -1, weights and chol with 0).
+    """
+    for e in prange(n_active.shape[0]):
+        old_first = old_slot_ptr[e]
+        first = slot_ptr[e]
+        for j in range(n_active[e]):
+            support[first + j] = old_support[old_first + j]
+            weights[first + j] = old_weights[old_first + j]
+        if old_chol.shape[0] == 0:
+            continue
+        old_factor = _factor_of(old_chol, old_chol_ptr, old_slot_ptr, e)
+        factor = _factor_of(chol, chol_ptr, slot_ptr, e)
+        for i in range(n_active[e]):
+            for j in range(i + 1):
+                factor[i, j] = old_factor[i, j]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def warm_start(start_ptr, start, start_weights, factored, slot_ptr, support, weights,
+               n_active, chol_ptr, chol, lift, u, u_offsets, pool_ptr, pool_idx, pool_val,
+               pool_theta, tau, objective, max_inner):
     """Initial active sets from given structures and weights (an earlier solution).
 
-    With ``factor`` (active set), structures affinely dependent on the earlier ones are
-    left out and the minor iterations restore the KKT conditions; the weights are
-    renormalized to the simplex either way.
+    Example ``e`` starts from structures ``start[start_ptr[e]:start_ptr[e + 1]]`` with
+    weights ``start_weights[...]``; its slots must hold at least as many. With ``factored``
+    (active set), structures affinely dependent on the earlier ones are left out and the
+    minor iterations restore the KKT conditions; the weights are renormalized to the
+    simplex either way.
     """
-    for e in prange(start.shape[0]):
+    for e in prange(n_active.shape[0]):
+        first, stop = _slots(slot_ptr, e)
+        slots = support[first:stop]
+        slot_weights = weights[first:stop]
         k = 0
         total = 0.0
-        coef = np.empty(start.shape[1])
-        for j in range(start.shape[1]):
-            s = start[e, j]
-            if s < 0:
-                continue
+        count = start_ptr[e + 1] - start_ptr[e]
+        coef = np.empty(count)
+        factor = _factor_of(chol, chol_ptr, slot_ptr, e) if factored else np.zeros((1, 1))
+        for j in range(start_ptr[e], start_ptr[e + 1]):
+            s = start[j]
             if k == 0:
                 lift[e] = _lift(pool_ptr, pool_idx, pool_val, s)
-            if factor:
+            if factored:
                 if k == 0:
-                    chol[e, 0, 0] = np.sqrt(_gram(pool_ptr, pool_idx, pool_val, s, s, lift[e]))
-                    support[e, 0] = s
-                elif not _try_append(chol[e], support[e], k, s, pool_ptr, pool_idx,
-                                     pool_val, coef, lift[e]):
+                    factor[0, 0] = np.sqrt(_gram(pool_ptr, pool_idx, pool_val, s, s, lift[e]))
+                    slots[0] = s
+                elif not _try_append(factor, slots, k, s, pool_ptr, pool_idx, pool_val, coef,
+                                     lift[e]):
                     continue
-            support[e, k] = s
-            weights[e, k] = start_weights[e, j]
-            total += start_weights[e, j]
+            slots[k] = s
+            slot_weights[k] = start_weights[j]
+            total += start_weights[j]
             k += 1
         for j in range(k):
-            weights[e, j] = weights[e, j] / total if total > 0 else 1.0 / k
-        if factor:
-            k, tau[e] = _stabilize(chol[e], support[e], weights[e], k, pool_theta, max_inner,
+            slot_weights[j] = slot_weights[j] / total if total > 0 else 1.0 / k
+        if factored:
+            k, tau[e] = _stabilize(factor, slots, slot_weights, k, pool_theta, max_inner,
                                    lift[e])
         n_active[e] = k
         base = u_offsets[e]
         size = u_offsets[e + 1] - base
-        _write_unary(u, base, size, support[e], weights[e], k, pool_ptr, pool_idx, pool_val)
-        objective[e] = _objective(u, base, size, support[e], weights[e], k, pool_theta)
+        _write_unary(u, base, size, slots, slot_weights, k, pool_ptr, pool_idx, pool_val)
+        objective[e] = _objective(u, base, size, slots, slot_weights, k, pool_theta)
 
 
 @njit(cache=True, nogil=True)
@@ -370,9 +418,9 @@ def _combination(size, s, t, ws, wt, pool_ptr, pool_idx, pool_val):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def frank_wolfe_step(method, rows, new_ids, support, weights, n_active, lift, u, u_offsets,
-                     pool_ptr, pool_idx, pool_val, pool_theta, gap, converged, objective,
-                     tol):
+def frank_wolfe_step(method, rows, new_ids, slot_ptr, support, weights, n_active, lift, u,
+                     u_offsets, pool_ptr, pool_idx, pool_val, pool_theta, gap, converged,
+                     objective, tol):
     """One iteration of vanilla, away-step or pairwise Frank–Wolfe for ``rows``.
 
     The linear oracle returned ``new_ids`` under (η_U − u, η_V). Directions live in the
@@ -386,21 +434,24 @@ def frank_wolfe_step(method, rows, new_ids, support, weights, n_active, lift, u,
         k = n_active[e]
         base = u_offsets[e]
         size = u_offsets[e + 1] - base
+        first, stop = _slots(slot_ptr, e)
+        slots = support[first:stop]
+        slot_weights = weights[first:stop]
         if k == 0:
             lift[e] = _lift(pool_ptr, pool_idx, pool_val, s)
-            support[e, 0] = s
-            weights[e, 0] = 1.0
+            slots[0] = s
+            slot_weights[0] = 1.0
             n_active[e] = 1
-            _write_unary(u, base, size, support[e], weights[e], 1, pool_ptr, pool_idx,
+            _write_unary(u, base, size, slots, slot_weights, 1, pool_ptr, pool_idx,
                          pool_val)
-            objective[e] = _objective(u, base, size, support[e], weights[e], 1, pool_theta)
+            objective[e] = _objective(u, base, size, slots, slot_weights, 1, pool_theta)
             continue
         mean_adjusted = 0.0
         away, away_score, slot_s = -1, np.inf, -1
         for j in range(k):
-            t = support[e, j]
+            t = slots[j]
             adjusted = pool_theta[t] - _dot_dense(pool_ptr, pool_idx, pool_val, t, u, base)
-            mean_adjusted += weights[e, j] * adjusted
+            mean_adjusted += slot_weights[j] * adjusted
             if adjusted < away_score:
                 away_score, away = adjusted, j
             if _same_structure(pool_ptr, pool_idx, pool_val, pool_theta, t, s):
@@ -414,8 +465,8 @@ def frank_wolfe_step(method, rows, new_ids, support, weights, n_active, lift, u,
         # Direction in the weights: add `delta` to the weights (over slots, plus s).
         if method == PAIRWISE_FW:
             slope = s_adjusted - away_score
-            step_max = weights[e, away]
-            direction = _combination(size, s, support[e, away], 1.0, -1.0, pool_ptr,
+            step_max = slot_weights[away]
+            direction = _combination(size, s, slots[away], 1.0, -1.0, pool_ptr,
                                      pool_idx, pool_val)
             use_away = False
             pairwise = True
@@ -425,9 +476,9 @@ def frank_wolfe_step(method, rows, new_ids, support, weights, n_active, lift, u,
             pairwise = False
             if use_away:
                 slope = away_gap
-                w_away = weights[e, away]
+                w_away = slot_weights[away]
                 step_max = w_away / (1.0 - w_away)
-                direction = _combination(size, -1, support[e, away], 0.0, -1.0, pool_ptr,
+                direction = _combination(size, -1, slots[away], 0.0, -1.0, pool_ptr,
                                          pool_idx, pool_val)
                 for q in range(size):
                     direction[q] += u[base + q]
@@ -443,53 +494,56 @@ def frank_wolfe_step(method, rows, new_ids, support, weights, n_active, lift, u,
         step = step_max if norm <= 0.0 else min(max(slope / norm, 0.0), step_max)
         if slot_s < 0 and not use_away:
             slot_s = k
-            support[e, k] = s
-            weights[e, k] = 0.0
+            slots[k] = s
+            slot_weights[k] = 0.0
             k += 1
         if pairwise:
-            weights[e, slot_s] += step
-            weights[e, away] -= step
+            slot_weights[slot_s] += step
+            slot_weights[away] -= step
         elif use_away:
             for j in range(k):
-                weights[e, j] *= 1.0 + step
-            weights[e, away] -= step
+                slot_weights[j] *= 1.0 + step
+            slot_weights[away] -= step
         else:
             for j in range(k):
-                weights[e, j] *= 1.0 - step
-            weights[e, slot_s] += step
+                slot_weights[j] *= 1.0 - step
+            slot_weights[slot_s] += step
         for j in range(k - 1, -1, -1):
-            if weights[e, j] <= 1e-15 and k > 1:
+            if slot_weights[j] <= 1e-15 and k > 1:
                 for i in range(j, k - 1):
-                    support[e, i] = support[e, i + 1]
-                    weights[e, i] = weights[e, i + 1]
-                support[e, k - 1] = -1
-                weights[e, k - 1] = 0.0
+                    slots[i] = slots[i + 1]
+                    slot_weights[i] = slot_weights[i + 1]
+                slots[k - 1] = -1
+                slot_weights[k - 1] = 0.0
                 k -= 1
         n_active[e] = k
         for q in range(size):
             u[base + q] += step * direction[q]
-        objective[e] = _objective(u, base, size, support[e], weights[e], k, pool_theta)
+        objective[e] = _objective(u, base, size, slots, slot_weights, k, pool_theta)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def support_coefficients(support, n_active, lift, pool_ptr, pool_idx, pool_val, upstream,
+def support_coefficients(support_ptr, support, lift, pool_ptr, pool_idx, pool_val, upstream,
                          u_offsets, out):
-    """Backward pass: out[e, :k] = D M_Iᵀ p for the upstream gradient p on u.
+    """Backward pass: the coefficients D M_Iᵀ p of every example's support, for the
+    upstream gradient p on u, written to ``out[support_ptr[e]:support_ptr[e + 1]]``.
 
     D = Z − (Z1)(Z1)ᵀ / (1ᵀZ1) with Z = G̃⁻¹ on the final active set (the lift does not
     change D, the Jacobian of the KKT solution's weights with respect to θ_I).
     """
-    for e in prange(support.shape[0]):
-        k = n_active[e]
+    for e in prange(support_ptr.shape[0] - 1):
+        first = support_ptr[e]
+        k = support_ptr[e + 1] - first
+        slots = support[first:first + k]
         base = u_offsets[e]
         chol = np.zeros((k, k))
         column = np.empty(k)
         for i in range(k):
             # Rebuild the factor of the final set (small: k is the support size).
             for j in range(i):
-                column[j] = _gram(pool_ptr, pool_idx, pool_val, support[e, j], support[e, i],
+                column[j] = _gram(pool_ptr, pool_idx, pool_val, slots[j], slots[i],
                                   lift[e])
-            diag = _gram(pool_ptr, pool_idx, pool_val, support[e, i], support[e, i], lift[e])
+            diag = _gram(pool_ptr, pool_idx, pool_val, slots[i], slots[i], lift[e])
             row = np.empty(i)
             _forward(chol, i, column[:i], row)
             residual = diag
@@ -499,7 +553,7 @@ def support_coefficients(support, n_active, lift, pool_ptr, pool_idx, pool_val, 
             chol[i, i] = np.sqrt(max(residual, 1e-300))
         projected = np.empty(k)
         for j in range(k):
-            projected[j] = _dot_dense(pool_ptr, pool_idx, pool_val, support[e, j], upstream,
+            projected[j] = _dot_dense(pool_ptr, pool_idx, pool_val, slots[j], upstream,
                                       base)
         z_p = np.empty(k)
         z_1 = np.empty(k)
@@ -508,4 +562,4 @@ def support_coefficients(support, n_active, lift, pool_ptr, pool_idx, pool_val, 
         ratio = z_1.sum()
         along = z_p.sum() / ratio if ratio != 0.0 else 0.0
         for j in range(k):
-            out[e, j] = z_p[j] - along * z_1[j]
+            out[first + j] = z_p[j] - along * z_1[j]

@@ -1,0 +1,86 @@
+"""Compiled kernels of the closed-form SparseMAP solutions (sparsemax, staircase sums)."""
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def sparsemax_rows(scores, probabilities, support_size, objective):
+    """Sparsemax of every row, its support size and its SparseMAP objective.
+
+    p = max(z − τ, 0) with τ such that Σ p = 1: with z sorted decreasingly and
+    ρ = max{k : z_(k) > (Σ_{j≤k} z_(j) − 1) / k}, τ = (Σ_{j≤ρ} z_(j) − 1) / ρ (Martins &
+    Astudillo 2016). Scores are shifted by the row maximum first, so that the sums do not
+    lose the differences to large offsets; -inf entries get probability 0. The objective is
+    Σ_j p_j z_j − ½ Σ_j p_j². Every row needs a finite entry.
+    """
+    n, width = scores.shape
+    for e in prange(n):
+        row = scores[e]
+        top = -np.inf
+        for j in range(width):
+            if row[j] > top:
+                top = row[j]
+        ranked = np.empty(width)
+        count = 0
+        for j in range(width):
+            if row[j] > -np.inf:
+                ranked[count] = row[j] - top
+                count += 1
+        ranked = np.sort(ranked[:count])[::-1]
+        cumulative = 0.0
+        tau = 0.0
+        for k in range(count):
+            cumulative += ranked[k]
+            threshold = (cumulative - 1.0) / (k + 1)
+            if ranked[k] > threshold:
+                tau = threshold
+            else:
+                break
+        size = 0
+        value = 0.0
+        for j in range(width):
+            p = row[j] - top - tau if row[j] > -np.inf else 0.0
+            if p > 0.0:
+                probabilities[e, j] = p
+                value += p * row[j] - 0.5 * p * p
+                size += 1
+            else:
+                probabilities[e, j] = 0.0
+        support_size[e] = size
+        objective[e] = value
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def class_support(probabilities, ptr, classes, weights):
+    """The classes of positive probability of row ``e``, by decreasing probability (ties
+    by class), into ``classes/weights[ptr[e]:ptr[e + 1]]``."""
+    for e in prange(probabilities.shape[0]):
+        row = probabilities[e]
+        positive = np.flatnonzero(row > 0.0)
+        order = np.argsort(-row[positive], kind="mergesort")
+        for q in range(order.shape[0]):
+            j = positive[order[q]]
+            classes[ptr[e] + q] = j
+            weights[ptr[e] + q] = row[j]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def staircase_combine(ptr, counts, coefficients, rank, out):
+    """out[e, j] = Σ_k coefficients[k] [rank[e, j] < counts[k]] over example ``e``'s
+    structures k = ptr[e] .. ptr[e + 1] − 1 (structure k turns on the counts[k] labels of
+    lowest rank)."""
+    n, width = rank.shape
+    for e in prange(n):
+        # at[c]: coefficients of the structures with c labels on; above[r] = Σ_{c > r} at[c]
+        # (summed from the top, so that a rank no structure turns on gets exactly 0)
+        at = np.zeros(width + 1)
+        for k in range(ptr[e], ptr[e + 1]):
+            at[counts[k]] += coefficients[k]
+        above = np.zeros(width)
+        total = 0.0
+        for r in range(width - 1, -1, -1):
+            total += at[r + 1]
+            above[r] = total
+        for j in range(width):
+            out[e, j] = above[rank[e, j]]
