@@ -301,38 +301,69 @@ def numpy_row_sum(values):
     """Σ values in numpy's order: 0.0 + the pairwise sum of ``ndarray.sum``.
 
     The per-example oracles compare θ of the gold output with other scores exactly as
-    the batched decoders, which sum rows with numpy (blocks of eight accumulators,
-    halves beyond 128 values).
+    the batched decoders, which sum rows with numpy: blocks of at most 128 values are
+    summed with eight accumulators (sequentially below eight values), longer runs are
+    split in two at a multiple of eight and the halves' sums added.
     """
-    return 0.0 + _pairwise_sum(values, 0, values.shape[0])
+    n = values.shape[0]
+    if n <= 128:
+        return 0.0 + _block_sum(values, 0, n)
+    # the recursion of numpy's pairwise sum, unrolled on an explicit stack
+    depth = 64
+    lo_stack = np.empty(depth, dtype=np.int64)
+    n_stack = np.empty(depth, dtype=np.int64)
+    left_done = np.zeros(depth, dtype=np.bool_)
+    left_sum = np.empty(depth)
+    sp = 0
+    lo_stack[0], n_stack[0], left_done[0] = 0, n, False
+    while True:
+        lo, m = lo_stack[sp], n_stack[sp]
+        if m > 128:
+            half = m // 2
+            half -= half % 8
+            sp += 1
+            lo_stack[sp], n_stack[sp], left_done[sp] = lo, half, False
+            continue
+        value = _block_sum(values, lo, m)
+        while True:  # hand the value to the parent frames
+            if sp == 0:
+                return 0.0 + value
+            sp -= 1
+            if not left_done[sp]:
+                left_done[sp] = True
+                left_sum[sp] = value
+                half = n_stack[sp] // 2
+                half -= half % 8
+                sp += 1
+                lo_stack[sp] = lo_stack[sp - 1] + half
+                n_stack[sp] = n_stack[sp - 1] - half
+                left_done[sp] = False
+                break
+            value = left_sum[sp] + value
 
 
 @njit(**_NJIT)
-def _pairwise_sum(a, lo, n):
+def _block_sum(a, lo, n):
     if n < 8:
         res = 0.0
         for i in range(lo, lo + n):
             res += a[i]
         return res
-    if n <= 128:
-        r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
-        r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
-        i = 8
-        while i < n - n % 8:
-            r0 += a[lo + i]
-            r1 += a[lo + i + 1]
-            r2 += a[lo + i + 2]
-            r3 += a[lo + i + 3]
-            r4 += a[lo + i + 4]
-            r5 += a[lo + i + 5]
-            r6 += a[lo + i + 6]
-            r7 += a[lo + i + 7]
-            i += 8
-        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-        while i < n:
-            res += a[lo + i]
-            i += 1
-        return res
-    half = n // 2
-    half -= half % 8
-    return _pairwise_sum(a, lo, half) + _pairwise_sum(a, lo + half, n - half)
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    while i < n - n % 8:
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
