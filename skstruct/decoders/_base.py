@@ -5,6 +5,10 @@ from numbers import Integral
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from ..losses._base import TaskLoss, check_task_loss_values
+from ..losses._task import _task_losses, check_task_loss
+from ..utils._capabilities import check_capability
+
 __all__ = [
     "Decoder",
     "InfeasibleOutputError",
@@ -315,8 +319,6 @@ def check_k(k, name="k"):
 def check_task_loss_argument(task_loss):
     """The :class:`~skstruct.losses.TaskLoss` a decoder operation was given, by object or
     by name (``"hamming"``, ...), or a ``TypeError`` naming what is accepted."""
-    from ..losses._task import TaskLoss, _task_losses, check_task_loss
-
     if isinstance(task_loss, TaskLoss):
         return task_loss
     if isinstance(task_loss, str):
@@ -416,6 +418,12 @@ class Decoder(BaseEstimator):
     #: The score containers it reads (a class or a tuple of classes); None accepts any.
     #: Every public operation of a built-in decoder checks its scores against them.
     score_types = None
+    #: True when :meth:`cost_augmented` scores every output exactly θ_y + Δ(y_true, y)
+    #: (no constant per example), so that the margin-rescaled hinge of a
+    #: part-decomposable loss is one MAP score (``StructuredHingeLoss.values``).
+    exact_cost_augmentation = False
+    #: What an example is called in messages ("sequence", "sentence", ...).
+    _example_name = "example"
     _parameter_constraints: dict = {}
 
     def _check_params(self):
@@ -476,8 +484,201 @@ class Decoder(BaseEstimator):
         self._unsupported("top_k")
 
     def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
-        """argmax_y H(θ_y, Δ(y_true, y)) for every example (margin or slack rescaling)."""
-        self._unsupported("loss_augmented_map")
+        """argmax_y H(θ_y, Δ(y_true, y)) for every example, exactly.
+
+        Margin rescaling maximizes θ_y + Δ(y_true, y); slack rescaling maximizes
+        Δ(y_true, y) (1 + θ_y − θ_{y_true}). The default reads the loss's declaration
+        (:attr:`~skstruct.losses.TaskLoss.decomposition`) and asks the family's hooks:
+
+        1. a loss that decomposes over parts, under margin rescaling: MAP on
+           :meth:`cost_augmented` scores (every family with ``map`` and
+           ``cost_augmented``);
+        2. a loss that has a count-statistic form for this family and rescaling
+           (:meth:`_counting_form`): :meth:`_count_augmented_map`, if the family
+           implements it;
+        3. the 0/1 loss (``task_loss.zero_one``): :meth:`_zero_one_augmented_map`, the
+           better of ``y_true`` and the best other output (needs ``top_k``);
+        4. otherwise a ``ValueError`` naming what the decoder supports
+           (:meth:`_unsupported_loss`).
+
+        Parameters
+        ----------
+        scores : score container
+        y_true : ndarray
+            Encoded gold outputs, stacked like the outputs of :meth:`map`.
+        task_loss : TaskLoss or str
+        rescaling : {"margin", "slack"} or callable, default="margin"
+            A callable ``H(F, stats, example, gold_scores, n_gold)``, non-decreasing in
+            F, is accepted by the families whose count hook takes it.
+
+        Returns
+        -------
+        ndarray, encoded outputs like those of :meth:`map`
+
+        Raises
+        ------
+        NotImplementedError
+            When ``"loss_augmented_map"`` is not among the decoder's ``capabilities``.
+        InfeasibleOutputError
+            When an example has no output with a finite score.
+        ValueError
+            When ``y_true`` does not fit the scores, when the decoder has no exact
+            solver for the loss and rescaling, or under slack rescaling when ``y_true``
+            scores -inf.
+        """
+        if "loss_augmented_map" not in self.capabilities:
+            self._unsupported("loss_augmented_map")
+        self._check_scores(scores)
+        task_loss = check_task_loss_argument(task_loss)
+        y_true = self._check_y_true(scores, y_true)
+        if rescaling == "margin" and task_loss.decomposition == "parts":
+            return self.map(self._cost_augmented(scores, y_true, task_loss))
+        counting = self._counting_form(scores, task_loss, rescaling)
+        if counting is not None:
+            labels = self._count_augmented_map(scores, y_true, counting, rescaling)
+            if labels is not NotImplemented:
+                return labels
+        if task_loss.zero_one:
+            labels = self._zero_one_augmented_map(scores, y_true, rescaling)
+            if labels is not NotImplemented:
+                return labels
+        raise self._unsupported_loss(task_loss, rescaling)
+
+    # Hooks of loss-augmented MAP: a family implements those it can answer exactly.
+
+    def _check_y_true(self, scores, y_true):
+        """The gold outputs checked against the scores (the container's own check)."""
+        if hasattr(scores, "_check_outputs"):
+            return scores._check_outputs(y_true, name="y_true")
+        return y_true
+
+    def _counting_form(self, scores, task_loss, rescaling):
+        """The count-statistic loss that :meth:`_count_augmented_map` maximizes in place
+        of ``task_loss`` (with the same argmax under ``rescaling``), or None.
+
+        The default is the loss itself when it declares ``decomposition = "counts"``.
+        Families override it to also read a loss under slack rescaling as counts (chains:
+        mismatch counts; multilabel: true and false positives).
+        """
+        return task_loss if task_loss.decomposition == "counts" else None
+
+    def _count_augmented_map(self, scores, y_true, counting_loss, rescaling):
+        """argmax_y H(θ_y, G(y)) for a count-statistic loss, or ``NotImplemented``.
+
+        Parameters
+        ----------
+        scores : score container
+        y_true : ndarray
+            Checked gold outputs.
+        counting_loss : CountingLoss
+        rescaling : {"margin", "slack"} or callable
+
+        Returns
+        -------
+        ndarray or NotImplemented
+            NotImplemented (the default) when the family has no exact solver for it.
+        """
+        return NotImplemented
+
+    def _zero_one_augmented_map(self, scores, y_true, rescaling):
+        """Loss-augmented MAP of the 0/1 loss from the two best outputs.
+
+        Both rescalings prefer the best output y ≠ y_true iff θ_y + 1 > θ_{y_true}
+        (ties keep ``y_true``). Needs ``top_k``; ``NotImplemented`` without it or for
+        another rescaling.
+        """
+        if "top_k" not in self.capabilities or rescaling not in ("margin", "slack"):
+            return NotImplemented
+        if rescaling == "slack":
+            self._check_slack_gold(scores, y_true)
+        paths, top = self.top_k(scores, 2)
+        gold = self.score_outputs(scores, y_true)
+        lengths = np.diff(scores.offsets)
+        n_examples = lengths.shape[0]
+        owner = np.repeat(np.arange(n_examples), lengths)
+        first, second = paths[..., 0], paths[..., 1]
+        differ = np.bincount(owner, weights=(first != y_true).reshape(-1),
+                             minlength=n_examples)
+        best_is_gold = differ == 0
+        other = np.where(np.repeat(best_is_gold, lengths).reshape(y_true.shape), second, first)
+        other_score = np.where(best_is_gold, top[:, 1], top[:, 0])
+        keep_gold = gold >= other_score + 1.0
+        return np.where(np.repeat(keep_gold, lengths).reshape(y_true.shape), y_true, other)
+
+    def _check_slack_gold(self, scores, y_true):
+        """Slack rescaling needs θ_{y_true} > -inf; an infeasible example is reported
+        first."""
+        gold = self.score_outputs(scores, y_true)
+        if np.any(gold == -np.inf):
+            self.map(scores)
+            check_slack_gold(gold, self._example_name)
+
+    def _unsupported_loss(self, task_loss, rescaling):
+        """The ``ValueError`` for a loss and rescaling no hook answers."""
+        return no_exact_loss_augmented_map(
+            self, task_loss, rescaling,
+            "losses that decompose over parts (HammingLoss, or a loss with unary_costs) "
+            "under margin rescaling",
+            f"For a loss that is a sum over tokens, implement "
+            f"{type(task_loss).__name__}.unary_costs(y_true, offsets, n_states) (the cost "
+            "of every state of every token, shape (n_tokens, n_states)) and use "
+            "rescaling='margin'.",
+        )
+
+    def sparsemap(self, scores, *, max_iter=100, tol=1e-9, init=None, **options):
+        """SparseMAP: argmax_{μ ∈ M} ηᵀμ − ½‖u‖² for every example.
+
+        The default is the active set
+        (:func:`~skstruct.decoders._sparsemap.active_set_sparsemap`), which needs only
+        :meth:`map` and :meth:`parts`; a family with a closed form or its own solver
+        overrides it. :func:`~skstruct.decoders.sparsemap` and
+        :class:`~skstruct.losses.SparseMAPLoss` call this method.
+
+        Parameters
+        ----------
+        scores : score container
+        max_iter : int, default=100
+            Most MAP calls per example.
+        tol : float, default=1e-9
+            Stopping tolerance on the Frank–Wolfe gap.
+        init : SparseMAPResult, default=None
+            A previous solution on the same examples, to start from its active sets.
+        **options
+            Further options of the solver (``method``, ``max_inner``: see
+            :func:`~skstruct.decoders.sparsemap`).
+
+        Returns
+        -------
+        SparseMAPResult
+        """
+        from ._sparsemap import active_set_sparsemap
+
+        return active_set_sparsemap(self, scores, max_iter=max_iter, tol=tol, init=init,
+                                    **options)
+
+    def compiled_oracle(self, task_loss, rescaling, y, y_offsets):
+        """This decoder's compiled fast path for per-example solvers, or None.
+
+        A built-in decoder returns a ``CompiledOracle`` (see
+        ``skstruct/decoders/_oracles.py``) that the compiled per-example engine calls
+        for every example, with no Python in its loop; None (the default, and a user's
+        decoder) makes the solvers keep their Python loop over examples.
+
+        Parameters
+        ----------
+        task_loss : TaskLoss
+        rescaling : None, "margin" or "slack"
+            None for plain MAP (the perceptron).
+        y : ndarray
+            Encoded gold outputs of the training set, stacked.
+        y_offsets : ndarray of shape (n_examples + 1,)
+            Example ``i`` owns ``y[y_offsets[i]:y_offsets[i + 1]]``.
+
+        Returns
+        -------
+        CompiledOracle or None
+        """
+        return None
 
     def parts(self, scores, y):
         """Part indicators a_y of the outputs ``y`` (laid out like ``scores``)."""
@@ -498,7 +699,8 @@ class Decoder(BaseEstimator):
         For a task loss that decomposes over the unary parts (Hamming), the cost-augmented
         scores turn MAP into margin-rescaled loss-augmented MAP and marginals into
         softmax-margin marginals. The per-example constant does not change any maximizer
-        or any loss that also scores the gold output with the augmented scores.
+        or any loss that also scores the gold output with the augmented scores (it is
+        zero for the decoders that declare ``exact_cost_augmentation``).
 
         Parameters
         ----------
@@ -506,7 +708,8 @@ class Decoder(BaseEstimator):
         y_true : ndarray
             Encoded gold outputs.
         task_loss : TaskLoss
-            Must provide ``unary_costs(y_true, offsets, n_states)``.
+            Must decompose over parts (``decomposition = "parts"``: it provides
+            ``unary_costs(y_true, offsets, n_states)``).
 
         Returns
         -------
@@ -514,34 +717,19 @@ class Decoder(BaseEstimator):
         """
         self._check_scores(scores)
         task_loss = check_task_loss_argument(task_loss)
-        if not hasattr(task_loss, "unary_costs"):
+        return self._cost_augmented(scores, self._check_y_true(scores, y_true), task_loss)
+
+    def _cost_augmented(self, scores, y_true, task_loss):
+        """:meth:`cost_augmented` on checked gold outputs: the unary costs of the loss
+        added to the unary scores, which the family's containers lay out one row per
+        token with one column per state. Families with another layout override it."""
+        if task_loss.decomposition != "parts":
             raise ValueError(
                 f"{type(self).__name__} can add a task loss to the scores only when it "
                 f"decomposes over tokens (such as HammingLoss); {type(task_loss).__name__} "
                 "does not: implement its unary_costs(y_true, offsets, n_states), the cost "
                 "of every state of every token."
             )
-        if hasattr(scores, "_check_outputs"):
-            y_true = scores._check_outputs(y_true, name="y_true")
         costs = task_loss.unary_costs(np.ravel(y_true), scores.offsets, scores.n_states)
-        return scores.replace(unary=scores.unary + costs.reshape(scores.unary.shape))
-
-
-def check_capability(decoder, capability, needed_by):
-    """Raise a clear error when ``decoder`` cannot answer ``capability``.
-
-    Parameters
-    ----------
-    decoder : Decoder
-    capability : str
-        One of the names listed in :class:`Decoder`.
-    needed_by : str
-        What needs it (a training loss, an estimator method), for the message.
-    """
-    capabilities = getattr(decoder, "capabilities", frozenset())
-    if capability not in capabilities:
-        raise ValueError(
-            f"{needed_by} needs the decoder operation {capability!r}, which "
-            f"{type(decoder).__name__} does not provide (it provides "
-            f"{sorted(capabilities)})."
-        )
+        check_task_loss_values(costs, task_loss, "unary_costs")
+        return scores.replace(unary=scores.unary + np.reshape(costs, scores.unary.shape))

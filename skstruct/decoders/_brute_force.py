@@ -8,7 +8,6 @@ import numpy as np
 from scipy.special import logsumexp
 from sklearn.utils._param_validation import Interval
 
-from ..losses._counting import CountingLoss
 from ._base import Decoder, check_feasible, check_k, check_slack_gold, check_task_loss_argument
 from ._chain import ChainDecoder
 from ._matching import MatchingDecoder
@@ -380,7 +379,7 @@ class BruteForceDecoder(Decoder):
     def _independent_loss_augmented_map(self, scores, y_true, task_loss, rescaling):
         """Each output is scored as a sequence of states: one class, or n_labels bits."""
         outputs, _, _, thetas = self._independent_theta(scores)
-        if isinstance(scores, MultilabelScores) and isinstance(task_loss, CountingLoss):
+        if isinstance(scores, MultilabelScores) and task_loss.decomposition == "counts":
             task_loss = task_loss.with_positive_states([False, True])
         found = [_loss_augmented(outputs, theta, y_true[i], task_loss, rescaling)
                  for i, theta in enumerate(thetas)]

@@ -5,8 +5,7 @@ from numbers import Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..losses._counting import CountingLoss, MismatchCount
-from ..losses._task import HammingLoss, ZeroOneLoss
+from ..losses._counting import mismatch_count_form
 from ..utils._parallel import threads_for
 from . import _chain_kernels as kernels
 from ._base import (
@@ -18,8 +17,6 @@ from ._base import (
     check_offsets,
     check_part_scores,
     check_score_array,
-    check_slack_gold,
-    check_task_loss_argument,
     no_exact_loss_augmented_map,
 )
 from ._constrained import (
@@ -343,6 +340,8 @@ class ChainDecoder(Decoder):
     output_kind = "sequence"
     capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts"})
     score_types = ChainScores
+    exact_cost_augmentation = True
+    _example_name = "sequence"
 
     _parameter_constraints = {
         "log_space": [StrOptions({"auto"}), "boolean"],
@@ -460,12 +459,13 @@ class ChainDecoder(Decoder):
         """argmax_y H(θ_y, Δ(y_true, y)) for every sequence, exactly.
 
         Margin rescaling maximizes θ_y + Δ(y_true, y); slack rescaling maximizes
-        Δ(y_true, y) (1 + θ_y − θ_{y_true}). Decomposable losses (those with
-        ``unary_costs``) under margin rescaling add their per-token costs to the unary
-        scores and run Viterbi. The 0/1 loss under margin rescaling takes the better of
-        ``y_true`` and the best other sequence (top-2). Unweighted Hamming and 0/1 under
-        slack rescaling, and count-statistic losses
-        (:class:`~skstruct.losses.CountingLoss`: F_β, precision, recall, IoU, label count)
+        Δ(y_true, y) (1 + θ_y − θ_{y_true}). Losses that decompose over parts
+        (``decomposition = "parts"``: ``unary_costs``) under margin rescaling add their
+        per-token costs to the unary scores and run Viterbi. The 0/1 loss under margin
+        rescaling takes the better of ``y_true`` and the best other sequence (top-2).
+        Unweighted Hamming and 0/1 under slack rescaling (as mismatch counts), and
+        count-statistic losses (``decomposition = "counts"``:
+        :class:`~skstruct.losses.CountingLoss`, F_β, precision, recall, IoU, label count)
         use constrained message passing, for either rescaling or a user objective.
 
         Parameters
@@ -491,26 +491,27 @@ class ChainDecoder(Decoder):
             When ``y_true`` holds states out of range or has the wrong length, or under
             slack rescaling when ``y_true`` scores -inf.
         """
-        self._check_scores(scores)
-        task_loss = check_task_loss_argument(task_loss)
-        y_true = scores._check_outputs(y_true, name="y_true")
-        unweighted = isinstance(task_loss, ZeroOneLoss) or (
-            isinstance(task_loss, HammingLoss) and task_loss.class_costs is None
-        )
-        if isinstance(task_loss, CountingLoss) or (rescaling == "slack" and unweighted):
-            if rescaling == "slack":
-                self._check_slack_gold(scores, y_true)
-            if not isinstance(task_loss, CountingLoss):
-                task_loss = MismatchCount(zero_one=isinstance(task_loss, ZeroOneLoss))
-            labels = loss_augmented_map_by_statistic(self, scores, y_true, task_loss, rescaling)
-            check_feasible(self.score_outputs(scores, labels), "sequence")
-            return labels
-        if rescaling == "margin" and hasattr(task_loss, "unary_costs"):
-            costs = task_loss.unary_costs(y_true, scores.offsets, scores.n_states)
-            return self.map(scores.replace(unary=scores.unary + costs))
-        if rescaling == "margin" and isinstance(task_loss, ZeroOneLoss):
-            return self._zero_one_augmented_map(scores, y_true)
-        raise no_exact_loss_augmented_map(
+        return super().loss_augmented_map(scores, y_true, task_loss, rescaling)
+
+    def _counting_form(self, scores, task_loss, rescaling):
+        """A count-statistic loss, or under slack rescaling the mismatch-count form of
+        the 0/1 loss and of Hamming without class costs (same argmax)."""
+        counting = super()._counting_form(scores, task_loss, rescaling)
+        if counting is None and rescaling == "slack":
+            counting = mismatch_count_form(task_loss, scores.offsets)
+        return counting
+
+    def _count_augmented_map(self, scores, y_true, counting_loss, rescaling):
+        """Constrained message passing over (state, statistics so far)."""
+        if rescaling == "slack":
+            self._check_slack_gold(scores, y_true)
+        labels = loss_augmented_map_by_statistic(self, scores, y_true, counting_loss,
+                                                 rescaling)
+        check_feasible(self.score_outputs(scores, labels), "sequence")
+        return labels
+
+    def _unsupported_loss(self, task_loss, rescaling):
+        return no_exact_loss_augmented_map(
             self, task_loss, rescaling,
             "losses with per-token costs (HammingLoss, or a loss with unary_costs) and "
             "ZeroOneLoss under margin rescaling, and unweighted Hamming, 0/1 and "
@@ -522,6 +523,12 @@ class ChainDecoder(Decoder):
             "rescaling='margin'; for a function of count statistics, subclass "
             "CountingLoss.",
         )
+
+    def compiled_oracle(self, task_loss, rescaling, y, y_offsets):
+        """The compiled per-sequence oracle of chains (see :meth:`Decoder.compiled_oracle`)."""
+        from ._chain_oracle import compiled_chain_oracle
+
+        return compiled_chain_oracle(self, task_loss, rescaling, y, y_offsets)
 
     def map_with_label_count(self, scores, count, positive_states):
         """Best labeling with exactly ``count`` tokens in ``positive_states``.
@@ -604,22 +611,6 @@ class ChainDecoder(Decoder):
         k = check_k(k)
         min_distance = check_k(min_distance, "min_distance")
         return diverse_top_k(scores, k, min_distance, self.max_table_memory)
-
-    def _check_slack_gold(self, scores, y_true):
-        gold = self.score_outputs(scores, y_true)
-        if np.any(gold == -np.inf):
-            self.map(scores)  # an infeasible sequence is the cause to report first
-            check_slack_gold(gold, "sequence")
-
-    def _zero_one_augmented_map(self, scores, y_true):
-        paths, top = self.top_k(scores, 2)
-        gold = self.score_outputs(scores, y_true)
-        lengths = scores.lengths
-        best_is_gold = np.logical_and.reduceat(paths[:, 0] == y_true, scores.offsets[:-1])
-        best_other = np.where(np.repeat(best_is_gold, lengths), paths[:, 1], paths[:, 0])
-        other_score = np.where(best_is_gold, top[:, 1], top[:, 0])
-        keep_gold = gold >= other_score + 1.0
-        return np.where(np.repeat(keep_gold, lengths), y_true, best_other)
 
     def parts(self, scores, y):
         """Indicator parts of the encoded label sequences ``y`` (n_tokens,).

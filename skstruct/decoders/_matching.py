@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from ..losses._task import HammingLoss
+from ..losses._base import check_task_loss_values
 from ..utils._blocks import cumulative, gather_ranges, normalize_indices
 from ._base import (
     Decoder,
@@ -14,7 +14,6 @@ from ._base import (
     check_feasible,
     check_part_scores,
     check_score_array,
-    check_task_loss_argument,
 )
 from ._unary import BlockParts
 
@@ -493,7 +492,9 @@ class MatchingDecoder(Decoder):
         .. math:: c_{jk} = 1[k ≠ g_j] + 1[g_j = -1],
 
         with g_j the gold column of row j (-1 when unmatched), divided by r with
-        ``normalize=True``. Then ⟨c, a_y⟩ = Δ(y_true, y) for every matching y, with no
+        ``normalize=True``; in general, for a loss that counts the mismatched rows with
+        one weight w per example (:meth:`~skstruct.losses.TaskLoss.mismatch_weights`),
+        multiplied by w. Then ⟨c, a_y⟩ = Δ(y_true, y) for every matching y, with no
         per-example constant. A row matched by both y and y_true costs
         1[y_j ≠ g_j] = Δ_j. The other rows differ in y and y_true (Δ_j = 1 each); since
         y and y_true both match min(r, c) rows, those that y matches but y_true does not
@@ -512,29 +513,47 @@ class MatchingDecoder(Decoder):
         -------
         MatchingScores
         """
-        self._check_scores(scores)
-        task_loss = check_task_loss_argument(task_loss)
-        if not isinstance(task_loss, HammingLoss):
-            raise ValueError(
-                f"MatchingDecoder has cost-augmented scores (and exact loss-augmented MAP) "
-                f"for the Hamming loss only; got {type(task_loss).__name__}. Use "
-                "HammingLoss, or BruteForceDecoder, which enumerates every output, on tiny "
-                "problems."
-            )
-        if task_loss.class_costs is not None:
-            raise ValueError(
-                "HammingLoss(class_costs=...) is not supported for matchings: columns are "
-                "not classes shared across examples. Use HammingLoss(class_costs=None)."
-            )
+        return super().cost_augmented(scores, y_true, task_loss)
+
+    def _cost_augmented(self, scores, y_true, task_loss):
+        weights = task_loss.mismatch_weights(scores.offsets)
+        if weights is not None:
+            weights = np.asarray(weights, dtype=np.float64)
+            check_task_loss_values(weights, task_loss, "mismatch_weights")
+            lengths = np.diff(scores.offsets)
+            if not np.array_equal(weights, np.repeat(weights[scores.offsets[:-1]], lengths)):
+                weights = None  # the pairing of unmatched rows needs one weight per example
+        if weights is None:
+            raise self._unsupported_loss(task_loss, "margin")
         shapes = scores.shapes
-        y_true, positions, _ = _check_matchings(y_true, shapes, name="y_true")
-        example, _, n_cols = _row_layout(shapes)
-        per_row = np.where(y_true < 0, 2.0, 1.0)
-        if task_loss.normalize:
-            per_row = per_row / shapes[example, 0]
+        _, positions, _ = _check_matchings(y_true, shapes, name="y_true")
+        _, _, n_cols = _row_layout(shapes)
+        per_row = np.where(y_true < 0, 2.0, 1.0) * weights
         costs = np.repeat(per_row, n_cols)
         costs[positions] = 0.0
         return scores.replace(unary=scores.unary + costs)
+
+    def _unsupported_loss(self, task_loss, rescaling):
+        if not (rescaling in ("margin", "slack") or callable(rescaling)):
+            return ValueError(f"rescaling must be 'margin' or 'slack'; got {rescaling!r}.")
+        if rescaling != "margin":
+            return ValueError(
+                "MatchingDecoder has no exact loss-augmented MAP with rescaling="
+                f"{rescaling!r}; use rescaling='margin' with HammingLoss."
+            )
+        if getattr(task_loss, "class_costs", None) is not None:
+            return ValueError(
+                f"{type(task_loss).__name__}(class_costs=...) is not supported for "
+                "matchings: columns are not classes shared across examples. Use "
+                f"{type(task_loss).__name__}(class_costs=None)."
+            )
+        return ValueError(
+            f"MatchingDecoder has cost-augmented scores (and exact loss-augmented MAP) "
+            f"for the Hamming loss only; got {type(task_loss).__name__}. It needs a loss "
+            "that counts the mismatched rows with one weight per example "
+            "(TaskLoss.mismatch_weights). Use HammingLoss, or BruteForceDecoder, which "
+            "enumerates every output, on tiny problems."
+        )
 
     def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
         """argmax_y θ_y + Δ(y_true, y) for every example, exactly (Hamming loss).
@@ -555,13 +574,4 @@ class MatchingDecoder(Decoder):
         -------
         ndarray of shape (Σ_i r_i,), int64
         """
-        self._check_scores(scores)
-        task_loss = check_task_loss_argument(task_loss)
-        if rescaling not in ("margin", "slack"):
-            raise ValueError(f"rescaling must be 'margin' or 'slack'; got {rescaling!r}.")
-        if rescaling != "margin":
-            raise ValueError(
-                "MatchingDecoder has no exact loss-augmented MAP with rescaling='slack'; "
-                "use rescaling='margin' with HammingLoss."
-            )
-        return self.map(self.cost_augmented(scores, y_true, task_loss))
+        return super().loss_augmented_map(scores, y_true, task_loss, rescaling)

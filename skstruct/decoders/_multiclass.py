@@ -2,7 +2,6 @@
 
 import numpy as np
 
-from ..losses._counting import CountingLoss
 from ._base import (
     Decoder,
     check_encoded_outputs,
@@ -82,7 +81,7 @@ def _check_classes(y, scores, name="y"):
 def _loss_matrix(task_loss, y_true, n_classes):
     """Δ(y_true[i], k) for every example ``i`` and class ``k``, shape (n_samples, n_classes)."""
     n_samples = y_true.shape[0]
-    if isinstance(task_loss, CountingLoss):
+    if task_loss.decomposition == "counts":
         # increments[i, k] are the statistics of the one-token output k; calling the loss on
         # n_samples * n_classes outputs would build n_classes times more increments.
         n_gold = task_loss.gold_positives(y_true, np.arange(n_samples + 1), n_classes)
@@ -218,7 +217,10 @@ class MulticlassDecoder(Decoder):
         """argmax_k H(unary[i, k], Δ(y_true[i], k)) for every example, exactly.
 
         Margin rescaling maximizes θ_k + Δ(y_true, k); slack rescaling maximizes
-        Δ(y_true, k) (1 + θ_k − θ_{y_true}).
+        Δ(y_true, k) (1 + θ_k − θ_{y_true}). With one part per class, the classes can be
+        enumerated: Δ(y_true[i], k) is evaluated for every class, whatever the loss
+        declares (count-statistic losses from their per-class statistics, others by a
+        call), so no hook of :meth:`Decoder.loss_augmented_map` is needed.
 
         Parameters
         ----------
@@ -261,6 +263,26 @@ class MulticlassDecoder(Decoder):
         check_feasible(np.where(forbidden.all(axis=1), -np.inf, 0.0))
         return objective.argmax(axis=1)
 
+    def sparsemap(self, scores, *, max_iter=100, tol=1e-9, init=None, **options):
+        """SparseMAP in closed form: the sparsemax of every example's class scores (the
+        Euclidean projection onto the simplex), with the same result and options as
+        :meth:`Decoder.sparsemap`."""
+        if not _own_structures(self):
+            # the closed form holds for this family's one-hot parts and MAP; a subclass that
+            # redefines them gets the active set, which reads them
+            return super().sparsemap(scores, max_iter=max_iter, tol=tol, init=init,
+                                     **options)
+        from ._sparsemap import sparsemax_sparsemap
+
+        return sparsemax_sparsemap(self, scores, max_iter=max_iter, tol=tol, init=init, **options)
+
+    def compiled_oracle(self, task_loss, rescaling, y, y_offsets):
+        """The compiled per-example oracle of multiclass outputs (see
+        :meth:`Decoder.compiled_oracle`)."""
+        from ._tabular_oracles import compiled_multiclass_oracle
+
+        return compiled_multiclass_oracle(self, task_loss, rescaling, y, y_offsets)
+
     def parts(self, scores, y):
         """One-hot parts of the encoded classes ``y`` (n_samples,), as MulticlassParts."""
         self._check_scores(scores)
@@ -274,3 +296,9 @@ class MulticlassDecoder(Decoder):
         self._check_scores(scores)
         y = _check_classes(y, scores)
         return scores.unary[np.arange(y.shape[0]), y]
+
+
+def _own_structures(decoder):
+    """Whether ``decoder`` keeps the structures of MulticlassDecoder: its ``map`` and ``parts``."""
+    kind = type(decoder)
+    return kind.map is MulticlassDecoder.map and kind.parts is MulticlassDecoder.parts

@@ -3,8 +3,7 @@
 import numpy as np
 from scipy.special import expit
 
-from ..losses._counting import CountingLoss
-from ..losses._task import HammingLoss, ZeroOneLoss
+from ..losses._base import check_task_loss_values
 from ..utils._parallel import threads_for
 from . import _independent_kernels as kernels
 from ._base import (
@@ -12,7 +11,6 @@ from ._base import (
     check_encoded_outputs,
     check_k,
     check_slack_gold,
-    check_task_loss_argument,
     no_exact_loss_augmented_map,
 )
 from ._unary import UnaryParts, UnaryScores, _products
@@ -89,25 +87,6 @@ def _check_indicators(y, scores, name="y"):
 def _scores_of(unary, y):
     """θ_y = Σ_j unary[i, j] y[i, j] per example; a label scored -inf that is off adds 0."""
     return _products(y, unary).sum(axis=1)
-
-
-class _BinaryHamming(CountingLoss):
-    """A Hamming loss of binary labels as a count-statistic loss of (TP, FP).
-
-    With FN = N* − TP, Δ = c(0, 1) FP + c(1, 0) FN (divided by n_labels if normalized).
-    """
-
-    statistic_names = ("tp", "fp")
-
-    def __init__(self, hamming, n_labels):
-        super().__init__()
-        # one-token examples, so that a normalized loss is not divided here
-        costs = hamming.unary_costs(np.array([0, 1]), np.array([0, 1, 2]), 2)
-        scale = 1.0 / n_labels if hamming.normalize else 1.0
-        self.fp_cost, self.fn_cost = scale * costs[0, 1], scale * costs[1, 0]
-
-    def eta(self, stats, n_gold):
-        return self.fp_cost * stats[..., 1] + self.fn_cost * (n_gold - stats[..., 0])
 
 
 def _count_grid(n_gold, n_labels):
@@ -290,10 +269,12 @@ class MultilabelDecoder(Decoder):
         """argmax_y H(θ_y, Δ(y_true, y)) for every example, exactly.
 
         Margin rescaling maximizes θ_y + Δ(y_true, y); slack rescaling maximizes
-        Δ(y_true, y) (1 + θ_y − θ_{y_true}). The Hamming loss under margin rescaling adds
-        its per-label costs to the scores; the 0/1 loss compares the gold vector with the
-        best other vector (top-2); count-statistic losses, and the Hamming loss under slack
-        rescaling, maximize over the grid of (TP, FP).
+        Δ(y_true, y) (1 + θ_y − θ_{y_true}). Losses that decompose over parts (Hamming)
+        under margin rescaling add their per-label costs to the scores; the 0/1 loss
+        compares the gold vector with the best other vector (top-2); count-statistic
+        losses, and under slack rescaling the losses with a (TP, FP) form
+        (:meth:`~skstruct.losses.TaskLoss.binary_counts`: Hamming), maximize over the
+        grid of (TP, FP).
 
         Parameters
         ----------
@@ -314,32 +295,26 @@ class MultilabelDecoder(Decoder):
         -------
         ndarray of shape (n_samples, n_labels), int64
         """
-        self._check_scores(scores)
-        task_loss = check_task_loss_argument(task_loss)
-        y_true = _check_indicators(y_true, scores, "y_true")
-        n_samples, n_labels = y_true.shape
-        if rescaling == "margin" and hasattr(task_loss, "unary_costs"):
-            costs = task_loss.unary_costs(
-                y_true.ravel(), np.arange(n_samples + 1) * n_labels, 2
-            ).reshape(n_samples, n_labels, 2)
-            return self.map(scores.replace(unary=scores.unary + costs[..., 1] - costs[..., 0]))
-        if isinstance(task_loss, HammingLoss) and rescaling == "slack":
-            task_loss = _BinaryHamming(task_loss, n_labels)
-        if isinstance(task_loss, CountingLoss) and _STATISTICS.issuperset(
-            task_loss.statistic_names
-        ):
-            return _count_loss_augmented_map(scores, y_true, task_loss, rescaling)
-        if isinstance(task_loss, ZeroOneLoss) and rescaling in ("margin", "slack"):
-            # both rescalings prefer the best other vector y iff θ_y + 1 > θ_{y_true}
-            if rescaling == "slack":
-                check_slack_gold(self.score_outputs(scores, y_true))
-            paths, top = self.top_k(scores, 2)
-            best_is_gold = np.all(paths[:, :, 0] == y_true, axis=1)
-            other = np.where(best_is_gold[:, None], paths[:, :, 1], paths[:, :, 0])
-            other_score = np.where(best_is_gold, top[:, 1], top[:, 0])
-            keep_gold = self.score_outputs(scores, y_true) >= other_score + 1.0
-            return np.where(keep_gold[:, None], y_true, other)
-        raise no_exact_loss_augmented_map(
+        return super().loss_augmented_map(scores, y_true, task_loss, rescaling)
+
+    def _counting_form(self, scores, task_loss, rescaling):
+        """A count-statistic loss, or under slack rescaling the (TP, FP) form of the
+        loss on binary labels (:meth:`~skstruct.losses.TaskLoss.binary_counts`:
+        Hamming)."""
+        counting = super()._counting_form(scores, task_loss, rescaling)
+        if counting is None and rescaling == "slack":
+            counting = task_loss.binary_counts(scores.n_labels)
+        return counting
+
+    def _count_augmented_map(self, scores, y_true, counting_loss, rescaling):
+        """The maximum over the grid of (TP, FP), for statistics among "tp", "fp",
+        "pos", "err"; ``NotImplemented`` for others."""
+        if not _STATISTICS.issuperset(counting_loss.statistic_names):
+            return NotImplemented
+        return _count_loss_augmented_map(scores, y_true, counting_loss, rescaling)
+
+    def _unsupported_loss(self, task_loss, rescaling):
+        return no_exact_loss_augmented_map(
             self, task_loss, rescaling,
             "losses with per-label costs (HammingLoss, or a loss with unary_costs) under "
             "margin rescaling, HammingLoss and ZeroOneLoss under either rescaling, and "
@@ -352,6 +327,26 @@ class MultilabelDecoder(Decoder):
             "(TP, FP), subclass CountingLoss.",
         )
 
+    def sparsemap(self, scores, *, max_iter=100, tol=1e-9, init=None, **options):
+        """SparseMAP in closed form: the scores clipped to [0, 1] (independent labels),
+        written as a sparse combination of 0/1 vectors, with the same result and options
+        as :meth:`Decoder.sparsemap`."""
+        if not _own_structures(self):
+            # the closed form holds for this family's 0/1 indicator parts and MAP; a subclass that
+            # redefines them gets the active set, which reads them
+            return super().sparsemap(scores, max_iter=max_iter, tol=tol, init=init,
+                                     **options)
+        from ._sparsemap import clip_sparsemap
+
+        return clip_sparsemap(self, scores, max_iter=max_iter, tol=tol, init=init, **options)
+
+    def compiled_oracle(self, task_loss, rescaling, y, y_offsets):
+        """The compiled per-example oracle of multilabel outputs (see
+        :meth:`Decoder.compiled_oracle`)."""
+        from ._tabular_oracles import compiled_multilabel_oracle
+
+        return compiled_multilabel_oracle(self, task_loss, rescaling, y, y_offsets)
+
     def parts(self, scores, y):
         """Indicator parts of the 0/1 vectors ``y`` (n_samples, n_labels)."""
         self._check_scores(scores)
@@ -363,12 +358,13 @@ class MultilabelDecoder(Decoder):
         A label is a binary token (states off, on): c is the cost of "on" minus the cost
         of "off" of every label, for task losses that decompose over labels (Hamming).
         """
-        self._check_scores(scores)
-        task_loss = check_task_loss_argument(task_loss)
-        if not hasattr(task_loss, "unary_costs"):
-            return super().cost_augmented(scores, y_true, task_loss)
-        y_true = _check_indicators(y_true, scores, "y_true")
+        return super().cost_augmented(scores, y_true, task_loss)
+
+    def _cost_augmented(self, scores, y_true, task_loss):
+        if task_loss.decomposition != "parts":
+            return super()._cost_augmented(scores, y_true, task_loss)
         costs = task_loss.unary_costs(y_true.ravel(), scores.offsets, 2)
+        check_task_loss_values(costs, task_loss, "unary_costs")
         on_minus_off = (costs[:, 1] - costs[:, 0]).reshape(scores.unary.shape)
         return scores.replace(unary=scores.unary + on_minus_off)
 
@@ -379,3 +375,9 @@ class MultilabelDecoder(Decoder):
         """
         self._check_scores(scores)
         return _scores_of(scores.unary, _check_indicators(y, scores))
+
+
+def _own_structures(decoder):
+    """Whether ``decoder`` keeps the structures of MultilabelDecoder: its ``map`` and ``parts``."""
+    kind = type(decoder)
+    return kind.map is MultilabelDecoder.map and kind.parts is MultilabelDecoder.parts

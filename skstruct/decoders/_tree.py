@@ -5,7 +5,7 @@ import itertools
 
 import numpy as np
 
-from ..losses._task import HammingLoss
+from ..losses._base import check_task_loss_values
 from ..utils._blocks import cumulative, gather_ranges, normalize_indices
 from ..utils._parallel import threads_for
 from ..utils._trees import _sentences_with_cycles
@@ -17,7 +17,6 @@ from ._base import (
     check_offsets,
     check_part_scores,
     check_score_array,
-    check_task_loss_argument,
     no_exact_loss_augmented_map,
 )
 from ._unary import BlockParts
@@ -67,8 +66,13 @@ def _check_states(y, offsets, name="y"):
         y, offsets, length - 1, name=name, example="sentence", unit="token",
         expected="a head index {low} .. {high} (the token's own index for the root)",
     )
-    positions = _unary_offsets(offsets)[sentence] + local * length + y
-    return y, positions
+    return y, _arc_positions(y, offsets)
+
+
+def _arc_positions(y, offsets):
+    """Flat positions in the arc scores of the arcs of checked encoded trees ``y``."""
+    sentence, local, length = _token_layout(offsets)
+    return _unary_offsets(offsets)[sentence] + local * length + y
 
 
 def heads_to_states(heads, offsets):
@@ -517,6 +521,7 @@ class TreeDecoder(Decoder):
     output_kind = "tree"
     capabilities = frozenset({"map", "marginals", "loss_augmented_map", "parts"})
     score_types = TreeScores
+    _example_name = "sentence"
     _parameter_constraints: dict = {"projective": ["boolean"], "single_root": ["boolean"]}
 
     def __init__(self, projective=False, single_root=False):
@@ -645,12 +650,13 @@ class TreeDecoder(Decoder):
     def cost_augmented(self, scores, y_true, task_loss):
         """Scores η + c whose tree scores are θ_y + Δ(y_true, y), exactly.
 
-        For the Hamming loss Δ(y_true, y) = Σ_m 1[y_m ≠ y_true_m] (a token with the wrong
-        head, root included), the cost of arc (m, h) is c[m, h] = 1[h ≠ y_true_m],
-        divided by n with ``normalize=True``. Then ⟨c, a_y⟩ = Δ(y_true, y) for every
-        tree y, with no per-sentence constant.
+        For a loss that counts the tokens with a wrong head (root included) with weights
+        w (:meth:`~skstruct.losses.TaskLoss.mismatch_weights`: the Hamming loss, w = 1, or
+        1 / n with ``normalize=True``), Δ(y_true, y) = Σ_m w_m 1[y_m ≠ y_true_m] and the
+        cost of arc (m, h) is c[m, h] = w_m 1[h ≠ y_true_m]. Then ⟨c, a_y⟩ = Δ(y_true, y)
+        for every tree y, with no per-sentence constant.
 
-        Another loss that is a sum over tokens gives its costs with
+        Another loss that decomposes over parts gives its costs with
         ``unary_costs(y_true, offsets, n_states)``, called with ``n_states`` the length
         of the longest sentence: the cost of arc (m, h) is its entry [m, h].
 
@@ -660,41 +666,32 @@ class TreeDecoder(Decoder):
         y_true : ndarray of shape (n_tokens,), int
             Encoded gold trees, stacked.
         task_loss : HammingLoss or TaskLoss with ``unary_costs``, or a loss name
-            HammingLoss without ``class_costs``.
+            HammingLoss without ``class_costs`` (states are head positions, not
+            classes).
 
         Returns
         -------
         TreeScores
         """
-        scores = self._check_scores(scores)
-        task_loss = check_task_loss_argument(task_loss)
-        if not isinstance(task_loss, HammingLoss):
-            return self._unary_cost_augmented(scores, y_true, task_loss)
-        if task_loss.class_costs is not None:
-            raise ValueError(
-                "HammingLoss(class_costs=...) is not supported for trees: states are head "
-                "positions, not classes shared across sentences. Use "
-                "HammingLoss(class_costs=None)."
-            )
-        _, positions = _check_states(y_true, scores.offsets, name="y_true")
-        lengths = scores.lengths
-        per_sentence = 1.0 / lengths if task_loss.normalize else np.ones(lengths.shape[0])
-        costs = np.repeat(per_sentence, lengths**2)
-        costs[positions] = 0.0
-        return scores.replace(unary=scores.unary + costs)
+        return super().cost_augmented(scores, y_true, task_loss)
 
-    def _unary_cost_augmented(self, scores, y_true, task_loss):
-        if not hasattr(task_loss, "unary_costs"):
-            raise no_exact_loss_augmented_map(
-                self, task_loss, "margin",
-                "HammingLoss only among the built-in losses (a token with the wrong head "
-                "costs 1), and user losses with per-token costs, under margin rescaling",
-                f"For a loss that is a sum over tokens, implement "
-                f"{type(task_loss).__name__}.unary_costs(y_true, offsets, n_states) (called "
-                "with n_states the longest sentence's length: entry [m, h] is the cost of "
-                "head h for token m, shape (n_tokens, n_states)).",
+    def _cost_augmented(self, scores, y_true, task_loss):
+        weights = task_loss.mismatch_weights(scores.offsets)
+        if weights is not None:
+            check_task_loss_values(weights, task_loss, "mismatch_weights")
+            lengths = scores.lengths
+            costs = np.repeat(np.asarray(weights, dtype=np.float64),
+                              np.repeat(lengths, lengths))
+            costs[_arc_positions(y_true, scores.offsets)] = 0.0
+            return scores.replace(unary=scores.unary + costs)
+        if getattr(task_loss, "class_costs", None) is not None:
+            raise ValueError(
+                f"{type(task_loss).__name__}(class_costs=...) is not supported for trees: "
+                "states are head positions, not classes shared across sentences. Use "
+                f"{type(task_loss).__name__}(class_costs=None)."
             )
-        y_true, _ = _check_states(y_true, scores.offsets, name="y_true")
+        if task_loss.decomposition != "parts":
+            raise self._unsupported_loss(task_loss, "margin")
         lengths = scores.lengths
         width = int(lengths.max()) if lengths.size else 0
         costs = np.asarray(task_loss.unary_costs(y_true, scores.offsets, width),
@@ -704,9 +701,28 @@ class TreeDecoder(Decoder):
                 f"{task_loss!r}.unary_costs returned shape {costs.shape}; expected "
                 f"({y_true.shape[0]}, {width}), one cost per token and head position."
             )
+        check_task_loss_values(costs, task_loss, "unary_costs")
         # the arcs of token m are its sentence's row m: stacked token by token, in order
         heads = np.arange(width) < np.repeat(lengths, lengths)[:, None]
         return scores.replace(unary=scores.unary + costs[heads])
+
+    def _unsupported_loss(self, task_loss, rescaling):
+        if rescaling != "margin":
+            return no_exact_loss_augmented_map(
+                self, task_loss, rescaling,
+                "HammingLoss only among the built-in losses, and user losses with "
+                "per-token costs, under rescaling='margin' only",
+                "Use rescaling='margin'.",
+            )
+        return no_exact_loss_augmented_map(
+            self, task_loss, "margin",
+            "HammingLoss only among the built-in losses (a token with the wrong head "
+            "costs 1), and user losses with per-token costs, under margin rescaling",
+            f"For a loss that is a sum over tokens, implement "
+            f"{type(task_loss).__name__}.unary_costs(y_true, offsets, n_states) (called "
+            "with n_states the longest sentence's length: entry [m, h] is the cost of "
+            "head h for token m, shape (n_tokens, n_states)).",
+        )
 
     def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
         """argmax_y θ_y + Δ(y_true, y) for every sentence, exactly (Hamming loss).
@@ -728,13 +744,11 @@ class TreeDecoder(Decoder):
         -------
         ndarray of shape (n_tokens,), int64
         """
-        self._check_scores(scores)
-        task_loss = check_task_loss_argument(task_loss)
-        if rescaling != "margin":
-            raise no_exact_loss_augmented_map(
-                self, task_loss, rescaling,
-                "HammingLoss only among the built-in losses, and user losses with "
-                "per-token costs, under rescaling='margin' only",
-                "Use rescaling='margin'.",
-            )
-        return self.map(self.cost_augmented(scores, y_true, task_loss))
+        return super().loss_augmented_map(scores, y_true, task_loss, rescaling)
+
+    def compiled_oracle(self, task_loss, rescaling, y, y_offsets):
+        """The compiled per-sentence oracle of trees (see
+        :meth:`Decoder.compiled_oracle`)."""
+        from ._tree_oracles import compiled_tree_oracle
+
+        return compiled_tree_oracle(self, task_loss, rescaling, y, y_offsets)

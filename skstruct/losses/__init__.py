@@ -2,6 +2,11 @@
 
 Task losses measure the cost of a prediction; training losses are what an estimator
 minimizes, with value and gradient with respect to the part scores.
+
+Task losses are plain definitions (:mod:`._base`, :mod:`._counting`, :mod:`._task`) that
+declare how they decompose; the decoders import them, never the other way round. The
+training losses (:mod:`._training`) call the decoder they are given and import no
+decoder module.
 """
 
 from ._counting import (
@@ -12,7 +17,8 @@ from ._counting import (
     PrecisionLoss,
     RecallLoss,
 )
-from ._task import HammingLoss, TaskLoss, ZeroOneLoss, check_task_loss
+from ._base import TaskLoss
+from ._task import HammingLoss, ZeroOneLoss, check_task_loss
 from ._training import (
     CRFLoss,
     PerceptronLoss,

@@ -19,7 +19,7 @@ import numbers
 
 import numpy as np
 
-from ._task import TaskLoss
+from ._base import TaskLoss
 
 __all__ = [
     "CountingLoss",
@@ -29,6 +29,8 @@ __all__ = [
     "IoULoss",
     "LabelCountLoss",
     "MismatchCount",
+    "BinaryErrorCosts",
+    "mismatch_count_form",
 ]
 
 
@@ -53,6 +55,8 @@ class CountingLoss(TaskLoss):
     the loss must know which encoded states are positive: ``loss.bind(classes)`` (by
     ``outside_label``) or ``loss.with_positive_states(mask)``.
     """
+
+    decomposition = "counts"
 
     #: Names of the statistics G, in order: "tp" (true positives), "fp" (false positives),
     #: "pos" (predicted positives), "err" (mislabeled tokens).
@@ -275,3 +279,61 @@ class MismatchCount(CountingLoss):
     def eta(self, stats, n_gold):
         errors = stats[..., 0].astype(np.float64)
         return (errors > 0).astype(np.float64) if self.zero_one else errors
+
+
+class BinaryErrorCosts(CountingLoss):
+    """Δ = c_FP FP + c_FN FN of binary labels, as a count-statistic loss of (TP, FP).
+
+    With N* gold positives, FN = N* − TP. The form of a Hamming loss (with class costs,
+    normalized or not) on multilabel outputs, where "on" is the positive state: see
+    :meth:`HammingLoss.binary_counts`.
+
+    Parameters
+    ----------
+    fp_cost : float
+        The cost of turning on a label that is off in the gold output.
+    fn_cost : float
+        The cost of turning off a label that is on in the gold output.
+    """
+
+    statistic_names = ("tp", "fp")
+
+    def __init__(self, fp_cost, fn_cost):
+        super().__init__()
+        self.fp_cost = fp_cost
+        self.fn_cost = fn_cost
+
+    def eta(self, stats, n_gold):
+        return self.fp_cost * stats[..., 1] + self.fn_cost * (n_gold - stats[..., 0])
+
+
+def mismatch_count_form(task_loss, offsets):
+    """A :class:`MismatchCount` whose slack-rescaled argmax is that of ``task_loss``.
+
+    Slack rescaling maximizes Δ(y_true, y) (1 + θ_y − θ_{y_true}); multiplying Δ by a
+    positive factor per example leaves the argmax in place. So the 0/1 loss is
+    η(G) = 1[G > 0] of the number G of mislabeled tokens, and a loss whose
+    :meth:`~TaskLoss.mismatch_weights` are the same positive number within every
+    example (Hamming, normalized or not) is η(G) = G up to that factor.
+
+    Parameters
+    ----------
+    task_loss : TaskLoss
+    offsets : ndarray of shape (n_examples + 1,)
+
+    Returns
+    -------
+    MismatchCount or None
+        None when the loss is of neither form.
+    """
+    if task_loss.zero_one:
+        return MismatchCount(zero_one=True)
+    weights = task_loss.mismatch_weights(offsets)
+    if weights is None:
+        return None
+    weights = np.asarray(weights, dtype=np.float64)
+    lengths = np.diff(offsets)
+    first = weights[offsets[:-1]]
+    if np.all(first > 0) and np.array_equal(weights, np.repeat(first, lengths)):
+        return MismatchCount()
+    return None

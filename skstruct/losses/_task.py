@@ -2,28 +2,18 @@
 
 import numpy as np
 
+from ._base import TaskLoss, check_task_loss_values
+from ._counting import (
+    BinaryErrorCosts,
+    FBetaLoss,
+    IoULoss,
+    LabelCountLoss,
+    PrecisionLoss,
+    RecallLoss,
+)
+
 __all__ = ["TaskLoss", "HammingLoss", "ZeroOneLoss", "check_task_loss",
            "check_task_loss_values"]
-
-
-class TaskLoss:
-    """Base class of task losses.
-
-    A task loss is called as ``loss(y_true, y_pred, offsets)`` on encoded labels of all
-    tokens, stacked, and returns Δ of every example, shape (n_sequences,). Δ(y, y) = 0 and
-    Δ ≥ 0. Losses that decompose over tokens also provide
-    ``unary_costs(y_true, offsets, n_states)``: the (n_tokens, n_states) array whose entry
-    ``[t, s]`` is the cost of predicting ``s`` at token ``t``, so that
-    Δ(y_true, y) = Σ_t costs[t, y_t]; decoders then do loss-augmented inference by adding
-    it to the unary scores.
-    """
-
-    def __call__(self, y_true, y_pred, offsets):
-        raise NotImplementedError
-
-    def __repr__(self):
-        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
-        return f"{type(self).__name__}({params})"
 
 
 class HammingLoss(TaskLoss):
@@ -49,6 +39,8 @@ class HammingLoss(TaskLoss):
     >>> loss(np.array([0, 1, 1, 0]), np.array([0, 0, 1, 1]), offsets=np.array([0, 3, 4]))
     array([1., 1.])
     """
+
+    decomposition = "parts"
 
     def __init__(self, normalize=False, class_costs=None):
         self.normalize = normalize
@@ -98,6 +90,20 @@ class HammingLoss(TaskLoss):
         """Per-token costs of every state, shape (n_tokens, n_states)."""
         return self._cost_matrix(n_states)[y_true] * self._token_scale(offsets)[:, None]
 
+    def mismatch_weights(self, offsets):
+        """1 per token (1 / length when normalized); None with ``class_costs``."""
+        if self.class_costs is not None:
+            return None
+        return self._token_scale(offsets)
+
+    def binary_counts(self, n_labels):
+        """Δ = c(0, 1) FP + c(1, 0) FN on ``n_labels`` binary labels (divided by
+        ``n_labels`` when normalized), as a :class:`BinaryErrorCosts`."""
+        # one-token examples, so that a normalized loss is not divided here
+        costs = self.unary_costs(np.array([0, 1]), np.array([0, 1, 2]), 2)
+        scale = 1.0 / n_labels if self.normalize else 1.0
+        return BinaryErrorCosts(scale * costs[0, 1], scale * costs[1, 0])
+
 
 class ZeroOneLoss(TaskLoss):
     """1 if any token is mislabeled, else 0.
@@ -110,14 +116,14 @@ class ZeroOneLoss(TaskLoss):
     array([0., 1.])
     """
 
+    zero_one = True
+
     def __call__(self, y_true, y_pred, offsets):
         wrong = (np.asarray(y_true) != np.asarray(y_pred)).astype(np.float64)
         return np.maximum.reduceat(wrong, offsets[:-1])
 
 
 def _task_losses():
-    from ._counting import FBetaLoss, IoULoss, LabelCountLoss, PrecisionLoss, RecallLoss
-
     return {
         "hamming": HammingLoss,
         "zero_one": ZeroOneLoss,
@@ -155,42 +161,3 @@ def check_task_loss(loss, name="loss"):
     if not isinstance(loss, TaskLoss):
         raise TypeError(f"{name} must be a string or a TaskLoss; got {type(loss).__name__}.")
     return loss
-
-
-def check_task_loss_values(values, task_loss, what="values", shape=None):
-    """Reject task-loss values that are negative, NaN or infinite.
-
-    A task loss must satisfy Δ ≥ 0 (and Δ(y, y) = 0): with negative values the structured
-    hinge is no longer an upper bound of the loss and the solvers' step sizes and duality
-    gaps lose their meaning, so a user's loss that breaks this is an error, not a model.
-
-    Parameters
-    ----------
-    values : ndarray
-        What the loss returned (Δ per example, or its ``unary_costs``).
-    task_loss : TaskLoss
-    what : str, default="values"
-        Which output of the loss, for the message.
-    shape : tuple, default=None
-        The shape the values must have (one Δ per example: ``(n_examples,)``).
-    """
-    try:
-        values = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{task_loss!r} returned non-numeric {what}.") from None
-    if shape is not None and values.shape != tuple(shape):
-        raise ValueError(
-            f"{task_loss!r} returned {what} of shape {values.shape}; expected {tuple(shape)}"
-            " (a task loss returns one value per example: loss(y_true, y_pred, offsets) "
-            "has shape (len(offsets) - 1,))."
-        )
-    if not np.all(np.isfinite(values)):
-        raise ValueError(
-            f"{task_loss!r} returned NaN or infinite {what}; a task loss must return finite "
-            "values."
-        )
-    if np.any(values < 0):
-        raise ValueError(
-            f"{task_loss!r} returned negative {what} (smallest {values.min():.6g}); a task "
-            "loss must satisfy Δ(y_true, y) >= 0 and Δ(y, y) = 0."
-        )

@@ -2,8 +2,9 @@
 
 import numpy as np
 
-from ..decoders._base import check_capability
-from ._task import check_task_loss, check_task_loss_values
+from ..utils._capabilities import check_capability
+from ._base import check_task_loss_values
+from ._task import check_task_loss
 
 __all__ = [
     "TrainingLoss",
@@ -61,7 +62,7 @@ class CRFLoss(TrainingLoss):
 
     def __init__(self, cost=None):
         self.cost = None if cost is None else check_task_loss(cost, "cost")
-        if self.cost is not None and not hasattr(self.cost, "unary_costs"):
+        if self.cost is not None and self.cost.decomposition != "parts":
             raise ValueError(
                 f"The softmax-margin cost must decompose over tokens; "
                 f"{type(self.cost).__name__} does not."
@@ -138,13 +139,17 @@ class StructuredHingeLoss(TrainingLoss):
         return y_hat, delta
 
     def values(self, decoder, scores, y_true, gold):
-        """The losses alone, shape (n_examples,); cheaper than ``__call__`` when the task
-        loss decomposes over tokens under margin rescaling (one max-score Viterbi)."""
-        if self.rescaling == "margin" and hasattr(self.task_loss, "unary_costs") and (
-                hasattr(scores, "transition")):
-            costs = self.task_loss.unary_costs(y_true, scores.offsets, scores.n_states)
-            check_task_loss_values(costs, self.task_loss, "unary_costs")
-            _, best = decoder.map(scores.replace(unary=scores.unary + costs), return_score=True)
+        """The losses alone, shape (n_examples,).
+
+        Cheaper than ``__call__`` when the task loss decomposes over parts under margin
+        rescaling and the decoder declares ``exact_cost_augmentation`` (its
+        cost-augmented scores score every output θ_y + Δ(y_true, y), with no constant):
+        then max_y θ_y + Δ(y_true, y) is one MAP score, with no parts to build.
+        """
+        if (self.rescaling == "margin" and self.task_loss.decomposition == "parts"
+                and getattr(decoder, "exact_cost_augmentation", False)):
+            augmented = decoder.cost_augmented(scores, y_true, self.task_loss)
+            _, best = decoder.map(augmented, return_score=True)
             return np.maximum(best - gold.dot(scores), 0.0)
         return self(decoder, scores, y_true, gold=gold)[0]
 
@@ -177,7 +182,8 @@ class SparseMAPLoss(TrainingLoss):
         ℓ(η; ȳ) = max_{μ ∈ M} [ηᵀμ − ½‖u‖²] − [θ_ȳ − ½‖m_ȳ‖²],
 
     with gradient μ* − a_ȳ, where μ* = [u*; v*] is the SparseMAP solution
-    (:func:`~skstruct.decoders.sparsemap`, which needs only MAP calls). With a ``cost``,
+    (the decoder's :meth:`~skstruct.decoders.Decoder.sparsemap`: by default the active
+    set, which needs only MAP calls). With a ``cost``,
     η is replaced by the cost-augmented scores η + c (⟨c, a_y⟩ = Δ(ȳ, y) up to a
     constant), in the maximization and in the gold term alike, so ℓ ≥ 0 still holds and
     ℓ = 0 exactly when ȳ wins by the margin Δ.
@@ -218,13 +224,11 @@ class SparseMAPLoss(TrainingLoss):
 
     def solve(self, decoder, scores, y_true, init=None):
         """The SparseMAP solution at the (cost-augmented) scores, and those scores."""
-        from ..decoders._sparsemap import sparsemap
-
         augmented = scores
         if self.cost is not None:
             augmented = decoder.cost_augmented(scores, y_true, self.cost)
-        result = sparsemap(decoder, augmented, max_iter=self.max_iter, tol=self.tol,
-                           init=init)
+        result = decoder.sparsemap(augmented, max_iter=self.max_iter, tol=self.tol,
+                                   init=init)
         return result, augmented
 
     def __call__(self, decoder, scores, y_true, gold=None, warm_start=None):
