@@ -1,16 +1,14 @@
 """Block-coordinate Frank–Wolfe on the dual of the structured SVM (margin rescaling)."""
 
 import copy
-import time
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
-from ..decoders import ChainDecoder
-from ..features import LinearChainFeatures
-from ._bcfw_chain import bcfw_chain_pass
-from ._lbfgs import OptimizeResult
+from ._engine import compiled_problem, loss_rescaling
+from ._progress import Progress
+from ._result import OptimizeResult
 
 __all__ = ["minimize_bcfw", "structured_hinge_primal"]
 
@@ -24,7 +22,7 @@ def structured_hinge_primal(risk, w):
 
 def minimize_bcfw(
     risk, *, max_iter=50, tol=1e-3, averaging=True, random_state=None, verbose=0,
-    callback=None, printer=print,
+    callback=None, printer=print, _force_python=False,
 ):
     """Structured SVM by block-coordinate Frank–Wolfe on the dual.
 
@@ -68,112 +66,99 @@ def minimize_bcfw(
     η_i = A_i w the part scores of example i. A_iᵀ d touches only the parameters of the
     features present in example i.
 
+    When the feature map and the decoder offer a compiled form
+    (:func:`~skstruct.optim._engine.compiled_problem`), every pass is one compiled call
+    (:func:`~skstruct.optim._engine_kernels.bcfw_pass`) with the same arithmetic;
+    otherwise the steps run as a Python loop.
+
     References
     ----------
     Lacoste-Julien, Jaggi, Schmidt & Pletscher (2013). Block-coordinate Frank–Wolfe
     optimization for structural SVMs. ICML.
     """
-    loss = risk.loss
-    if getattr(loss, "rescaling", None) != "margin":
+    if getattr(risk.loss, "rescaling", None) != "margin":
         raise ValueError("BCFW solves the structured SVM with margin rescaling only.")
     rng = check_random_state(random_state)
-    features, decoder, lam = risk.features, risk.decoder, risk.alpha
+    lam = risk.alpha
     if lam <= 0:
         raise ValueError("BCFW needs a positive regularization strength alpha.")
     n = risk.n_examples
-    omega = risk.weights
-    w = np.zeros(features.n_params)
-    lazy = np.zeros(features.n_params)
-    zero_scores = features.scores(risk.batch, w)
-    gold = risk.gold(zero_scores)
-    duals = gold * 0.0  # c_i = 0 for all i: every block at its gold output
-    ell = np.zeros(n)
-    ell_avg_total = 0.0
-    examples = [risk.example(i) for i in range(n)] if not _can_fuse(risk) else None
-    curve, gaps = [], []
-    start = time.perf_counter()
-    step = 0
-    message, converged = "maximum number of passes reached", False
-    fused = _fused_pass(risk, w, lazy, duals, ell, averaging)
+    known, rescaling = loss_rescaling(risk.loss)
+    problem = None if (_force_python or not known) else compiled_problem(risk, rescaling)
+    if problem is not None:
+        run = problem.bcfw(risk.weights, lam, averaging)
+    else:
+        run = _PythonBCFW(risk, lam, averaging)
     primal_risk = _sparse_view(risk)
-    ell_total = 0.0
+    progress = Progress(verbose, callback, printer, unit="pass")
+    message, converged = "maximum number of passes reached", False
+    gaps = []
     for _ in range(max_iter):
-        order = rng.permutation(n)
-        if fused is not None:
-            step, ell_avg_total = fused(order, step, ell_avg_total)
-        else:
-            for i in order:
-                batch_i, y_i = examples[i]
-                scores_i = features.scores(batch_i, w)
-                y_hat, delta = loss.loss_augmented(decoder, scores_i, y_i)
-                c_i, gold_i = duals.example(i), gold.example(i)
-                d = c_i - (gold_i - decoder.parts(scores_i, y_hat))
-                indices, values = features.example_transpose(batch_i, d)
-                curvature = omega[i] ** 2 / lam * float(values @ values)
-                ell_s = omega[i] * float(delta[0])
-                numerator = omega[i] * float(d.dot(scores_i)[0]) - ell[i] + ell_s
-                gamma = min(max(numerator / curvature, 0.0), 1.0) if curvature > 0 else 0.0
-                update = (gamma * omega[i] / lam) * values
-                w[indices] -= update
-                if averaging:
-                    lazy[indices] -= (step + 1) * (step + 2) / 2.0 * update
-                c_i -= d * gamma
-                ell_total += gamma * (ell_s - ell[i])
-                ell[i] += gamma * (ell_s - ell[i])
-                step += 1
-                ell_avg_total += (2.0 / (step + 2)) * (ell_total - ell_avg_total)
-        w_avg = w - lazy / ((step + 1) * (step + 2) / 2.0)
-        current, dual_sum = (w_avg, ell_avg_total) if averaging else (w, ell.sum())
+        run.run_pass(rng.permutation(n))
+        current, dual_sum = run.current()
         primal, _ = structured_hinge_primal(primal_risk, current)
         gap = primal - (dual_sum - 0.5 * lam * float(current @ current))
-        curve.append(primal)
         gaps.append(gap)
-        if verbose:
-            printer(f"pass {len(curve):4d}  objective {primal: .8e}  gap {gap:.3e}  "
-                    f"time {time.perf_counter() - start:8.2f}s")
-        if callback is not None and callback(len(curve), current, primal):
+        if progress.report(current, primal, gap=gap):
             message, converged = "stopped by callback", True
             break
         if gap <= tol:
             message, converged = "duality gap below tol", True
             break
-    result = OptimizeResult(
-        w=w - lazy / ((step + 1) * (step + 2) / 2.0) if averaging else w.copy(),
-        n_iter=len(curve), converged=converged,
-        objective_curve=curve, message=message, n_evaluations=step,
-    )
-    result.duality_gaps = gaps
-    return result
-
-
-def _can_fuse(risk):
-    return (
-        isinstance(risk.features, LinearChainFeatures)
-        and type(risk.decoder) is ChainDecoder
-        and hasattr(risk.loss.task_loss, "unary_costs")
+    return OptimizeResult(
+        w=run.current()[0], n_iter=progress.n_iter, converged=converged,
+        objective_curve=progress.curve, message=message, n_evaluations=run.step,
+        duality_gaps=gaps,
     )
 
 
-def _fused_pass(risk, w, lazy, duals, ell, averaging):
-    """The compiled pass for chains with token-decomposable losses, or None."""
-    if not _can_fuse(risk):
-        return None
-    batch, features = risk.batch, risk.features
-    X = batch.X if sp.issparse(batch.X) else sp.csr_matrix(batch.X)
-    costs = risk.loss.task_loss.unary_costs(risk.y, batch.offsets, features.n_states)
-    params, accumulator = features.unpack(w), features.unpack(lazy)
-    avg_ell = np.zeros(1)
+class _PythonBCFW:
+    """The BCFW steps as a Python loop (any decoder and feature map with
+    ``example_transpose``); the same arithmetic as the compiled pass."""
 
-    def run(order, step, ell_avg_total):
-        avg_ell[0] = ell_avg_total
-        step = bcfw_chain_pass(
-            X.data, X.indices, X.indptr, batch.offsets, risk.y, costs, *params,
-            duals.unary, duals.transition, duals.start, duals.end, ell, risk.weights,
-            risk.alpha, order, averaging, *accumulator, avg_ell, step,
-        )
-        return step, avg_ell[0]
+    def __init__(self, risk, lam, averaging):
+        self.risk, self.lam, self.averaging = risk, lam, averaging
+        n_params = risk.features.n_params
+        self.w = np.zeros(n_params)
+        self.lazy = np.zeros(n_params)
+        self.gold = risk.gold_parts()
+        self.duals = self.gold * 0.0  # c_i = 0 for all i: every block at its gold output
+        self.ell = np.zeros(risk.n_examples)
+        self.ell_total = 0.0
+        self.ell_avg_total = 0.0
+        self.step = 0
+        self.examples = [risk.example(i) for i in range(risk.n_examples)]
 
-    return run
+    def run_pass(self, order):
+        risk, w, lam, ell = self.risk, self.w, self.lam, self.ell
+        features, decoder, omega = risk.features, risk.decoder, risk.weights
+        for i in order:
+            batch_i, y_i = self.examples[i]
+            scores_i = features.scores(batch_i, w)
+            y_hat, delta = risk.loss.loss_augmented(decoder, scores_i, y_i)
+            c_i = self.duals.example(i)
+            d = c_i - (self.gold.example(i) - decoder.parts(scores_i, y_hat))
+            indices, values = features.example_transpose(batch_i, d)
+            curvature = omega[i] ** 2 / lam * float(values @ values)
+            ell_s = omega[i] * float(delta[0])
+            numerator = omega[i] * float(d.dot(scores_i)[0]) - ell[i] + ell_s
+            gamma = min(max(numerator / curvature, 0.0), 1.0) if curvature > 0 else 0.0
+            update = (gamma * omega[i] / lam) * values
+            w[indices] -= update
+            if self.averaging:
+                self.lazy[indices] -= (self.step + 1) * (self.step + 2) / 2.0 * update
+            c_i -= d * gamma
+            self.ell_total += gamma * (ell_s - ell[i])
+            ell[i] += gamma * (ell_s - ell[i])
+            self.step += 1
+            self.ell_avg_total += (2.0 / (self.step + 2)) * (self.ell_total
+                                                             - self.ell_avg_total)
+
+    def current(self):
+        if self.averaging:
+            return (self.w - self.lazy / ((self.step + 1) * (self.step + 2) / 2.0),
+                    self.ell_avg_total)
+        return self.w.copy(), float(self.ell.sum())
 
 
 def _sparse_view(risk):

@@ -1,18 +1,24 @@
-"""Stochastic subgradient descent with iterate averaging (Pegasos steps)."""
+"""Stochastic subgradient descent with iterate averaging (Pegasos steps), and the
+structured perceptron.
 
-import time
+Both visit one example at a time. When the feature map and the decoder offer a compiled
+form (:func:`~skstruct.optim._engine.compiled_problem`), every pass runs in compiled code;
+otherwise (a user's decoder or loss) the same steps run as a Python loop.
+"""
 
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._lbfgs import OptimizeResult
+from ._engine import compiled_problem, loss_rescaling
+from ._progress import Progress
+from ._result import OptimizeResult
 
 __all__ = ["minimize_subgradient", "perceptron"]
 
 
 def minimize_subgradient(
     risk, w0=None, *, max_iter=50, tol=0.0, averaging=True, random_state=None, verbose=0,
-    callback=None, printer=print, first_step=0,
+    callback=None, printer=print, first_step=0, _force_python=False,
 ):
     """Minimize (λ/2) ‖w‖² + Σ_i ω_i ℓ_i(w) by stochastic subgradient steps.
 
@@ -48,6 +54,13 @@ def minimize_subgradient(
         ``objective_curve`` holds the objective of the returned iterate after each pass;
         ``n_evaluations`` is the step counter reached.
 
+    Notes
+    -----
+    With the structured hinge or perceptron loss and a feature map and decoder that offer
+    a compiled form, the passes run in compiled code in O(nnz of the example) per step:
+    w is kept as a w' with a scalar a, so the shrink (1 − η_t λ) is one multiplication,
+    and the average lazily (see :func:`~skstruct.optim._engine_kernels.subgradient_pass`).
+
     References
     ----------
     Shalev-Shwartz, Singer, Srebro & Cotter (2011). Pegasos: primal estimated sub-gradient
@@ -56,51 +69,64 @@ def minimize_subgradient(
     prediction. AISTATS.
     """
     rng = check_random_state(random_state)
-    features, decoder, loss, lam = risk.features, risk.decoder, risk.loss, risk.alpha
+    lam = risk.alpha
     if lam <= 0:
         raise ValueError("The subgradient solver needs a positive regularization alpha.")
     n = risk.n_examples
-    omega = risk.weights
-    w = np.zeros(features.n_params) if w0 is None else np.array(w0, dtype=np.float64)
-    w_avg = w.copy()
-    gold = risk.gold(features.scores(risk.batch, w))
-    examples = [risk.example(i) for i in range(n)]
-    curve = []
-    start = time.perf_counter()
-    step = first_step
+    w = (np.zeros(risk.features.n_params) if w0 is None
+         else np.array(w0, dtype=np.float64))
+    scales = n * risk.weights
+    known, rescaling = loss_rescaling(risk.loss)
+    problem = None if (_force_python or not known) else compiled_problem(risk, rescaling)
+    if problem is not None:
+        run = problem.subgradient(w, scales, lam, averaging, first_step)
+    else:
+        run = _PythonSubgradient(risk, w, scales, lam, averaging, first_step)
+    progress = Progress(verbose, callback, printer, unit="pass")
     message, converged = "maximum number of passes reached", False
     for _ in range(max_iter):
-        for i in rng.permutation(n):
-            batch_i, y_i = examples[i]
-            scores_i = features.scores(batch_i, w)
-            _, grad = loss(decoder, scores_i, y_i, gold=gold.example(i))
-            eta = 1.0 / (lam * (step + 2))
-            w *= 1.0 - eta * lam
-            indices, values = features.example_transpose(batch_i, grad)
-            w[indices] -= eta * n * omega[i] * values
-            step += 1
-            if averaging:
-                w_avg += (2.0 / (step - first_step + 2)) * (w - w_avg)
-        current = w_avg if averaging else w
+        run.run_pass(rng.permutation(n))
+        current = run.current()
         value = risk.value(current)
-        curve.append(value)
-        if verbose:
-            printer(f"pass {len(curve):4d}  objective {value: .8e}  "
-                    f"time {time.perf_counter() - start:8.2f}s")
-        if callback is not None and callback(len(curve), current, value):
+        if progress.report(current, value):
             message, converged = "stopped by callback", True
             break
+        curve = progress.curve
         if tol > 0 and len(curve) > 1 and curve[-2] - value <= tol * abs(curve[-2]):
             message, converged = "relative decrease below tol", True
             break
     return OptimizeResult(
-        w=(w_avg if averaging else w).copy(), n_iter=len(curve), converged=converged,
-        objective_curve=curve, message=message, n_evaluations=step,
+        w=run.current(), n_iter=progress.n_iter, converged=converged,
+        objective_curve=progress.curve, message=message, n_evaluations=run.step,
     )
 
 
+class _PythonSubgradient:
+    """The subgradient steps as a Python loop (any loss, decoder and feature map with
+    ``example_transpose``)."""
+
+    def __init__(self, risk, w, scales, lam, averaging, first_step):
+        self.risk, self.w, self.scales, self.lam = risk, w, scales, lam
+        self.averaging, self.first_step, self.step = averaging, first_step, first_step
+        self.w_avg = w.copy()
+
+    def run_pass(self, order):
+        risk, w, lam = self.risk, self.w, self.lam
+        for i in order:
+            indices, values = risk.example_gradient(i, w)
+            eta = 1.0 / (lam * (self.step + 2))
+            w *= 1.0 - eta * lam
+            w[indices] -= eta * self.scales[i] * values
+            self.step += 1
+            if self.averaging:
+                self.w_avg += (2.0 / (self.step - self.first_step + 2)) * (w - self.w_avg)
+
+    def current(self):
+        return (self.w_avg if self.averaging else self.w).copy()
+
+
 def perceptron(risk, w0=None, *, max_iter=10, averaging=True, random_state=None, verbose=0,
-               callback=None, printer=print):
+               callback=None, printer=print, _force_python=False):
     """The structured perceptron: w ← w − A_iᵀ(a_ŷ − a_{y_i}) after each mistake.
 
     Parameters
@@ -122,45 +148,71 @@ def perceptron(risk, w0=None, *, max_iter=10, averaging=True, random_state=None,
         ``objective_curve`` holds the fraction of examples mispredicted during each pass;
         ``converged`` is True when a pass made no mistake.
 
+    Notes
+    -----
+    With a feature map and decoder that offer a compiled form, the passes run in compiled
+    code; the average is kept lazily (an accumulator of t Δw_t), so that an update costs
+    the nonzeros of the example's mistaken parts.
+
     References
     ----------
     Collins (2002). Discriminative training methods for hidden Markov models. EMNLP.
     """
     rng = check_random_state(random_state)
-    features, decoder, loss = risk.features, risk.decoder, risk.loss
     n = risk.n_examples
-    w = np.zeros(features.n_params) if w0 is None else np.array(w0, dtype=np.float64)
-    w_avg = w.copy()
-    gold = risk.gold(features.scores(risk.batch, w))
-    examples = [risk.example(i) for i in range(n)]
-    curve = []
-    start = time.perf_counter()
-    step = 0
+    w = (np.zeros(risk.features.n_params) if w0 is None
+         else np.array(w0, dtype=np.float64))
+    scales = n * risk.weights
+    known, rescaling = loss_rescaling(risk.loss)
+    problem = (None if (_force_python or not known or rescaling is not None)
+               else compiled_problem(risk, None))
+    if problem is not None:
+        run = problem.perceptron(w, scales, averaging)
+    else:
+        run = _PythonPerceptron(risk, w, scales, averaging)
+    progress = Progress(verbose, callback, printer, unit="pass")
     message, converged = "maximum number of passes reached", False
     for _ in range(max_iter):
-        mistakes = 0
-        for i in rng.permutation(n):
-            batch_i, y_i = examples[i]
-            value, grad = loss(decoder, features.scores(batch_i, w), y_i, gold=gold.example(i))
-            if np.any(grad.unary != 0):
-                mistakes += 1
-                indices, values = features.example_transpose(batch_i, grad)
-                w[indices] -= n * risk.weights[i] * values
-            step += 1
-            if averaging:
-                w_avg += (w - w_avg) / (step + 1)
-        curve.append(mistakes / n)
-        current = w_avg if averaging else w
-        if verbose:
-            printer(f"pass {len(curve):4d}  mistakes {mistakes:6d}  "
-                    f"time {time.perf_counter() - start:8.2f}s")
-        if callback is not None and callback(len(curve), current, mistakes / n):
+        mistakes = run.run_pass(rng.permutation(n))
+        if progress.report(run.current(), mistakes / n, mistakes=mistakes):
             message, converged = "stopped by callback", True
             break
         if mistakes == 0:
             message, converged = "no mistake in a pass", True
             break
     return OptimizeResult(
-        w=(w_avg if averaging else w).copy(), n_iter=len(curve), converged=converged,
-        objective_curve=curve, message=message, n_evaluations=step,
+        w=run.current(), n_iter=progress.n_iter, converged=converged,
+        objective_curve=progress.curve, message=message, n_evaluations=run.step,
     )
+
+
+class _PythonPerceptron:
+    """The perceptron steps as a Python loop (any decoder and feature map with
+    ``example_transpose``)."""
+
+    def __init__(self, risk, w, scales, averaging):
+        self.risk, self.w, self.scales, self.averaging = risk, w, scales, averaging
+        self.w_avg = w.copy()
+        self.step = 0
+        self.gold = risk.gold_parts()
+        self.examples = [risk.example(i) for i in range(risk.n_examples)]
+
+    def run_pass(self, order):
+        risk, w = self.risk, self.w
+        mistakes = 0
+        for i in order:
+            batch_i, y_i = self.examples[i]
+            _, grad = risk.loss(risk.decoder, risk.features.scores(batch_i, w), y_i,
+                                gold=self.gold.example(i))
+            if np.any(grad.unary != 0):
+                mistakes += 1
+                indices, values = risk.features.example_transpose(batch_i, grad)
+                w[indices] -= self.scales[i] * values
+            self.step += 1
+            if self.averaging:
+                self.w_avg += (w - self.w_avg) / (self.step + 1)
+        return mistakes
+
+    def current(self):
+        return (self.w_avg if self.averaging else self.w).copy()
+

@@ -1,0 +1,205 @@
+"""The compiled per-example engine of the incremental solvers.
+
+A per-example solver visits one example at a time: score it, ask the decoder for its
+(loss-augmented) MAP output, and move w along a sparse direction. In Python each visit
+costs a fraction of a millisecond of interpreter work whatever the example; here a whole
+pass runs in one compiled call (``_engine_kernels.py``).
+
+Nothing in this module knows a decoder or a feature map by its type. The feature map
+offers ``compiled_features(batch)`` (a :class:`~skstruct.features.CompiledFeatures`) and
+the decoder offers ``compiled_oracle(task_loss, rescaling, y, y_offsets)`` (a
+:class:`~skstruct.decoders._oracles.CompiledOracle`); :func:`compiled_problem` asks both
+and returns None when either has nothing to offer, and the solver then runs its Python
+loop. The training loss is read by its math: the structured perceptron loss is plain MAP,
+the structured hinge has a task loss and a rescaling.
+"""
+
+import numpy as np
+
+from ..losses import PerceptronLoss, StructuredHingeLoss
+from . import _engine_kernels as kernels
+
+__all__ = ["CompiledProblem", "compiled_problem", "loss_rescaling"]
+
+
+def loss_rescaling(loss):
+    """How the engine reads a training loss: (True, rescaling) or (False, None).
+
+    The structured perceptron loss is plain MAP (rescaling None); the structured hinge
+    gives its ``rescaling``; any other loss (or a subclass, which may change the math) has
+    no compiled form.
+    """
+    if type(loss) is PerceptronLoss:
+        return True, None
+    if type(loss) is StructuredHingeLoss:
+        return True, loss.rescaling
+    return False, None
+
+
+def compiled_problem(risk, rescaling):
+    """The compiled form of ``risk`` for per-example passes, or None.
+
+    Parameters
+    ----------
+    risk : RegularizedRisk
+    rescaling : {None, "margin", "slack"}
+        None for plain MAP (the perceptron); the task loss is the training loss's.
+
+    Returns
+    -------
+    CompiledProblem or None
+        None when the feature map has no ``compiled_features``, the decoder no
+        ``compiled_oracle``, or the decoder has no compiled form for this task loss and
+        rescaling.
+    """
+    offer_features = getattr(risk.features, "compiled_features", None)
+    offer_oracle = getattr(risk.decoder, "compiled_oracle", None)
+    if offer_features is None or offer_oracle is None:
+        return None
+    task_loss = None if rescaling is None else getattr(risk.loss, "task_loss", None)
+    oracle = offer_oracle(task_loss, rescaling, risk.y, risk.batch.output_offsets)
+    if oracle is None:
+        return None
+    features = offer_features(risk.batch)
+    if features.n_params != risk.features.n_params:
+        return None
+    return CompiledProblem(features, oracle)
+
+
+class CompiledProblem:
+    """A feature map and an oracle in compiled form, and the passes that use them.
+
+    Parameters
+    ----------
+    features : CompiledFeatures
+    oracle : CompiledOracle
+    """
+
+    def __init__(self, features, oracle):
+        self.features = features
+        self.oracle = oracle
+
+    @property
+    def n_params(self):
+        """Length of w."""
+        return self.features.n_params
+
+    def blocks(self, w):
+        """Views (W, b, pair) of a parameter vector ``w`` (``b`` empty without a bias)."""
+        f = self.features
+        cut = f.n_features * f.n_unary
+        bias = f.n_unary if f.has_bias else 0
+        return (w[:cut].reshape(f.n_features, f.n_unary), w[cut:cut + bias],
+                w[cut + bias:])
+
+    def perceptron(self, w0, scales, averaging):
+        """A :class:`PerceptronRun` from ``w0`` with update scales s_i = n ω_i."""
+        return PerceptronRun(self, w0, scales, averaging)
+
+    def subgradient(self, w0, scales, lam, averaging, first_step):
+        """A :class:`SubgradientRun` (Pegasos steps) from ``w0``."""
+        return SubgradientRun(self, w0, scales, lam, averaging, first_step)
+
+    def bcfw(self, weights, lam, averaging):
+        """A :class:`BCFWRun` from w = 0, all blocks at their gold output."""
+        return BCFWRun(self, weights, lam, averaging)
+
+
+class PerceptronRun:
+    """State of the averaged perceptron between compiled passes (see
+    :func:`~skstruct.optim._engine_kernels.perceptron_pass`)."""
+
+    def __init__(self, problem, w0, scales, averaging):
+        self.problem = problem
+        self.w = np.array(w0, dtype=np.float64)
+        self.acc = np.zeros_like(self.w)
+        self.scales = np.ascontiguousarray(scales, dtype=np.float64)
+        self.averaging = bool(averaging)
+        self.step = 0
+
+    def run_pass(self, order):
+        """One pass over ``order``; returns the number of mistakes."""
+        p = self.problem
+        self.step, mistakes = kernels.perceptron_pass(
+            p.features, p.oracle, *p.blocks(self.w), *p.blocks(self.acc), self.scales,
+            np.asarray(order, dtype=np.int64), self.step, self.averaging)
+        return int(mistakes)
+
+    def current(self):
+        """The returned iterate: the average of w_0 .. w_T, or w_T."""
+        if not self.averaging:
+            return self.w.copy()
+        return self.w - self.acc / (self.step + 1)
+
+
+class SubgradientRun:
+    """State of Pegasos steps between compiled passes: w = a v and w̄ = α u + β v (see
+    :func:`~skstruct.optim._engine_kernels.subgradient_pass`). After every pass both are
+    made explicit again (a = α = 1, β = 0), which keeps the scalars near 1."""
+
+    def __init__(self, problem, w0, scales, lam, averaging, first_step):
+        self.problem = problem
+        self.v = np.array(w0, dtype=np.float64)
+        self.u = self.v.copy()
+        self.state = np.array([1.0, 1.0, 0.0])
+        self.scales = np.ascontiguousarray(scales, dtype=np.float64)
+        self.lam = float(lam)
+        self.averaging = bool(averaging)
+        self.first_step = int(first_step)
+        self.step = int(first_step)
+
+    def run_pass(self, order):
+        """One pass over ``order``."""
+        p = self.problem
+        self.step = kernels.subgradient_pass(
+            p.features, p.oracle, *p.blocks(self.v), self.state, *p.blocks(self.u),
+            self.scales, self.lam, np.asarray(order, dtype=np.int64), self.step,
+            self.first_step, self.averaging)
+        a, alpha, beta = self.state
+        self.v *= a
+        if self.averaging:
+            self.u *= alpha
+            self.u += beta / a * self.v if a != 0 else 0.0
+        self.state[:] = (1.0, 1.0, 0.0)
+
+    def current(self):
+        """The returned iterate (between passes): w̄ or w."""
+        return (self.u if self.averaging else self.v).copy()
+
+
+class BCFWRun:
+    """State of block-coordinate Frank–Wolfe between compiled passes (see
+    :func:`~skstruct.optim._engine_kernels.bcfw_pass`)."""
+
+    def __init__(self, problem, weights, lam, averaging):
+        self.problem = problem
+        f = problem.features
+        n = f.n_examples
+        self.w = np.zeros(f.n_params)
+        self.lazy = np.zeros(f.n_params)
+        self.dual_unary = np.zeros((f.row_offsets[-1], f.n_unary))
+        self.dual_pair = np.zeros((n, f.n_pair))
+        self.ell = np.zeros(n)
+        self.sums = np.zeros(2)  # Σ_i ℓ_i and its running average
+        self.weights = np.ascontiguousarray(weights, dtype=np.float64)
+        self.lam = float(lam)
+        self.averaging = bool(averaging)
+        self.step = 0
+        self._scratch = np.zeros((f.n_features, f.n_unary))
+        self._touched = np.zeros(f.n_features, dtype=np.bool_)
+        self._touched_list = np.zeros(f.n_features, dtype=np.int64)
+
+    def run_pass(self, order):
+        """One pass over ``order``."""
+        p = self.problem
+        self.step = kernels.bcfw_pass(
+            p.features, p.oracle, *p.blocks(self.w), *p.blocks(self.lazy), self.dual_unary,
+            self.dual_pair, self.ell, self.sums, self.weights, self.lam,
+            np.asarray(order, dtype=np.int64), self.step, self.averaging, self._scratch,
+            self._touched, self._touched_list)
+
+    def current(self):
+        """(w̄, averaged Σ ℓ) with averaging, else (w, Σ ℓ)."""
+        if self.averaging:
+            return self.w - self.lazy / ((self.step + 1) * (self.step + 2) / 2.0), self.sums[1]
+        return self.w.copy(), float(self.ell.sum())
