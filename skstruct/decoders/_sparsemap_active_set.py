@@ -225,7 +225,7 @@ def _drop_unused(pool, sets, n_active, final):
     (always when ``final``), and renumber the active slots."""
     active = sets.active(n_active)
     used = np.unique(sets.support[active])
-    if not final and pool.n < 2 * used.shape[0] + 1024:
+    if used.shape[0] == pool.n or (not final and pool.n < 2 * used.shape[0] + 1024):
         return
     remap = pool.keep(used)
     sets.support[active] = remap[sets.support[active]]

@@ -1,7 +1,8 @@
 """Compiled steps of the SparseMAP solvers, batched over examples.
 
 Every structure seen by the solver lives in a *pool*: its unary indicator vector m_s as
-sorted sparse entries (``pool_idx[pool_ptr[s]:pool_ptr[s + 1]]``, ``pool_val[...]``, local
+sorted sparse entries (``pool_idx[pool_ptr[s]:pool_ptr[s + 1]]``, ``pool_val[...]``; an
+empty ``pool_val`` means that every value is 1, as for indicator vectors; local
 to its example's unary block) and its score θ_s. Example ``e`` keeps ``n_active[e]``
 active structures in its own slots ``support[slot_ptr[e]:slot_ptr[e + 1]]`` (the first
 ``n_active[e]`` are used) with weights in the same positions of ``weights``; its unary
@@ -37,6 +38,12 @@ ROUNDING = 1e-13
 ACTIVE_SET, VANILLA_FW, AWAY_FW, PAIRWISE_FW = 0, 1, 2, 3
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _value(pool_val, p):
+    """Entry ``p``'s value: 1 when the pool stores indicator vectors (no values)."""
+    return pool_val[p] if pool_val.shape[0] > 0 else 1.0
+
+
 @njit(cache=True, nogil=True)
 def _lift(pool_ptr, pool_idx, pool_val, s):
     """ρ² for an example whose first structure is ``s``."""
@@ -52,7 +59,7 @@ def _gram(pool_ptr, pool_idx, pool_val, a, b, lift):
     total = 0.0
     while i < i_end and j < j_end:
         if pool_idx[i] == pool_idx[j]:
-            total += pool_val[i] * pool_val[j]
+            total += _value(pool_val, i) * _value(pool_val, j)
             i += 1
             j += 1
         elif pool_idx[i] < pool_idx[j]:
@@ -72,7 +79,7 @@ def _same_structure(pool_ptr, pool_idx, pool_val, pool_theta, a, b):
         return False
     for q in range(length):
         if (pool_idx[pool_ptr[a] + q] != pool_idx[pool_ptr[b] + q]
-                or pool_val[pool_ptr[a] + q] != pool_val[pool_ptr[b] + q]):
+                or _value(pool_val, pool_ptr[a] + q) != _value(pool_val, pool_ptr[b] + q)):
             return False
     return True
 
@@ -82,7 +89,7 @@ def _dot_dense(pool_ptr, pool_idx, pool_val, s, dense, base):
     """⟨m_s, dense[base:]⟩."""
     total = 0.0
     for p in range(pool_ptr[s], pool_ptr[s + 1]):
-        total += pool_val[p] * dense[base + pool_idx[p]]
+        total += _value(pool_val, p) * dense[base + pool_idx[p]]
     return total
 
 
@@ -259,7 +266,7 @@ def _write_unary(u, base, size, support, weights, k, pool_ptr, pool_idx, pool_va
     for j in range(k):
         s = support[j]
         for p in range(pool_ptr[s], pool_ptr[s + 1]):
-            u[base + pool_idx[p]] += weights[j] * pool_val[p]
+            u[base + pool_idx[p]] += weights[j] * _value(pool_val, p)
 
 
 @njit(cache=True, nogil=True)
@@ -410,10 +417,10 @@ def _combination(size, s, t, ws, wt, pool_ptr, pool_idx, pool_val):
     out = np.zeros(size)
     if s >= 0:
         for p in range(pool_ptr[s], pool_ptr[s + 1]):
-            out[pool_idx[p]] += ws * pool_val[p]
+            out[pool_idx[p]] += ws * _value(pool_val, p)
     if t >= 0:
         for p in range(pool_ptr[t], pool_ptr[t + 1]):
-            out[pool_idx[p]] += wt * pool_val[p]
+            out[pool_idx[p]] += wt * _value(pool_val, p)
     return out
 
 
@@ -563,3 +570,14 @@ def support_coefficients(support_ptr, support, lift, pool_ptr, pool_idx, pool_va
         along = z_p.sum() / ratio if ratio != 0.0 else 0.0
         for j in range(k):
             out[first + j] = z_p[j] - along * z_1[j]
+
+
+@njit(cache=True, nogil=True)
+def gather_blocks(source, ptr, ids, out):
+    """Concatenate the blocks ``source[ptr[s]:ptr[s + 1]]`` of structures ``ids`` into
+    ``out`` (sized to their total), without an index array of that total."""
+    position = 0
+    for s in ids:
+        for q in range(ptr[s], ptr[s + 1]):
+            out[position] = source[q]
+            position += 1
