@@ -408,6 +408,14 @@ class Decoder(BaseEstimator):
     given to ``parts``, ``score_outputs``, ``cost_augmented`` and ``loss_augmented_map``
     must fit the scores: the right shape, integers, every state in range
     (:func:`check_encoded_outputs`).
+
+    Loss-augmented MAP has one default, :meth:`loss_augmented_map`, built on what the
+    task loss declares (:attr:`~skstruct.losses.TaskLoss.decomposition`): a family
+    implements only the hooks it can answer exactly (``_cost_augmented``,
+    ``_counting_form``, ``_count_augmented_map``, ``_zero_one_augmented_map``,
+    ``_unsupported_loss``), never a check of the loss's type. :meth:`sparsemap` (the
+    active set by default) and :meth:`compiled_oracle` (None by default) are operations a
+    family may replace with its own solver.
     """
 
     #: The operations this decoder answers (a subset of the names above).
