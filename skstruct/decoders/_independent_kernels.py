@@ -291,9 +291,29 @@ def rank_groups(unary, y_true, ranked):
             n_neg += 1
     positives = ranked[:n_pos]
     negatives = ranked[n_pos:n_labels]
-    positives.sort()
-    negatives.sort()
+    _sort(positives)
+    _sort(negatives)
     return positives, negatives
+
+
+#: Runs up to this length are sorted by insertion, longer ones by numpy's sort.
+_INSERTION_SORT_MAX = 48
+
+
+@njit(**_NJIT)
+def _sort(values):
+    """Sort ``values`` in place in increasing order (-inf first)."""
+    n = values.shape[0]
+    if n > _INSERTION_SORT_MAX:
+        values.sort()
+        return
+    for i in range(1, n):
+        v = values[i]
+        j = i - 1
+        while j >= 0 and values[j] > v:
+            values[j + 1] = values[j]
+            j -= 1
+        values[j + 1] = v
 
 
 @njit(**_NJIT)
