@@ -7,10 +7,10 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._linear_model import LinearStructuredModel, _arc_blocks
+from ._linear_model import LinearStructuredModel
 from .decoders import Decoder
 from .losses import CRFLoss, TaskLoss
-from .utils._sequences import check_sequences, split_sequences
+from .utils._sequences import check_sequences
 
 __all__ = ["CRF"]
 
@@ -42,7 +42,9 @@ class CRF(LinearStructuredModel):
         :class:`~skstruct.decoders.TreeDecoder` makes this a CRF over dependency trees
         (``X`` a list of (n_i * n_i, n_features) arc feature matrices, ``y`` a list of
         CoNLL head arrays; the partition function by the matrix-tree theorem, or
-        inside–outside when projective), with ``coef_`` of shape (n_features,).
+        inside–outside when projective), with ``coef_`` of shape (n_features,). A
+        :class:`~skstruct.decoders.MatchingDecoder` is an error: the partition function
+        of matchings is the permanent, #P-hard to compute.
     solver : {"lbfgs", "lbfgsb"}, default="lbfgs"
         ``"lbfgs"``: limited-memory BFGS with a strong-Wolfe line search
         (:func:`~skstruct.optim.minimize_lbfgs`); ``"lbfgsb"``: scipy's L-BFGS-B, same
@@ -106,6 +108,7 @@ class CRF(LinearStructuredModel):
     """
 
     _output_kinds = ("sequence", "tree")
+    _decoder_operations = ("marginals", "map")
 
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="left")],
@@ -178,9 +181,7 @@ class CRF(LinearStructuredModel):
         """
         batch = self._validate_prediction_data(X)
         _, marginals = self.decoder_.marginals(self._scores(batch))
-        if self.output_kind_ == "tree":
-            return _arc_blocks(marginals.unary, batch.token_offsets)
-        return split_sequences(marginals.unary, batch.offsets)
+        return self._fitted_kind().unary_to_user(marginals.unary, batch)
 
     def predict_log_proba_sequences(self, X, y):
         """log p(y_i | x_i) of given label sequences.

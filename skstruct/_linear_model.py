@@ -9,7 +9,6 @@ from sklearn.exceptions import ConvergenceWarning
 from ._structured_base import StructuredEstimator
 from .decoders import check_capability
 from .optim import RegularizedRisk, minimize_lbfgs, minimize_lbfgsb
-from .utils._sequences import split_sequences
 
 __all__ = ["LinearStructuredModel"]
 
@@ -19,16 +18,18 @@ class LinearStructuredModel(StructuredEstimator):
 
     Fitted attributes: ``coef_`` (n_outputs, n_features) for every kind; for sequences
     ``transition_`` (n_classes, n_classes), ``start_transition_`` and ``end_transition_``
-    (n_classes,); for multiclass and multilabel ``intercept_`` (n_outputs,).
+    (n_classes,); for multiclass and multilabel ``intercept_`` (n_outputs,); for trees
+    and matchings ``coef_`` alone, of shape (n_features,). The output kind
+    (:mod:`skstruct.outputs`) stores and reads them.
     """
 
     def _make_decoder(self, kind, needs, y=None, batch=None):
-        """The decoder to use: ``self.decoder`` (cloned) or the default for ``kind``.
+        """The decoder to use: ``self.decoder`` (cloned) or the default of ``kind``.
 
         With the training outputs ``y`` (encoded, stacked over ``batch.output_offsets``),
         also checks that the decoder can produce them (e.g. projective gold trees).
         """
-        decoder = self._default_decoder(kind) if self.decoder is None else clone(self.decoder)
+        decoder = kind.default_decoder() if self.decoder is None else clone(self.decoder)
         decoder._validate_params()
         for capability, use in needs:
             check_capability(decoder, capability, use)
@@ -47,8 +48,7 @@ class LinearStructuredModel(StructuredEstimator):
             X, y, sample_weight
         )
         decoder = self._make_decoder(kind, needs, y_encoded, batch)
-        n_outputs = 0 if classes is None else len(classes)
-        features = self._feature_map(kind, batch.n_features, n_outputs)
+        features = kind.feature_map(batch.n_features, classes)
         cost = getattr(loss, "cost", None)
         if cost is not None:
             # Fail now, with the decoder's message, if the cost cannot enter the scores.
@@ -77,45 +77,23 @@ class LinearStructuredModel(StructuredEstimator):
 
     def _finish_fit(self, kind, classes, batch, features, decoder, result):
         """Store the fitted state; called once the solver returned (never half-written)."""
-        self.output_kind_ = kind
+        self.output_kind_ = kind.name
         self.classes_ = classes
         self.n_features_in_ = batch.n_features
         if batch.feature_names is not None:
             self.feature_names_in_ = batch.feature_names
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
-        self._store_params(features, result.w)
+        kind.store_coefficients(self, features, result.w)
         self.decoder_ = decoder
         self.n_iter_ = result.n_iter
         self.objective_curve_ = np.asarray(result.objective_curve)
 
     def _features(self):
-        n_outputs = 0 if self.classes_ is None else len(self.classes_)
-        return self._feature_map(self.output_kind_, self.n_features_in_, n_outputs)
-
-    def _store_params(self, features, w):
-        if self.output_kind_ == "tree":
-            self.coef_ = np.array(features.unpack(w), dtype=np.float64)
-            return
-        if self.output_kind_ == "sequence":
-            unary, transition, start, end = features.unpack(w)
-            self.transition_ = transition.copy()
-            self.start_transition_ = start.copy()
-            self.end_transition_ = end.copy()
-        else:
-            unary, bias = features.unpack(w)
-            self.intercept_ = bias.copy()
-        self.coef_ = np.ascontiguousarray(unary).T
+        return self._fitted_kind().feature_map(self.n_features_in_, self.classes_)
 
     def _params(self):
-        features = self._features()
-        if self.output_kind_ == "tree":
-            return features.pack(self.coef_)
-        if self.output_kind_ == "sequence":
-            return features.pack(
-                self.coef_.T, self.transition_, self.start_transition_, self.end_transition_
-            )
-        return features.pack(self.coef_.T, self.intercept_)
+        return self._fitted_kind().coefficients(self, self._features())
 
     def _initial_params(self, features, kind, classes, n_features):
         if not (self.warm_start and hasattr(self, "coef_")):
@@ -123,7 +101,7 @@ class LinearStructuredModel(StructuredEstimator):
         same_classes = (classes is None and self.classes_ is None) or (
             classes is not None and self.classes_ is not None
             and np.array_equal(classes, self.classes_))
-        if (kind != self.output_kind_ or not same_classes
+        if (kind.name != self.output_kind_ or not same_classes
                 or n_features != self.n_features_in_):
             previous = "" if self.classes_ is None else f"classes {self.classes_.tolist()}, "
             raise ValueError(
@@ -141,8 +119,9 @@ class LinearStructuredModel(StructuredEstimator):
 
     def decision_function(self, X):
         """Unary scores: per class (multiclass), per label (multilabel), per token and
-        class (sequences; transitions excluded), or per arc (trees: an (n_i, n_i) matrix
-        per sentence, entry [m, h] the score of head h for token m, the diagonal the root).
+        class (sequences; transitions excluded), per arc (trees: an (n_i, n_i) matrix
+        per sentence, entry [m, h] the score of head h for token m, the diagonal the
+        root), or per pair (matchings: an (n_rows_i, n_cols_i) matrix per instance).
 
         Parameters
         ----------
@@ -151,19 +130,8 @@ class LinearStructuredModel(StructuredEstimator):
         Returns
         -------
         ndarray of shape (n_samples, n_outputs), or list of ndarray of shape
-        (n_tokens_i, n_classes) for sequences, or of shape (n_i, n_i) for trees
+        (n_tokens_i, n_classes) for sequences, of shape (n_i, n_i) for trees, or of
+        shape (n_rows_i, n_cols_i) for matchings
         """
         batch = self._validate_prediction_data(X)
-        unary = self._scores(batch).unary
-        if self.output_kind_ == "tree":
-            return _arc_blocks(unary, batch.token_offsets)
-        if self.output_kind_ == "sequence":
-            return split_sequences(unary, batch.offsets)
-        return unary
-
-
-def _arc_blocks(unary, token_offsets):
-    """Split stacked modifier-major arc scores into one (n_i, n_i) matrix per sentence."""
-    lengths = np.diff(token_offsets)
-    cuts = np.cumsum(lengths * lengths)[:-1]
-    return [block.reshape(n, n) for block, n in zip(np.split(unary, cuts), lengths)]
+        return self._fitted_kind().unary_to_user(self._scores(batch).unary, batch)

@@ -3,15 +3,13 @@
 import warnings
 from numbers import Integral, Real
 
-import numpy as np
 from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._linear_model import LinearStructuredModel, _arc_blocks
+from ._linear_model import LinearStructuredModel
 from .decoders import Decoder, sparsemap
 from .losses import SparseMAPLoss, TaskLoss
-from .utils._sequences import split_sequences
 
 __all__ = ["SparseMAPClassifier"]
 
@@ -30,8 +28,9 @@ class SparseMAPClassifier(LinearStructuredModel):
     including those (matchings) that have no partition function. With a ``cost``, the
     scores inside are cost-augmented (m-SparseMAP), a margin like the SSVM's.
 
-    Works for sequences (chains), multiclass, multilabel and dependency trees
-    (``decoder=TreeDecoder()``); the kind of output is read from ``y`` as for the other
+    Works for sequences (chains), multiclass, multilabel, dependency trees
+    (``decoder=TreeDecoder()``) and bipartite matchings (``decoder=MatchingDecoder()``);
+    the kind of output is read from ``y`` as for the other
     estimators. ``predict`` returns the MAP output; :meth:`predict_distribution` returns
     the sparse distribution over structures of every example.
 
@@ -65,13 +64,15 @@ class SparseMAPClassifier(LinearStructuredModel):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,) or None
-        Labels seen in ``fit`` (label indices for multilabel; None for trees).
-    coef_ : ndarray of shape (n_outputs, n_features), or (n_features,) for trees
+        Labels seen in ``fit`` (label indices for multilabel; None for trees and
+        matchings).
+    coef_ : ndarray of shape (n_outputs, n_features), or (n_features,) for trees and
+        matchings
     transition_, start_transition_, end_transition_ : ndarray
         Pairwise scores (sequences only).
     intercept_ : ndarray of shape (n_outputs,)
         Multiclass and multilabel only.
-    output_kind_ : {"sequence", "multiclass", "multilabel", "tree"}
+    output_kind_ : {"sequence", "multiclass", "multilabel", "tree", "matching"}
     decoder_ : Decoder
     n_features_in_ : int
     n_iter_ : int
@@ -101,6 +102,8 @@ class SparseMAPClassifier(LinearStructuredModel):
     >>> clf.predict(X).tolist()
     [0, 1, 1, 0]
     """
+
+    _decoder_operations = ("map", "parts")
 
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="left")],
@@ -150,10 +153,11 @@ class SparseMAPClassifier(LinearStructuredModel):
         Parameters
         ----------
         X : list of (n_tokens_i, n_features) matrices (sequences), a (n_samples,
-            n_features) matrix (multiclass, multilabel), or a list of (n_i * n_i,
-            n_features) arc feature matrices (trees)
-        y : list of label arrays, 1-D labels, 0/1 indicator matrix, or list of CoNLL
-            head arrays
+            n_features) matrix (multiclass, multilabel), a list of (n_i * n_i,
+            n_features) arc feature matrices (trees), or a list of (n_rows_i, n_cols_i,
+            n_features) pair feature arrays (matchings)
+        y : list of label arrays, 1-D labels, 0/1 indicator matrix, list of CoNLL
+            head arrays, or list of matched-column arrays (-1 for an unmatched row)
         sample_weight : array-like of shape (n_examples,), default=None
 
         Returns
@@ -191,15 +195,12 @@ class SparseMAPClassifier(LinearStructuredModel):
         -------
         list of ndarray of shape (n_tokens_i, n_classes) (sequences), ndarray of shape
         (n_samples, n_outputs) (multiclass: probabilities; multilabel: p(label on)), or
-        list of (n_i, n_i) arc probability matrices (trees)
+        list of (n_i, n_i) arc probability matrices (trees), or list of
+        (n_rows_i, n_cols_i) pair probability matrices (matchings)
             Most entries are exactly zero.
         """
         batch, result = self._solve(X)
-        if self.output_kind_ == "tree":
-            return _arc_blocks(result.unary.reshape(-1), batch.token_offsets)
-        if self.output_kind_ == "sequence":
-            return split_sequences(result.unary, batch.offsets)
-        return result.unary
+        return self._fitted_kind().unary_to_user(result.unary, batch)
 
     def predict_distribution(self, X):
         """The sparse distribution over structures of every example.
@@ -212,26 +213,15 @@ class SparseMAPClassifier(LinearStructuredModel):
         -------
         list of (outputs, weights)
             One pair per example: ``outputs`` is a list of the structures in the support
-            (in the form ``predict`` returns them: a label array, a label, a 0/1 row or a
-            head array), by decreasing weight; ``weights`` their positive weights, which
-            sum to one.
+            (in the form ``predict`` returns them: a label array, a label, a 0/1 row, a
+            head array or a matched-column array), by decreasing weight; ``weights``
+            their positive weights, which sum to one.
         """
         batch, result = self._solve(X)
+        kind = self._fitted_kind()
         distributions = []
         for i in range(result.n_examples):
             encoded, weights = result.distribution(i)
-            distributions.append(([self._output_to_user(o) for o in encoded], weights))
+            distributions.append(([kind.decode_one(o, self.classes_) for o in encoded],
+                                  weights))
         return distributions
-
-    def _output_to_user(self, encoded):
-        """One example's encoded output in the user's form."""
-        encoded = np.asarray(encoded)
-        if self.output_kind_ == "tree":
-            from .decoders._tree import states_to_heads
-
-            return states_to_heads(encoded, np.array([0, encoded.shape[0]]))
-        if self.output_kind_ == "sequence":
-            return self.classes_[encoded]
-        if self.output_kind_ == "multiclass":
-            return self.classes_[int(encoded.reshape(-1)[0])]
-        return encoded.reshape(-1).astype(np.int64)

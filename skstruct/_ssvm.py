@@ -12,11 +12,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._linear_model import LinearStructuredModel
 from .decoders import Decoder
-from .decoders._constrained import check_training_table_memory
 from .utils._params import N_JOBS_CONSTRAINT
-from .losses import CountingLoss, PerceptronLoss, StructuredHingeLoss, TaskLoss
-from .losses import check_task_loss
-from .losses._task import check_task_loss_values
+from .losses import PerceptronLoss, StructuredHingeLoss, TaskLoss
 from .optim import (
     RegularizedRisk,
     minimize_bcfw,
@@ -44,42 +41,6 @@ def _threads(n_jobs):
         numba.set_num_threads(previous)
 
 
-def _n_outputs(classes):
-    return 0 if classes is None else len(classes)
-
-
-def _bind_task_loss(loss, kind, classes):
-    task_loss = check_task_loss(loss, "loss")
-    if isinstance(task_loss, CountingLoss):
-        if kind == "multilabel":
-            return task_loss.with_positive_states([False, True])
-        return task_loss.bind(classes)
-    return task_loss
-
-
-def _check_task_loss_on_gold(task_loss, y, offsets, n_states):
-    """Δ(y, y) = 0 and non-negative per-token costs, checked once before training.
-
-    Catches a user's loss that breaks Δ ≥ 0 before any solver relies on it (the solvers
-    also check every Δ they compute).
-    """
-    if hasattr(task_loss, "unary_costs"):  # first: it checks class costs against n_states
-        check_task_loss_values(task_loss.unary_costs(y, offsets, n_states), task_loss,
-                               "unary_costs", shape=(y.shape[0], n_states))
-    n_examples = offsets.shape[0] - 1
-    on_gold = task_loss(y, y, offsets)
-    check_task_loss_values(on_gold, task_loss, "values on the gold outputs",
-                           shape=(n_examples,))
-    if np.any(on_gold != 0):
-        raise ValueError(f"{task_loss!r} is not 0 on the gold outputs; Δ(y, y) must be 0.")
-    if n_examples == y.shape[0] and not isinstance(task_loss, CountingLoss):
-        # Multiclass: one token an example, so Δ(a, b) for every pair of classes is cheap.
-        gold = np.repeat(np.arange(n_states), n_states)
-        pred = np.tile(np.arange(n_states), n_states)
-        check_task_loss_values(task_loss(gold, pred, np.arange(n_states**2 + 1)),
-                               task_loss, "values", shape=(n_states**2,))
-
-
 class StructuredSVM(LinearStructuredModel):
     """Structured support vector machine with margin or slack rescaling.
 
@@ -97,6 +58,9 @@ class StructuredSVM(LinearStructuredModel):
         :class:`~skstruct.decoders.MultilabelDecoder` for a 2-D indicator matrix. Pass a
         :class:`~skstruct.decoders.TreeDecoder` for dependency trees (``X`` a list of
         (n_i * n_i, n_features) arc feature matrices, ``y`` a list of CoNLL head arrays;
+        Hamming loss, margin rescaling), or a :class:`~skstruct.decoders.MatchingDecoder`
+        for bipartite matchings (``X`` a list of (n_rows_i, n_cols_i, n_features) pair
+        feature arrays, ``y`` a list of matched-column arrays, -1 for an unmatched row;
         Hamming loss, margin rescaling).
     loss : {"hamming", "zero_one", "f1", "iou", "precision", "recall", "label_count"} or \
 TaskLoss, default="hamming"
@@ -146,7 +110,7 @@ TaskLoss, default="hamming"
         Pairwise scores (sequences only).
     intercept_ : ndarray of shape (n_outputs,)
         Multiclass and multilabel only.
-    output_kind_ : {"sequence", "multiclass", "multilabel", "tree"}
+    output_kind_ : {"sequence", "multiclass", "multilabel", "tree", "matching"}
     loss_ : TaskLoss
         The task loss used, bound to the classes.
     decoder_ : Decoder
@@ -176,6 +140,8 @@ TaskLoss, default="hamming"
     >>> StructuredSVM(alpha=0.1, random_state=0).fit(X, y).predict(X).tolist()
     ['a', 'b', 'b', 'a']
     """
+
+    _decoder_operations = ("loss_augmented_map", "map")
 
     _parameter_constraints = {
         "decoder": [None, Decoder],
@@ -231,9 +197,11 @@ TaskLoss, default="hamming"
         Parameters
         ----------
         X : list of (n_tokens_i, n_features) matrices (sequences) or a (n_samples,
-            n_features) matrix, dense or sparse
-        y : list of label arrays (sequences), 1-D labels (multiclass) or a 0/1 indicator
-            matrix (n_samples, n_labels) (multilabel)
+            n_features) matrix, dense or sparse; arc features (trees) or pair features
+            (matchings) with the matching decoder
+        y : list of label arrays (sequences), 1-D labels (multiclass), a 0/1 indicator
+            matrix (n_samples, n_labels) (multilabel), CoNLL head arrays (trees) or
+            matched-column arrays (matchings)
         sample_weight : array-like of shape (n_examples,), default=None
 
         Returns
@@ -254,19 +222,14 @@ TaskLoss, default="hamming"
         kind, batch, classes, y_encoded, weights = self._validate_training_data(
             X, y, sample_weight
         )
-        task_loss = _bind_task_loss(self.loss, kind, classes)
-        if kind in ("sequence", "multiclass"):
-            _check_task_loss_on_gold(task_loss, y_encoded, batch.offsets, len(classes))
+        task_loss = kind.bind_task_loss(self.loss, classes)
+        kind.check_task_loss(task_loss, y_encoded, batch, classes)
         decoder = self._make_decoder(kind, [("loss_augmented_map", "StructuredSVM training"),
                                             ("map", "StructuredSVM prediction")],
                                      y_encoded, batch)
-        features = self._feature_map(kind, batch.n_features, _n_outputs(classes))
+        features = kind.feature_map(batch.n_features, classes)
         w0 = self._initial_params(features, kind, classes, batch.n_features)
-        if kind == "sequence" and isinstance(task_loss, CountingLoss):
-            check_training_table_memory(
-                decoder, features.scores(batch, w0), y_encoded, task_loss,
-                "the training data",
-            )
+        kind.check_training_memory(task_loss, decoder, features, batch, y_encoded, w0)
         risk = RegularizedRisk(features, batch, y_encoded, decoder,
                                StructuredHingeLoss(task_loss, self.rescaling), self.alpha,
                                weights)
@@ -348,6 +311,8 @@ class StructuredPerceptron(LinearStructuredModel):
     [['N', 'V'], ['V']]
     """
 
+    _decoder_operations = ("map",)
+
     _parameter_constraints = {
         "decoder": [None, Decoder],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -387,7 +352,7 @@ class StructuredPerceptron(LinearStructuredModel):
             X, y, sample_weight
         )
         decoder = self._make_decoder(kind, [("map", "StructuredPerceptron")], y_encoded, batch)
-        features = self._feature_map(kind, batch.n_features, _n_outputs(classes))
+        features = kind.feature_map(batch.n_features, classes)
         w0 = self._initial_params(features, kind, classes, batch.n_features)
         risk = RegularizedRisk(features, batch, y_encoded, decoder, PerceptronLoss(), 0.0,
                                weights)

@@ -1,83 +1,20 @@
-"""What every structured estimator shares: output kinds, input checks, label encoding.
+"""What every structured estimator shares: input checks and the output-kind lookup.
 
-Three kinds of outputs, told apart by the form of ``y``:
-
-- ``"sequence"``: ``y`` is a list of 1-D label arrays, ``X`` a list of per-sequence
-  (n_tokens_i, n_features) matrices; decoded by a chain.
-- ``"multiclass"``: ``y`` is a 1-D array of labels, ``X`` a 2-D (n_samples, n_features)
-  matrix.
-- ``"multilabel"``: ``y`` is a 2-D 0/1 indicator matrix (n_samples, n_labels),
-  ``X`` a 2-D matrix.
-- ``"tree"``: ``y`` is a list of CoNLL head arrays, ``X`` a list of per-sentence
-  (n_i * n_i, n_features) arc feature matrices (see :mod:`skstruct.utils._trees`); chosen
-  by passing a decoder whose ``output_kind`` is ``"tree"`` (a
-  :class:`~skstruct.decoders.TreeDecoder`), since heads look like sequence labels.
+The kind of output (sequences, multiclass, multilabel, trees, matchings, or one a user
+registers) is an :class:`~skstruct.outputs.OutputKind` object; this module picks it from
+the decoder or the data (:meth:`StructuredEstimator._output_kind`) and delegates to it
+everything that differs between kinds. See :mod:`skstruct.outputs`.
 """
 
-import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
-from sklearn.metrics import accuracy_score
-from sklearn.utils.validation import (
-    _get_feature_names,
-    check_array,
-    check_is_fitted,
-    column_or_1d,
-)
+from sklearn.utils.validation import check_is_fitted
 
-from .decoders import (
-    ChainDecoder,
-    MulticlassDecoder,
-    MulticlassScores,
-    MultilabelDecoder,
-    MultilabelScores,
-)
-from .features import LinearArcFeatures, LinearChainFeatures, LinearFeatures
-from .utils._features import check_feature_names
-from .utils._labels import check_label_types
-from .utils._trees import check_trees
-from .utils._sequences import (
-    SequenceBatch,
-    check_sequence_feature_names,
-    check_sample_weight_sequences,
-    check_sequences,
-    split_sequences,
-)
+from .outputs import get_output_kind, infer_output_kind, registered_output_kinds
+from .outputs._sequence import is_sequence_input
+from .utils._sequences import check_sample_weight_sequences
 
 __all__ = ["StructuredEstimator", "output_kind", "is_sequence_input"]
-
-_DECODERS = {"sequence": ChainDecoder, "multiclass": MulticlassDecoder,
-             "multilabel": MultilabelDecoder}
-
-_KIND_FORMS = {
-    "sequence": "X a list of (n_tokens, n_features) matrices, y a list of label arrays",
-    "multiclass": "X a 2-D (n_samples, n_features) matrix, y 1-D labels",
-    "multilabel": "X a 2-D (n_samples, n_features) matrix, y a 0/1 indicator matrix",
-    "tree": "X a list of (n * n, n_features) arc feature matrices, y a list of head arrays",
-}
-
-
-def is_sequence_input(X):
-    """True when ``X`` is a list of per-sequence 2-D matrices (or a 3-D array).
-
-    A 2-D array-like (ndarray, sparse matrix, DataFrame, list of feature rows) is tabular
-    data, one sample a row.
-    """
-    if sp.issparse(X):
-        return False
-    shape = getattr(X, "shape", None)
-    if shape is not None and not (isinstance(X, np.ndarray) and X.dtype == object):
-        return len(shape) == 3
-    try:
-        first = X[0]
-    except (TypeError, IndexError, KeyError):
-        return False
-    if sp.issparse(first):
-        return True
-    try:
-        return np.ndim(first) == 2
-    except ValueError:  # ragged rows: a malformed sequence, reported by check_sequences
-        return True
 
 
 def _reject_token_dicts(X, name):
@@ -108,34 +45,6 @@ def _check_container(data, what, name):
         raise TypeError(f"{what} must be {forms} in {name}; got {type(data).__name__}.")
 
 
-def _looks_like_label_sequences(y):
-    """A list of label arrays of different lengths or of non-numbers (not an indicator)."""
-    if not isinstance(y, (list, tuple)) or not y:
-        return False
-    try:
-        rows = [np.asarray(labels) for labels in y]
-    except ValueError:
-        return True
-    if any(r.ndim != 1 for r in rows):
-        return False
-    return len({r.shape[0] for r in rows}) > 1 or any(r.dtype.kind in "OUS" for r in rows)
-
-
-def _tabular_x_hint(X, y):
-    """What to change when tabular-looking X comes with per-sequence labels, or ''."""
-    if not _looks_like_label_sequences(y):
-        return ""
-    first = X[0] if isinstance(X, (list, tuple)) and len(X) else None
-    if first is not None and np.ndim(first) == 1:
-        return (" y is a list of label sequences, but sequence 0 of X is 1-D: each "
-                "sequence must be a 2-D (n_tokens, n_features) array (one feature per "
-                "token: x.reshape(-1, 1)).")
-    return (" y is a list of label sequences, but X is a single 2-D matrix: pass X as a "
-            "list of (n_tokens, n_features) matrices, one per sequence. If y lists the "
-            "labels of each sample (multilabel), turn it into a 0/1 indicator matrix with "
-            "sklearn.preprocessing.MultiLabelBinarizer.")
-
-
 def _n_examples(X):
     shape = getattr(X, "shape", None)
     if shape is not None and len(shape) >= 1:
@@ -147,37 +56,27 @@ def _n_examples(X):
 
 
 def output_kind(X, y):
-    """``"sequence"``, ``"multiclass"`` or ``"multilabel"`` from the forms of ``X`` and ``y``.
+    """The name of the output kind that ``X`` and ``y`` look like, without a decoder.
 
     A list of per-sequence matrices ``X`` means sequences (``y`` a list of label arrays,
     or a 2-D array with one row of labels per equal-length sequence). Tabular ``X`` means
-    multiclass for 1-D ``y`` (or a column vector) and multilabel for a 2-D ``y``.
+    multiclass for 1-D ``y`` (or a column vector) and multilabel for a 2-D ``y``. See
+    :func:`skstruct.outputs.infer_output_kind`.
     """
-    if is_sequence_input(X):
-        return "sequence"
-    if sp.issparse(y):
-        return "multilabel"
-    if isinstance(y, np.ndarray) and y.dtype != object:
-        return "multilabel" if y.ndim == 2 and y.shape[1] != 1 else "multiclass"
-    if hasattr(y, "iloc"):  # pandas
-        return "multilabel" if np.ndim(y) == 2 and y.shape[1] != 1 else "multiclass"
-    try:
-        first = y[0]
-    except (TypeError, IndexError, KeyError):
-        return "multiclass"
-    if isinstance(first, (str, bytes)) or np.ndim(first) == 0:
-        return "multiclass"
-    return "multilabel"
+    return infer_output_kind(X, y).name
 
 
 class StructuredEstimator(BaseEstimator):
-    """Base class of structured estimators over sequences, multiclass and multilabel data.
+    """Base class of structured estimators over every registered output kind.
 
-    Subclasses set ``_output_kinds`` (the kinds they accept), implement ``fit``, and use
-    the helpers below; ``predict`` and ``score`` are shared.
+    Subclasses may set ``_output_kinds`` (the names of the kinds they accept; None
+    accepts every registered kind) and ``_decoder_operations`` (the decoder operations
+    their training needs, checked against each kind's ``intractable_operations``),
+    implement ``fit``, and use the helpers below; ``predict`` and ``score`` are shared.
     """
 
-    _output_kinds = ("sequence", "multiclass", "multilabel", "tree")
+    _output_kinds = None
+    _decoder_operations = ()
 
     def set_params(self, **params):
         """Set parameters; ``decoder__<name>`` needs an explicit decoder.
@@ -205,43 +104,81 @@ class StructuredEstimator(BaseEstimator):
         return super().set_params(**params)
 
     def _output_kind(self, X, y):
-        """The output kind of the training data, checked against the estimator and decoder."""
+        """The output kind of the training data, checked against the estimator and decoder.
+
+        A decoder whose ``output_kind`` names a kind chosen by decoders (trees,
+        matchings) chooses it; otherwise the kind is read from ``X`` and ``y``.
+
+        Returns
+        -------
+        OutputKind
+        """
         name = type(self).__name__
-        declared = getattr(getattr(self, "decoder", None), "output_kind", None)
-        kind = "tree" if declared == "tree" else output_kind(X, y)
-        hint = _tabular_x_hint(X, y) if kind == "multilabel" else ""
-        if hint:
-            raise ValueError(f"X and y do not fit together in {name}.{hint}")
-        if declared is not None and declared != kind:
+        decoder = getattr(self, "decoder", None)
+        declared = getattr(decoder, "output_kind", None)
+        kind = None
+        if declared is not None:
+            if declared not in registered_output_kinds():
+                raise ValueError(
+                    f"{name} was given a {type(decoder).__name__}, which decodes {declared!r} "
+                    "outputs, but no output kind of that name is registered; register one "
+                    "with skstruct.outputs.register_output_kind."
+                )
+            if get_output_kind(declared).chosen_by_decoder:
+                kind = get_output_kind(declared)
+        if kind is None:
+            kind = infer_output_kind(X, y)
+        kind.check_data_form(X, y, name)
+        if declared is not None and declared != kind.decoder_kind:
             raise ValueError(
-                f"{name} was given a {type(self.decoder).__name__}, which decodes {declared} "
-                f"outputs, but X and y look like {kind} data ({_KIND_FORMS[kind]})."
+                f"{name} was given a {type(decoder).__name__}, which decodes {declared} "
+                f"outputs, but X and y look like {kind.name} data ({kind.form})."
             )
-        if kind not in self._output_kinds:
+        for operation in self._decoder_operations:
+            reason = kind.intractable_operations.get(operation)
+            if reason is not None:
+                raise ValueError(
+                    f"{name} cannot learn {kind.name} outputs: its training needs the "
+                    f"decoder operation {operation!r}, and {reason}."
+                )
+        accepted = self._output_kinds or registered_output_kinds()
+        if kind.name not in accepted:
             hint = ""
-            if "sequence" in self._output_kinds and kind != "sequence":
+            if "sequence" in accepted and kind.name != "sequence":
                 hint = (" Pass X as a list of 2-D arrays, one (n_tokens, n_features) array "
                         "per sequence; for a single sequence pass [X] and [y].")
             raise ValueError(
-                f"{name} takes {' or '.join(self._output_kinds)} outputs, but X and y look "
-                f"like {kind} data ({_KIND_FORMS[kind]}).{hint}"
+                f"{name} takes {' or '.join(accepted)} outputs, but X and y look "
+                f"like {kind.name} data ({kind.form}).{hint}"
+            )
+        if declared is None and kind.chosen_by_decoder:
+            decoder_name = type(kind.default_decoder()).__name__
+            raise ValueError(
+                f"X and y look like {kind.name} data ({kind.form}), which {name} learns "
+                f"with a decoder of {kind.name} outputs: pass "
+                f"{name}(decoder={decoder_name}())."
             )
         return kind
+
+    def _fitted_kind(self):
+        """The output kind of the fitted model (looked up by ``output_kind_``)."""
+        return get_output_kind(self.output_kind_)
 
     def _validate_training_data(self, X, y, sample_weight):
         """Check and encode training data.
 
         Returns
         -------
-        kind : str
+        kind : OutputKind
         batch : SequenceBatch
             Features; one row per example for tabular data (offsets 0, 1, ..., n). Its
             ``feature_names`` are the column names of a DataFrame ``X``, else None.
-        classes : ndarray of shape (n_classes,)
-            Sorted labels (sequences, multiclass) or label indices (multilabel).
+        classes : ndarray of shape (n_classes,) or None
+            Sorted labels (sequences, multiclass) or label indices (multilabel); None
+            for kinds without classes (trees, matchings).
         y_encoded : ndarray
-            (n_tokens,) or (n_samples,) class indices, or the (n_samples, n_labels) 0/1
-            matrix.
+            The outputs encoded as the decoder reads them (e.g. (n_tokens,) class
+            indices, or the (n_samples, n_labels) 0/1 matrix).
         weights : ndarray of shape (n_examples,)
         """
         name = type(self).__name__
@@ -254,50 +191,9 @@ class StructuredEstimator(BaseEstimator):
         _check_container(y, "y", name)
         _reject_token_dicts(X, name)
         kind = self._output_kind(X, y)
-        if kind == "tree":
-            from .decoders._tree import heads_to_states
-
-            batch, heads = check_trees(X, y, estimator=name)
-            y_encoded = heads_to_states(heads, batch.token_offsets)
-            weights = check_sample_weight_sequences(sample_weight, batch.n_sequences)
-            return kind, batch, None, y_encoded, weights
-        if kind == "sequence":
-            batch, y_flat = check_sequences(X, y, estimator=name)
-        else:
-            batch = _tabular_batch(X, name)
-        if kind == "multilabel":
-            classes, y_encoded = np.arange(_n_labels(y)), _check_indicator(y, batch, name)
-        else:
-            if kind == "multiclass":
-                y_flat = _check_multiclass_target(y, batch, name)
-            classes, y_encoded = np.unique(y_flat, return_inverse=True)
-            if classes.shape[0] < 2:
-                raise ValueError(
-                    f"{name} needs samples of at least 2 classes in the data, but the data "
-                    f"contains only one class: {classes.tolist()}."
-                )
-            y_encoded = y_encoded.astype(np.int64)
+        batch, classes, y_encoded = kind.check_training_data(X, y, name)
         weights = check_sample_weight_sequences(sample_weight, batch.n_sequences)
         return kind, batch, classes, y_encoded, weights
-
-    @staticmethod
-    def _default_decoder(kind):
-        if kind == "tree":
-            from .decoders._tree import TreeDecoder
-
-            return TreeDecoder()
-        return _DECODERS[kind]()
-
-    @staticmethod
-    def _feature_map(kind, n_features, n_outputs):
-        if kind == "tree":
-            from .decoders._tree import TreeScores
-
-            return LinearArcFeatures(n_features, TreeScores)
-        if kind == "sequence":
-            return LinearChainFeatures(n_features, n_outputs)
-        scores_type = MulticlassScores if kind == "multiclass" else MultilabelScores
-        return LinearFeatures(n_features, n_outputs, scores_type)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -306,33 +202,7 @@ class StructuredEstimator(BaseEstimator):
 
     def _validate_prediction_data(self, X):
         check_is_fitted(self)
-        name = type(self).__name__
-        if self.output_kind_ == "tree":
-            return check_trees(X, n_features=self.n_features_in_, estimator=name)[0]
-        if self.output_kind_ == "sequence":
-            batch, _ = check_sequences(X, n_features=self.n_features_in_, estimator=name)
-            check_sequence_feature_names(self, list(X))
-            return batch
-        check_feature_names(self, X)
-        batch = _tabular_batch(X, name)
-        if batch.n_features != self.n_features_in_:
-            raise ValueError(
-                f"X has {batch.n_features} features, but {name} is expecting "
-                f"{self.n_features_in_} features as input."
-            )
-        return batch
-
-    def _to_user(self, encoded, batch):
-        if self.output_kind_ == "tree":
-            from .decoders._tree import states_to_heads
-
-            heads = states_to_heads(encoded, batch.token_offsets)
-            return split_sequences(heads, batch.token_offsets)
-        if self.output_kind_ == "sequence":
-            return split_sequences(self.classes_[encoded], batch.offsets)
-        if self.output_kind_ == "multiclass":
-            return self.classes_[encoded]
-        return np.asarray(encoded, dtype=np.int64)
+        return self._fitted_kind().check_prediction_data(X, self)
 
     def predict(self, X):
         """Predict the output of every input.
@@ -340,20 +210,24 @@ class StructuredEstimator(BaseEstimator):
         Parameters
         ----------
         X : list of (n_tokens_i, n_features) matrices (sequences), a (n_samples,
-            n_features) matrix (multiclass, multilabel), or a list of (n_i * n_i,
-            n_features) arc feature matrices (trees)
+            n_features) matrix (multiclass, multilabel), a list of (n_i * n_i,
+            n_features) arc feature matrices (trees), or a list of (n_rows_i, n_cols_i,
+            n_features) pair feature arrays (matchings)
 
         Returns
         -------
         list of ndarray of shape (n_tokens_i,), ndarray of shape (n_samples,), 0/1
-        ndarray of shape (n_samples, n_labels), or list of CoNLL head arrays (n_i,)
+        ndarray of shape (n_samples, n_labels), list of CoNLL head arrays (n_i,), or list
+        of matched-column arrays (n_rows_i,)
         """
         batch = self._validate_prediction_data(X)
-        return self._to_user(self._decode(batch), batch)
+        return self._fitted_kind().decode(self._decode(batch), batch, self.classes_)
 
     def score(self, X, y, sample_weight=None):
-        """Token accuracy (sequences), attachment score (trees: the fraction of tokens with
-        the right head), accuracy (multiclass) or subset accuracy (multilabel).
+        """The output kind's score: token accuracy (sequences), attachment score (trees:
+        the fraction of tokens with the right head), accuracy (multiclass), subset
+        accuracy (multilabel), or the fraction of rows matched to their right column
+        (matchings).
 
         Parameters
         ----------
@@ -365,61 +239,5 @@ class StructuredEstimator(BaseEstimator):
         -------
         float
         """
-        from .metrics import token_accuracy
-
         y_pred = self.predict(X)
-        if self.output_kind_ in ("sequence", "tree"):
-            return token_accuracy(y, y_pred, sample_weight=sample_weight)
-        return accuracy_score(y, y_pred, sample_weight=sample_weight)
-
-
-def _tabular_batch(X, name):
-    """A 2-D (n_samples, n_features) matrix as a batch of one-row examples."""
-    if is_sequence_input(X):
-        raise ValueError(
-            f"{name} was fitted on tabular data (X a 2-D (n_samples, n_features) matrix), "
-            "but X is a list of per-sequence matrices."
-        )
-    feature_names = _get_feature_names(X)
-    X = check_array(X, accept_sparse="csr", dtype=np.float64, estimator=name)
-    batch = SequenceBatch(X, np.arange(X.shape[0] + 1))
-    batch.feature_names = feature_names
-    return batch
-
-
-def _n_labels(y):
-    return y.shape[1] if hasattr(y, "shape") and len(y.shape) == 2 else len(y[0])
-
-
-def _check_indicator(y, batch, name):
-    """A 0/1 (n_samples, n_labels) indicator matrix, as int64."""
-    try:
-        Y = check_array(y, accept_sparse="csr", estimator=name, ensure_2d=True,
-                        ensure_min_features=1)
-    except ValueError as exc:
-        raise ValueError(
-            f"y must be a 0/1 indicator matrix (n_samples, n_labels) for multilabel {name} "
-            f"with a 2-D X; for sequences pass X as a list of (n_tokens, n_features) "
-            f"matrices. ({exc})"
-        ) from None
-    Y = Y.toarray() if sp.issparse(Y) else Y
-    if Y.shape[0] != batch.n_sequences:
-        raise ValueError(f"X has {batch.n_sequences} samples but y has {Y.shape[0]} in {name}.")
-    if not np.isin(Y, (0, 1)).all():
-        raise ValueError(f"y must be a 0/1 indicator matrix for multilabel {name}.")
-    return Y.astype(np.int64)
-
-
-def _check_multiclass_target(y, batch, name):
-    """1-D labels of one type, one per sample (a column vector is raveled)."""
-    check_label_types([y], f" in {name}")
-    y_flat = np.asarray(y)
-    if y_flat.ndim == 2 and y_flat.shape[1] == 1:
-        y_flat = column_or_1d(y_flat, warn=True)
-    if y_flat.ndim != 1:
-        raise ValueError(f"y must be 1-D for multiclass {name}; got shape {y_flat.shape}.")
-    if y_flat.shape[0] != batch.n_sequences:
-        raise ValueError(
-            f"X has {batch.n_sequences} samples but y has {y_flat.shape[0]} in {name}."
-        )
-    return y_flat
+        return self._fitted_kind().score(y, y_pred, sample_weight=sample_weight)

@@ -1,0 +1,278 @@
+"""The output-kind interface and the registry the estimators consult."""
+
+import numpy as np
+
+from ..losses import CountingLoss, check_task_loss
+
+__all__ = [
+    "OutputKind",
+    "get_output_kind",
+    "infer_output_kind",
+    "registered_output_kinds",
+    "register_output_kind",
+]
+
+
+class OutputKind:
+    """What the estimators need to know about one kind of structured output.
+
+    An output kind turns the user's ``X`` and ``y`` into a batch and encoded outputs
+    (and back), names the default decoder and feature map, stores and reads the fitted
+    coefficients, shapes unary scores for the user and gives the default ``score``. The
+    estimators keep the kind's :attr:`name` in ``output_kind_`` and look the kind up in
+    the registry (:func:`get_output_kind`); they never switch on the name.
+
+    Subclasses set :attr:`name` and :attr:`form` and implement the methods that raise
+    ``NotImplementedError``; a kind is then available to every estimator once registered
+    with :func:`register_output_kind`. See :doc:`/developers/output_kinds`.
+
+    Methods take the estimator's name (for messages) or the fitted estimator itself
+    (for its fitted attributes); a kind keeps no state.
+    """
+
+    #: The name estimators store in ``output_kind_``, e.g. ``"sequence"``.
+    name = None
+    #: The forms of ``X`` and ``y``, for error messages.
+    form = ""
+    #: True when the kind is chosen only by a decoder whose ``output_kind`` is this
+    #: kind's name (trees: head arrays look like label sequences); False when
+    #: :meth:`recognizes` picks it from the data when ``decoder=None``.
+    chosen_by_decoder = False
+    #: The ``output_kind`` a decoder must declare to decode this kind (default: its
+    #: :attr:`name`); a kind that reuses another kind's decoders names that kind.
+    decoder_kind = None
+    #: Decoder operations that no decoder of this kind can provide, with the reason
+    #: (an estimator whose training needs one of them rejects the kind saying why).
+    intractable_operations = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "decoder_kind" not in cls.__dict__ and "name" in cls.__dict__:
+            cls.decoder_kind = cls.name
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+    # -- recognizing -----------------------------------------------------------------
+
+    def recognizes(self, X, y):
+        """True when ``X`` and ``y`` have this kind's form.
+
+        Data-chosen kinds are tried newest registration first, so a new kind can claim a
+        form that an older kind would otherwise take. A decoder-chosen kind may
+        recognize its data too, so that ``decoder=None`` says which decoder to pass.
+        """
+        return False
+
+    def check_data_form(self, X, y, estimator):
+        """Raise a ``ValueError`` saying what to change when ``X`` and ``y`` were recognized
+        as this kind but do not fit together (called before any other check)."""
+
+    # -- data ------------------------------------------------------------------------
+
+    def check_training_data(self, X, y, estimator):
+        """Validate and encode training data.
+
+        Parameters
+        ----------
+        X, y
+            As given to ``fit``.
+        estimator : str
+            The estimator's name, for messages.
+
+        Returns
+        -------
+        batch : SequenceBatch
+            The features stacked batch-first; ``batch.output_offsets`` delimits every
+            example's encoded outputs.
+        classes : ndarray or None
+            The sorted labels (or label indices), None for kinds without classes.
+        y_encoded : ndarray
+            The encoded outputs, as the decoder reads them.
+        """
+        raise NotImplementedError
+
+    def check_prediction_data(self, X, fitted):
+        """Validate ``X`` against the fitted estimator ``fitted``; return the batch."""
+        raise NotImplementedError
+
+    def decode(self, encoded, batch, classes):
+        """The encoded outputs of ``batch`` in the user's form (what ``predict`` returns)."""
+        raise NotImplementedError
+
+    def decode_one(self, encoded, classes):
+        """One example's encoded output in the user's form."""
+        raise NotImplementedError
+
+    def unary_to_user(self, unary, batch):
+        """Unary scores or marginals of ``batch`` in the user's form
+        (``decision_function``, ``predict_marginals``)."""
+        raise NotImplementedError
+
+    # -- model -----------------------------------------------------------------------
+
+    def default_decoder(self):
+        """The decoder used when ``decoder=None``."""
+        raise NotImplementedError
+
+    def feature_map(self, n_features, classes):
+        """The linear feature map from weights to this kind's part scores."""
+        raise NotImplementedError
+
+    def store_coefficients(self, fitted, features, w):
+        """Set the fitted coefficient attributes (``coef_``, ...) of ``fitted`` from the
+        flat parameters ``w``."""
+        raise NotImplementedError
+
+    def coefficients(self, fitted, features):
+        """The flat parameter vector from the fitted attributes of ``fitted``."""
+        raise NotImplementedError
+
+    # -- task losses and scoring -----------------------------------------------------
+
+    def bind_task_loss(self, loss, classes):
+        """The task loss ``loss`` (a name or a TaskLoss) ready for this kind's outputs.
+
+        The default checks it and binds a counting loss to the classes (all classes but
+        its ``outside_label`` are positive).
+        """
+        task_loss = check_task_loss(loss, "loss")
+        if isinstance(task_loss, CountingLoss):
+            return task_loss.bind(classes)
+        return task_loss
+
+    def check_task_loss(self, task_loss, y, batch, classes):
+        """Checks of a task loss on the gold outputs before training (default: none)."""
+
+    def check_training_memory(self, task_loss, decoder, features, batch, y, w):
+        """Raise before training when loss-augmented inference on some training example
+        would not fit in memory (default: no check)."""
+
+    def score(self, y, y_pred, sample_weight=None):
+        """The default ``score`` of estimators: a float, higher is better."""
+        raise NotImplementedError
+
+
+_REGISTRY = {}
+
+
+def register_output_kind(kind, *, replace=False):
+    """Make an output kind available to every estimator.
+
+    Parameters
+    ----------
+    kind : subclass of OutputKind
+        The class; one instance is registered under ``kind.name``.
+    replace : bool, default=False
+        Replace a kind registered under the same name instead of raising.
+
+    Returns
+    -------
+    kind
+        The class itself, so that this works as a class decorator.
+    """
+    if not (isinstance(kind, type) and issubclass(kind, OutputKind)):
+        raise TypeError(
+            f"register_output_kind takes a subclass of OutputKind; got {kind!r}."
+        )
+    if not isinstance(kind.name, str) or not kind.name:
+        raise ValueError(f"{kind.__name__}.name must be a non-empty string; got {kind.name!r}.")
+    if kind.name in _REGISTRY and not replace:
+        raise ValueError(
+            f"An output kind named {kind.name!r} is already registered "
+            f"({type(_REGISTRY[kind.name]).__name__}); pass replace=True to replace it."
+        )
+    _REGISTRY.pop(kind.name, None)
+    _REGISTRY[kind.name] = kind()
+    return kind
+
+
+def registered_output_kinds():
+    """The names of the registered output kinds, in order of registration."""
+    return tuple(_REGISTRY)
+
+
+def get_output_kind(name):
+    """The registered output kind named ``name``.
+
+    Raises
+    ------
+    ValueError
+        When no kind of that name is registered.
+    """
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"No output kind named {name!r} is registered (registered: "
+            f"{', '.join(_REGISTRY)}); import the module that registers it with "
+            "skstruct.outputs.register_output_kind."
+        ) from None
+
+
+def infer_output_kind(X, y):
+    """The output kind whose form ``X`` and ``y`` have, newest registration first.
+
+    Returns
+    -------
+    OutputKind or None
+    """
+    for kind in reversed(_REGISTRY.values()):
+        if kind.recognizes(X, y):
+            return kind
+    return None
+
+
+def encode_labels(y_flat, estimator):
+    """Sorted classes and int64 class indices of labels; at least two classes."""
+    classes, y_encoded = np.unique(y_flat, return_inverse=True)
+    if classes.shape[0] < 2:
+        raise ValueError(
+            f"{estimator} needs samples of at least 2 classes in the data, but the data "
+            f"contains only one class: {classes.tolist()}."
+        )
+    return classes, y_encoded.astype(np.int64)
+
+
+def check_task_loss_on_gold(task_loss, y, offsets, n_states):
+    """Δ(y, y) = 0 and non-negative per-token costs, checked once before training.
+
+    Catches a user's loss that breaks Δ ≥ 0 before any solver relies on it (the solvers
+    also check every Δ they compute). Outputs are one class per token (sequences,
+    multiclass).
+    """
+    from ..losses._task import check_task_loss_values
+
+    if hasattr(task_loss, "unary_costs"):  # first: it checks class costs against n_states
+        check_task_loss_values(task_loss.unary_costs(y, offsets, n_states), task_loss,
+                               "unary_costs", shape=(y.shape[0], n_states))
+    n_examples = offsets.shape[0] - 1
+    on_gold = task_loss(y, y, offsets)
+    check_task_loss_values(on_gold, task_loss, "values on the gold outputs",
+                           shape=(n_examples,))
+    if np.any(on_gold != 0):
+        raise ValueError(f"{task_loss!r} is not 0 on the gold outputs; Δ(y, y) must be 0.")
+    if n_examples == y.shape[0] and not isinstance(task_loss, CountingLoss):
+        # Multiclass: one token an example, so Δ(a, b) for every pair of classes is cheap.
+        gold = np.repeat(np.arange(n_states), n_states)
+        pred = np.tile(np.arange(n_states), n_states)
+        check_task_loss_values(task_loss(gold, pred, np.arange(n_states**2 + 1)),
+                               task_loss, "values", shape=(n_states**2,))
+
+
+def split_blocks(unary, offsets, shapes):
+    """Split a stacked flat array into one ``shapes[i]`` matrix per example.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (Σ_i r_i c_i,) (any shape; it is raveled)
+    offsets : ndarray of shape (n_examples + 1,)
+        Cumulative r_i c_i.
+    shapes : ndarray of shape (n_examples, 2)
+
+    Returns
+    -------
+    list of ndarray of shape (r_i, c_i)
+    """
+    blocks = np.split(np.asarray(unary).reshape(-1), offsets[1:-1])
+    return [block.reshape(r, c) for block, (r, c) in zip(blocks, shapes, strict=True)]

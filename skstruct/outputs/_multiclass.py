@@ -1,0 +1,67 @@
+"""Multiclass: one label per sample."""
+
+import numpy as np
+from sklearn.metrics import accuracy_score
+from sklearn.utils.validation import column_or_1d
+
+from ..decoders import MulticlassDecoder, MulticlassScores
+from ..features import LinearFeatures
+from ..utils._labels import check_label_types
+from ._base import OutputKind, check_task_loss_on_gold, encode_labels
+from ._sequence import is_sequence_input
+from ._tabular import TabularKind, tabular_batch
+
+__all__ = ["MulticlassKind"]
+
+
+class MulticlassKind(TabularKind, OutputKind):
+    """One label per sample: ``X`` a 2-D (n_samples, n_features) matrix, ``y`` 1-D labels,
+    decoded by a :class:`~skstruct.decoders.MulticlassDecoder`.
+
+    The fallback for tabular ``X``: registered first, tried last. Encoded outputs are
+    class indices; the default score is accuracy.
+    """
+
+    name = "multiclass"
+    form = "X a 2-D (n_samples, n_features) matrix, y 1-D labels"
+
+    def recognizes(self, X, y):
+        return not is_sequence_input(X)
+
+    def check_training_data(self, X, y, estimator):
+        batch = tabular_batch(X, estimator)
+        classes, y_encoded = encode_labels(_check_target(y, batch, estimator), estimator)
+        return batch, classes, y_encoded
+
+    def decode(self, encoded, batch, classes):
+        return classes[encoded]
+
+    def decode_one(self, encoded, classes):
+        return classes[int(np.asarray(encoded).reshape(-1)[0])]
+
+    def default_decoder(self):
+        return MulticlassDecoder()
+
+    def feature_map(self, n_features, classes):
+        return LinearFeatures(n_features, len(classes), MulticlassScores)
+
+    def check_task_loss(self, task_loss, y, batch, classes):
+        check_task_loss_on_gold(task_loss, y, batch.offsets, len(classes))
+
+    def score(self, y, y_pred, sample_weight=None):
+        return accuracy_score(y, y_pred, sample_weight=sample_weight)
+
+
+def _check_target(y, batch, name):
+    """1-D labels of one type, one per sample (a column vector is raveled)."""
+    check_label_types([y], f" in {name}")
+    y_flat = np.asarray(y)
+    if y_flat.ndim == 2 and y_flat.shape[1] == 1:
+        y_flat = column_or_1d(y_flat, warn=True)
+    if y_flat.ndim != 1:
+        raise ValueError(f"y must be 1-D for multiclass {name}; got shape {y_flat.shape}.")
+    if y_flat.shape[0] != batch.n_sequences:
+        raise ValueError(
+            f"X has {batch.n_sequences} samples but y has {y_flat.shape[0]} in {name}."
+        )
+    return y_flat
