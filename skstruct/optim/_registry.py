@@ -1,0 +1,231 @@
+"""The solver registry: which optimizers exist, what they accept, and how to run them.
+
+An estimator does not switch on solver names. It asks the registry for the names that
+solve its training loss (its ``solver`` parameter's choices), checks the chosen one
+against the loss and ``warm_start``, and runs it with :func:`run_solver`. A new solver is
+one module with its ``minimize_*`` function plus one :func:`register_solver` call in
+``_solvers.py`` that adapts the estimator's options to it.
+
+Training losses are named by family (:data:`LOSS_FAMILIES`), which :func:`loss_family`
+reads from a training loss object.
+"""
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..utils._parallel import n_jobs_threads
+
+__all__ = [
+    "LOSS_FAMILIES",
+    "SolverSpec",
+    "check_solver",
+    "get_solver",
+    "loss_family",
+    "register_solver",
+    "run_solver",
+    "solver_names",
+]
+
+#: The families of training losses a solver may accept.
+#:
+#: - ``"hinge_margin"``, ``"hinge_slack"``: the structured hinge with margin or slack
+#:   rescaling (:class:`~skstruct.losses.StructuredHingeLoss`);
+#: - ``"perceptron"``: the structured perceptron loss (plain MAP);
+#: - ``"smooth"``: differentiable losses minimized through ``risk.value_and_gradient``
+#:   (the CRF's negative log-likelihood, the SparseMAP loss).
+LOSS_FAMILIES = ("hinge_margin", "hinge_slack", "perceptron", "smooth")
+
+_RESCALING_NAMES = {"hinge_margin": "margin rescaling", "hinge_slack": "slack rescaling",
+                    "perceptron": "the perceptron loss", "smooth": "smooth losses"}
+
+
+@dataclass(frozen=True)
+class SolverSpec:
+    """One registered solver.
+
+    Attributes
+    ----------
+    name : str
+        The value of an estimator's ``solver`` parameter.
+    run : callable
+        ``run(risk, w0, options) -> OptimizeResult``. ``options`` is a dict of the
+        estimator's settings (``max_iter``, ``tol``, ``averaging``, ``random_state``,
+        ``verbose``, ``callback``, and ``first_step``, the step counter of the previous
+        fit when warm starting); the adapter takes what its solver uses and ignores the
+        rest, and puts solver-specific results in the result's ``duality_gaps`` and
+        ``extra`` (``extra["t"]``: the step counter an estimator stores as ``t_``).
+    losses : frozenset of str
+        The :data:`LOSS_FAMILIES` it solves.
+    warm_start : bool
+        Whether it can continue from a previous fit's w (solvers that keep dual
+        variables between iterations cannot).
+    description : str
+        One line, for error messages and documentation.
+    """
+
+    name: str
+    run: Callable
+    losses: frozenset
+    warm_start: bool
+    description: str
+
+
+_REGISTRY = {}
+
+
+def register_solver(name, run, *, losses, warm_start, description, replace=False):
+    """Add a solver to the registry.
+
+    Parameters
+    ----------
+    name : str
+    run : callable
+        ``run(risk, w0, options) -> OptimizeResult``; see :class:`SolverSpec`.
+    losses : iterable of str
+        Loss families from :data:`LOSS_FAMILIES`.
+    warm_start : bool
+    description : str
+    replace : bool, default=False
+        Allow replacing a solver registered under the same name.
+
+    Returns
+    -------
+    SolverSpec
+
+    Examples
+    --------
+    >>> from skstruct.optim import minimize_lbfgs
+    >>> from skstruct.optim._registry import get_solver, register_solver, unregister_solver
+    >>> spec = register_solver(
+    ...     "my_lbfgs",
+    ...     lambda risk, w0, options: minimize_lbfgs(risk.value_and_gradient, w0),
+    ...     losses={"smooth"}, warm_start=True, description="L-BFGS with its defaults")
+    >>> get_solver("my_lbfgs").losses
+    frozenset({'smooth'})
+    >>> unregister_solver("my_lbfgs")
+    """
+    losses = frozenset(losses)
+    unknown = losses - set(LOSS_FAMILIES)
+    if unknown or not losses:
+        raise ValueError(f"losses must be a non-empty subset of {LOSS_FAMILIES}; got "
+                         f"{sorted(losses)}.")
+    if not callable(run):
+        raise TypeError(f"run must be callable; got {run!r}.")
+    if name in _REGISTRY and not replace:
+        raise ValueError(f"A solver named {name!r} is registered already; pass "
+                         "replace=True to replace it.")
+    spec = SolverSpec(str(name), run, losses, bool(warm_start), str(description))
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def unregister_solver(name):
+    """Remove a solver (for tests and plug-ins that registered one)."""
+    _REGISTRY.pop(name, None)
+
+
+def get_solver(name):
+    """The :class:`SolverSpec` registered as ``name``; ValueError naming the known ones."""
+    _load_builtins()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"Unknown solver {name!r}; registered solvers: "
+                         f"{sorted(_REGISTRY)}.") from None
+
+
+def solver_names(*families):
+    """Names of the solvers that accept at least one of the loss ``families``.
+
+    This is what an estimator's ``solver`` parameter offers, e.g.
+    ``StrOptions(solver_names("hinge_margin", "hinge_slack"))`` for a structured SVM.
+
+    Examples
+    --------
+    >>> sorted(solver_names("hinge_margin", "hinge_slack"))
+    ['bcfw', 'cutting_plane', 'subgradient']
+    >>> sorted(solver_names("smooth"))
+    ['lbfgs', 'lbfgsb']
+    """
+    _load_builtins()
+    unknown = set(families) - set(LOSS_FAMILIES)
+    if unknown:
+        raise ValueError(f"Unknown loss families {sorted(unknown)}; known: {LOSS_FAMILIES}.")
+    return {name for name, spec in _REGISTRY.items() if spec.losses & set(families)}
+
+
+def loss_family(loss):
+    """The family of a training loss object (see :data:`LOSS_FAMILIES`).
+
+    The structured hinge gives ``"hinge_" + rescaling``; a loss with ``plain_map``
+    semantics (the perceptron) ``"perceptron"``; anything else ``"smooth"``.
+    """
+    from ..losses import PerceptronLoss, StructuredHingeLoss
+
+    if isinstance(loss, StructuredHingeLoss):
+        return f"hinge_{loss.rescaling}"
+    if isinstance(loss, PerceptronLoss):
+        return "perceptron"
+    return "smooth"
+
+
+def check_solver(name, family, *, warm_start=False):
+    """The :class:`SolverSpec` of ``name``, checked against a loss family and warm start.
+
+    Raises
+    ------
+    ValueError
+        When the solver does not solve ``family`` (the message names the solvers that
+        do), or ``warm_start`` is asked of a solver that cannot continue a previous fit.
+    """
+    spec = get_solver(name)
+    if family not in spec.losses:
+        others = sorted(solver_names(family))
+        raise ValueError(
+            f"solver={name!r} solves {_describe(spec.losses)} only; use "
+            f"{' or '.join(f'solver={other!r}' for other in others)} for "
+            f"{_RESCALING_NAMES[family]}."
+        )
+    if warm_start and not spec.warm_start:
+        able = sorted(other for other in solver_names(family)
+                      if get_solver(other).warm_start)
+        raise ValueError(
+            f"solver={name!r} cannot warm-start (its dual variables are not kept between "
+            f"fits); use {' or '.join(f'solver={other!r}' for other in able)} with "
+            "warm_start=True, or warm_start=False."
+        )
+    return spec
+
+
+def run_solver(name, risk, w0, options, n_jobs=None):
+    """Run the solver ``name`` on ``risk`` from ``w0``, with ``n_jobs`` kernel threads.
+
+    Parameters
+    ----------
+    name : str
+    risk : RegularizedRisk
+    w0 : ndarray of shape (n_params,)
+        Starting point (solvers that start from their dual's zero ignore it).
+    options : dict
+        The estimator's settings; see :class:`SolverSpec`.
+    n_jobs : int or None, default=None
+        Threads of the compiled kernels during the run (None: unchanged; negative: all
+        but |n_jobs| − 1), restored afterwards.
+
+    Returns
+    -------
+    OptimizeResult
+    """
+    spec = check_solver(name, loss_family(risk.loss))
+    with n_jobs_threads(n_jobs):
+        return spec.run(risk, w0, dict(options))
+
+
+def _describe(families):
+    return " and ".join(_RESCALING_NAMES[family] for family in LOSS_FAMILIES
+                        if family in families)
+
+
+def _load_builtins():
+    # The built-in registrations import the solver modules, which import this one.
+    from . import _solvers  # noqa: F401

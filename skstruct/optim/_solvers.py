@@ -1,0 +1,97 @@
+"""The built-in solvers' registrations: one adapter and one entry per solver.
+
+An adapter turns the estimator's options (see :class:`~skstruct.optim._registry.SolverSpec`)
+into its solver's keyword arguments, and puts what the solver reports beyond the common
+result into ``duality_gaps`` and ``extra``.
+"""
+
+from ._bcfw import minimize_bcfw
+from ._cutting_plane import minimize_cutting_plane
+from ._lbfgs import minimize_lbfgs, minimize_lbfgsb
+from ._registry import register_solver
+from ._subgradient import minimize_subgradient, perceptron
+
+__all__ = []
+
+#: Inference-cache size of the cutting plane when loss-augmented inference costs much
+#: more than re-scoring cached outputs.
+CUTTING_PLANE_CACHE_SIZE = 3
+
+
+def _pick(options, *names):
+    return {name: options[name] for name in names if name in options}
+
+
+def _with_step_counter(result):
+    result.extra.setdefault("t", result.n_evaluations)
+    return result
+
+
+def _run_bcfw(risk, w0, options):
+    return _with_step_counter(minimize_bcfw(
+        risk, **_pick(options, "max_iter", "tol", "averaging", "random_state", "verbose",
+                      "callback")))
+
+
+def _run_subgradient(risk, w0, options):
+    return _with_step_counter(minimize_subgradient(
+        risk, w0, first_step=options.get("first_step", 0),
+        **_pick(options, "max_iter", "tol", "averaging", "random_state", "verbose",
+                "callback")))
+
+
+def cutting_plane_cache_size(loss):
+    """The inference cache the cutting plane uses for a structured hinge ``loss``.
+
+    0 (no cache) for losses that decompose over parts under margin rescaling (inference is one
+    Viterbi-like pass, as cheap as scoring the cached outputs), ``CUTTING_PLANE_CACHE_SIZE``
+    otherwise (count-statistic losses, slack rescaling, losses without a declared
+    decomposition).
+    """
+    cheap = (getattr(loss.task_loss, "decomposition", None) == "parts"
+             and loss.rescaling == "margin")
+    return 0 if cheap else CUTTING_PLANE_CACHE_SIZE
+
+
+def _run_cutting_plane(risk, w0, options):
+    return _with_step_counter(minimize_cutting_plane(
+        risk, cache_size=cutting_plane_cache_size(risk.loss),
+        **_pick(options, "max_iter", "tol", "verbose", "callback")))
+
+
+def _run_perceptron(risk, w0, options):
+    return _with_step_counter(perceptron(
+        risk, w0, **_pick(options, "max_iter", "averaging", "random_state", "verbose",
+                          "callback")))
+
+
+def _quasi_newton(minimize):
+    def run(risk, w0, options):
+        return minimize(risk.value_and_gradient, w0,
+                        **_pick(options, "max_iter", "tol", "verbose", "callback"))
+    return run
+
+
+register_solver(
+    "bcfw", _run_bcfw, losses={"hinge_margin"}, warm_start=False,
+    description="block-coordinate Frank-Wolfe on the dual, exact line search, the duality "
+                "gap after every pass")
+register_solver(
+    "subgradient", _run_subgradient, losses={"hinge_margin", "hinge_slack"},
+    warm_start=True,
+    description="stochastic subgradient with Pegasos steps and averaging")
+register_solver(
+    "cutting_plane", _run_cutting_plane, losses={"hinge_margin", "hinge_slack"},
+    warm_start=False,
+    description="one-slack cutting planes, the working-set QP solved exactly, an inference "
+                "cache when inference is costly")
+register_solver(
+    "perceptron", _run_perceptron, losses={"perceptron"}, warm_start=True,
+    description="the (averaged) structured perceptron")
+register_solver(
+    "lbfgs", _quasi_newton(minimize_lbfgs), losses={"smooth"}, warm_start=True,
+    description="L-BFGS with a strong-Wolfe line search (two-loop recursion in compiled "
+                "code)")
+register_solver(
+    "lbfgsb", _quasi_newton(minimize_lbfgsb), losses={"smooth"}, warm_start=True,
+    description="scipy's L-BFGS-B without bounds")

@@ -1,0 +1,191 @@
+"""The solver registry: names per loss family, checks, adapters and the thread count."""
+
+import numba
+import numpy as np
+import pytest
+
+from skstruct.decoders import ChainDecoder, MulticlassDecoder, MulticlassScores
+from skstruct.features import LinearChainFeatures, LinearFeatures
+from skstruct.losses import CRFLoss, PerceptronLoss, StructuredHingeLoss
+from skstruct.optim import (
+    LOSS_FAMILIES,
+    OptimizeResult,
+    RegularizedRisk,
+    check_solver,
+    get_solver,
+    loss_family,
+    minimize_bcfw,
+    minimize_cutting_plane,
+    minimize_lbfgs,
+    minimize_subgradient,
+    perceptron,
+    register_solver,
+    run_solver,
+    solver_names,
+)
+from skstruct.optim._registry import unregister_solver
+from skstruct.optim._solvers import CUTTING_PLANE_CACHE_SIZE, cutting_plane_cache_size
+from skstruct.utils import SequenceBatch
+from skstruct.utils._parallel import n_jobs_threads, n_jobs_threads_count
+
+
+def _chain_risk(rng, loss, alpha=0.1):
+    offsets = np.array([0, 3, 5, 9, 12, 14])
+    X = rng.normal(size=(14, 4))
+    y = rng.integers(0, 3, size=14)
+    return RegularizedRisk(LinearChainFeatures(4, 3), SequenceBatch(X, offsets), y,
+                           ChainDecoder(), loss, alpha, np.ones(5))
+
+
+OPTIONS = dict(max_iter=4, tol=0.0, averaging=True, random_state=0, verbose=0,
+               callback=None)
+
+
+def test_names_per_family():
+    assert solver_names("hinge_margin", "hinge_slack") == {"bcfw", "subgradient",
+                                                            "cutting_plane"}
+    assert solver_names("hinge_slack") == {"subgradient", "cutting_plane"}
+    assert solver_names("perceptron") == {"perceptron"}
+    assert solver_names("smooth") == {"lbfgs", "lbfgsb"}
+    with pytest.raises(ValueError, match="Unknown loss families"):
+        solver_names("hinge")
+
+
+def test_every_solver_has_a_description_and_known_families():
+    names = solver_names(*LOSS_FAMILIES)
+    assert len(names) == 6
+    for name in names:
+        spec = get_solver(name)
+        assert spec.name == name
+        assert spec.description and "\n" not in spec.description
+        assert spec.losses <= set(LOSS_FAMILIES)
+
+
+def test_loss_family():
+    assert loss_family(StructuredHingeLoss("hamming", "margin")) == "hinge_margin"
+    assert loss_family(StructuredHingeLoss("hamming", "slack")) == "hinge_slack"
+    assert loss_family(PerceptronLoss()) == "perceptron"
+    assert loss_family(CRFLoss()) == "smooth"
+
+
+def test_check_solver_messages():
+    with pytest.raises(ValueError, match="margin rescaling only; use solver='cutting_plane' "
+                                         "or solver='subgradient' for slack rescaling"):
+        check_solver("bcfw", "hinge_slack")
+    for name in ("bcfw", "cutting_plane"):
+        with pytest.raises(ValueError, match=f"solver='{name}' cannot warm-start .* use "
+                                             "solver='subgradient' with warm_start=True"):
+            check_solver(name, "hinge_margin", warm_start=True)
+    assert check_solver("subgradient", "hinge_slack", warm_start=True).warm_start
+    with pytest.raises(ValueError, match="Unknown solver 'newton'"):
+        get_solver("newton")
+
+
+def test_register_a_new_solver_and_run_it(rng):
+    calls = []
+
+    def run(risk, w0, options):
+        calls.append((options["max_iter"], numba.get_num_threads()))
+        return minimize_lbfgs(risk.value_and_gradient, w0, max_iter=options["max_iter"])
+
+    register_solver("test_lbfgs", run, losses={"smooth"}, warm_start=True,
+                    description="L-BFGS, registered by a test")
+    try:
+        assert "test_lbfgs" in solver_names("smooth")
+        with pytest.raises(ValueError, match="registered already"):
+            register_solver("test_lbfgs", run, losses={"smooth"}, warm_start=True,
+                            description="again")
+        risk = _chain_risk(rng, CRFLoss())
+        result = run_solver("test_lbfgs", risk, np.zeros(risk.n_params), OPTIONS, n_jobs=1)
+        assert isinstance(result, OptimizeResult)
+        assert calls == [(4, 1)]
+        with pytest.raises(ValueError, match="solves smooth losses only"):
+            run_solver("test_lbfgs", _chain_risk(rng, PerceptronLoss()),
+                       np.zeros(risk.n_params), OPTIONS)
+    finally:
+        unregister_solver("test_lbfgs")
+    assert "test_lbfgs" not in solver_names("smooth")
+
+
+def test_register_rejects_unknown_families():
+    with pytest.raises(ValueError, match="subset of"):
+        register_solver("x", lambda *a: None, losses={"hinge"}, warm_start=False,
+                        description="")
+    with pytest.raises(TypeError, match="callable"):
+        register_solver("x", None, losses={"smooth"}, warm_start=False, description="")
+
+
+def _same(a, b):
+    assert a.n_iter == b.n_iter and a.converged == b.converged
+    np.testing.assert_array_equal(a.w, b.w)
+    np.testing.assert_array_equal(a.objective_curve, b.objective_curve)
+
+
+@pytest.mark.parametrize("rescaling", ["margin", "slack"])
+def test_adapters_call_the_solvers_with_the_estimator_options(rng, rescaling):
+    loss = StructuredHingeLoss("hamming", rescaling)
+    risk = _chain_risk(rng, loss)
+    w0 = np.zeros(risk.n_params)
+    sgd = run_solver("subgradient", risk, w0, OPTIONS)
+    _same(sgd, minimize_subgradient(risk, w0, **OPTIONS))
+    assert sgd.extra["t"] == sgd.n_evaluations == 4 * risk.n_examples
+    plane = run_solver("cutting_plane", risk, w0, OPTIONS)
+    _same(plane, minimize_cutting_plane(
+        risk, max_iter=4, tol=0.0, cache_size=0 if rescaling == "margin" else 3))
+    assert plane.duality_gaps is not None and len(plane.duality_gaps) == plane.n_iter
+    if rescaling == "margin":
+        bcfw = run_solver("bcfw", risk, w0, OPTIONS)
+        _same(bcfw, minimize_bcfw(risk, **OPTIONS))
+        assert len(bcfw.duality_gaps) == bcfw.n_iter == 4
+
+
+def test_subgradient_warm_start_continues_the_step_counter(rng):
+    risk = _chain_risk(rng, StructuredHingeLoss("hamming", "margin"))
+    first = run_solver("subgradient", risk, np.zeros(risk.n_params), OPTIONS)
+    options = dict(OPTIONS, first_step=first.extra["t"])
+    second = run_solver("subgradient", risk, first.w, options)
+    _same(second, minimize_subgradient(risk, first.w, first_step=first.extra["t"],
+                                       **OPTIONS))
+    assert second.extra["t"] == 2 * first.extra["t"]
+
+
+def test_perceptron_and_quasi_newton_adapters(rng):
+    risk = _chain_risk(rng, PerceptronLoss())
+    w0 = np.zeros(risk.n_params)
+    _same(run_solver("perceptron", risk, w0, OPTIONS),
+          perceptron(risk, w0, max_iter=4, averaging=True, random_state=0))
+    crf = _chain_risk(rng, CRFLoss())
+    _same(run_solver("lbfgs", crf, w0, OPTIONS),
+          minimize_lbfgs(crf.value_and_gradient, w0, max_iter=4, tol=0.0))
+
+
+def test_cutting_plane_cache_rule():
+    assert cutting_plane_cache_size(StructuredHingeLoss("hamming", "margin")) == 0
+    assert cutting_plane_cache_size(
+        StructuredHingeLoss("hamming", "slack")) == CUTTING_PLANE_CACHE_SIZE
+    assert cutting_plane_cache_size(
+        StructuredHingeLoss("f1", "margin")) == CUTTING_PLANE_CACHE_SIZE
+    assert cutting_plane_cache_size(
+        StructuredHingeLoss("zero_one", "margin")) == CUTTING_PLANE_CACHE_SIZE
+
+
+def test_n_jobs_threads_restores_the_thread_count():
+    before = numba.get_num_threads()
+    with n_jobs_threads(1):
+        assert numba.get_num_threads() == 1
+    assert numba.get_num_threads() == before
+    with n_jobs_threads(None):
+        assert numba.get_num_threads() == before
+    assert n_jobs_threads_count(-1) == numba.config.NUMBA_NUM_THREADS
+    assert n_jobs_threads_count(10_000) == numba.config.NUMBA_NUM_THREADS
+
+
+def test_multiclass_runs_through_the_registry(rng):
+    X = rng.normal(size=(12, 3))
+    y = rng.integers(0, 3, size=12)
+    risk = RegularizedRisk(LinearFeatures(3, 3, MulticlassScores),
+                           SequenceBatch(X, np.arange(13)), y, MulticlassDecoder(),
+                           StructuredHingeLoss("hamming", "margin"), 0.1, np.ones(12))
+    for name in sorted(solver_names("hinge_margin")):
+        result = run_solver(name, risk, np.zeros(risk.n_params), OPTIONS)
+        assert result.w.shape == (risk.n_params,)
