@@ -401,7 +401,9 @@ def compiled_multilabel_oracle(decoder, task_loss, rescaling, y, y_offsets):
     y : ndarray of shape (n_samples, n_labels) or (n_samples * n_labels,), int
         Gold 0/1 vectors.
     y_offsets : ndarray of shape (n_samples + 1,), int
-        ``arange(n_samples + 1) * n_labels``.
+        Only its length is read: the oracle's ``y_offsets`` delimit the labels of every
+        example, ``arange(n_samples + 1) * n_labels`` (a multilabel batch has one
+        feature row and one output per example).
 
     Returns
     -------
@@ -413,10 +415,12 @@ def compiled_multilabel_oracle(decoder, task_loss, rescaling, y, y_offsets):
 
     if rescaling not in _RESCALINGS:
         return None
-    y = np.ascontiguousarray(y, dtype=np.int64).ravel()
-    y_offsets = np.asarray(y_offsets, dtype=np.int64)
-    n_samples = y_offsets.shape[0] - 1
-    n_labels = int(y_offsets[1] - y_offsets[0]) if n_samples else 0
+    n_samples = len(y_offsets) - 1
+    y = np.ascontiguousarray(y, dtype=np.int64)
+    n_labels = y.shape[1] if y.ndim == 2 else (y.size // n_samples if n_samples else 0)
+    y = y.ravel()
+    # the oracle's outputs are the labels of every example, whatever the batch counted
+    y_offsets = np.arange(n_samples + 1, dtype=np.int64) * n_labels
     costs = np.zeros((0, 0))
     starts = np.full(n_labels + 1, -1, dtype=np.int64)
     floats = np.zeros(0)

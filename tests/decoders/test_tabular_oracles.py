@@ -195,8 +195,11 @@ def test_multilabel_oracle_matches_the_batched_decoder(loss_name, rescaling):
             unary, y = _multilabel_case(seed, kind, rescaling)
             n_samples, n_labels = y.shape
             offsets = np.arange(n_samples + 1) * n_labels
-            compiled = decoder.compiled_oracle(loss, rescaling, y, offsets)
+            # a multilabel batch has one output per example: its offsets count examples
+            compiled = decoder.compiled_oracle(loss, rescaling, y, np.arange(n_samples + 1))
             assert compiled.code == _oracles.MULTILABEL and compiled.max_output == n_labels
+            np.testing.assert_array_equal(compiled.y_offsets, offsets)
+            np.testing.assert_array_equal(compiled.y, y.ravel())
             outputs, deltas = _run(multilabel_oracle, compiled, unary, n_labels)
             got = np.stack(outputs)
             scores = MultilabelScores(unary)
