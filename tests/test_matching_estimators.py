@@ -7,6 +7,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 from sklearn.base import clone
+from sklearn.model_selection import cross_validate
 
 from skstruct import CRF, SparseMAPClassifier, StructuredPerceptron, StructuredSVM
 from skstruct.decoders import ChainDecoder, MatchingDecoder
@@ -214,3 +215,22 @@ def test_prediction_input_is_checked(assignment_task):
         model.predict([np.ones((2, 2, 4))])
     with pytest.raises(TypeError, match="list of matching instances"):
         model.predict(np.ones((2, 2, 6)))
+
+
+@pytest.mark.parametrize("learner", [LEARNERS[0], LEARNERS[1]], ids=_ids)
+def test_threads_do_not_change_the_model(learner, assignment_task):
+    X, y, _, _ = assignment_task
+    one = clone(learner).set_params(n_jobs=1, max_iter=3).fit(X, y)
+    two = clone(learner).set_params(n_jobs=2, max_iter=3).fit(X, y)
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+
+
+def test_cross_validate_on_matchings(assignment_task):
+    X, y, _, _ = assignment_task
+    learner = clone(LEARNERS[3]).set_params(max_iter=3)
+    parallel = cross_validate(learner, X, y, cv=2, n_jobs=2)
+    serial = cross_validate(learner, X, y, cv=2, n_jobs=1)
+    # Worker processes fit and score exactly what the parent process does.
+    assert parallel["test_score"].shape == (2,)
+    np.testing.assert_array_equal(parallel["test_score"], serial["test_score"])
+    assert np.all(serial["test_score"] > 0.8)

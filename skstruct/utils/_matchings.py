@@ -198,6 +198,15 @@ def check_matchings(X, y=None, *, n_features=None, estimator=None):
         that is not a maximum-cardinality matching of its instance.
     TypeError
         When X is not a list of instances.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.utils._matchings import check_matchings
+    >>> X = [np.ones((2, 2, 3)), (np.ones((3, 3)), (3, 1))]
+    >>> batch, y = check_matchings(X, [np.array([1, 0]), np.array([-1, 0, -1])])
+    >>> batch.X.shape, batch.shapes.tolist(), batch.output_offsets, y
+    ((7, 3), [[2, 2], [3, 1]], array([0, 2, 5]), array([ 1,  0, -1,  0, -1]))
     """
     where = f" in {estimator}" if estimator else ""
     instances = _as_instances(X, where)
