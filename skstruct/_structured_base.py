@@ -128,6 +128,11 @@ class StructuredEstimator(BaseEstimator):
                 kind = get_output_kind(declared)
         if kind is None:
             kind = infer_output_kind(X, y)
+        if kind is None:
+            raise ValueError(
+                f"X and y have the form of no registered output kind in {name} "
+                f"(registered: {', '.join(registered_output_kinds())})."
+            )
         kind.check_data_form(X, y, name)
         if declared is not None and declared != kind.decoder_kind:
             raise ValueError(

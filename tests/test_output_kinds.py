@@ -242,3 +242,24 @@ def test_sparse_indicator_still_means_multilabel(label_sets):
     X, _ = label_sets
     y = sp.csr_matrix(np.eye(80, 3, dtype=int))
     assert infer_output_kind(X, y).name == "multilabel"
+
+
+def test_replacing_a_kind_keeps_its_place(monkeypatch):
+    monkeypatch.setattr(_base, "_REGISTRY", dict(_base._REGISTRY))
+
+    class StrictMulticlassKind(MulticlassKind):
+        name = "multiclass"
+
+    order = registered_output_kinds()
+    register_output_kind(StrictMulticlassKind, replace=True)
+    assert registered_output_kinds() == order
+    assert type(get_output_kind("multiclass")) is StrictMulticlassKind
+    # Still the fallback: a 2-D y is multilabel.
+    assert infer_output_kind(np.ones((3, 2)), np.eye(3, 2, dtype=int)).name == "multilabel"
+
+
+def test_data_of_no_registered_kind_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(_base, "_REGISTRY", {"tree": TreeKind()})
+    with pytest.raises(ValueError, match="form of no registered output kind.*registered: "
+                                         "tree"):
+        StructuredPerceptron().fit(np.ones((3, 2)), np.array([0, 1, 0]))

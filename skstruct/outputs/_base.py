@@ -164,7 +164,8 @@ def register_output_kind(kind, *, replace=False):
     kind : subclass of OutputKind
         The class; one instance is registered under ``kind.name``.
     replace : bool, default=False
-        Replace a kind registered under the same name instead of raising.
+        Replace a kind registered under the same name (keeping its place in the order
+        in which kinds recognize data) instead of raising.
 
     Returns
     -------
@@ -182,8 +183,7 @@ def register_output_kind(kind, *, replace=False):
             f"An output kind named {kind.name!r} is already registered "
             f"({type(_REGISTRY[kind.name]).__name__}); pass replace=True to replace it."
         )
-    _REGISTRY.pop(kind.name, None)
-    _REGISTRY[kind.name] = kind()
+    _REGISTRY[kind.name] = kind()  # a replaced kind keeps its place in the order
     return kind
 
 
