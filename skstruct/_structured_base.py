@@ -55,6 +55,27 @@ def _n_examples(X):
         return None
 
 
+def _kind_of(X, y, decoder, name):
+    """The kind a decoder chooses (trees, matchings), else the kind of the data."""
+    declared = getattr(decoder, "output_kind", None)
+    if declared is not None:
+        if declared not in registered_output_kinds():
+            raise ValueError(
+                f"{name} was given a {type(decoder).__name__}, which decodes {declared!r} "
+                "outputs, but no output kind of that name is registered; register one "
+                "with skstruct.outputs.register_output_kind."
+            )
+        if get_output_kind(declared).chosen_by_decoder:
+            return get_output_kind(declared)
+    kind = infer_output_kind(X, y)
+    if kind is None:
+        raise ValueError(
+            f"X and y have the form of no registered output kind in {name} "
+            f"(registered: {', '.join(registered_output_kinds())})."
+        )
+    return kind
+
+
 def output_kind(X, y):
     """The name of the output kind that ``X`` and ``y`` look like, without a decoder.
 
@@ -116,23 +137,7 @@ class StructuredEstimator(BaseEstimator):
         name = type(self).__name__
         decoder = getattr(self, "decoder", None)
         declared = getattr(decoder, "output_kind", None)
-        kind = None
-        if declared is not None:
-            if declared not in registered_output_kinds():
-                raise ValueError(
-                    f"{name} was given a {type(decoder).__name__}, which decodes {declared!r} "
-                    "outputs, but no output kind of that name is registered; register one "
-                    "with skstruct.outputs.register_output_kind."
-                )
-            if get_output_kind(declared).chosen_by_decoder:
-                kind = get_output_kind(declared)
-        if kind is None:
-            kind = infer_output_kind(X, y)
-        if kind is None:
-            raise ValueError(
-                f"X and y have the form of no registered output kind in {name} "
-                f"(registered: {', '.join(registered_output_kinds())})."
-            )
+        kind = _kind_of(X, y, decoder, name)
         kind.check_data_form(X, y, name)
         if declared is not None and declared != kind.decoder_kind:
             raise ValueError(

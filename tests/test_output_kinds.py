@@ -263,3 +263,15 @@ def test_data_of_no_registered_kind_is_a_clear_error(monkeypatch):
     with pytest.raises(ValueError, match="form of no registered output kind.*registered: "
                                          "tree"):
         StructuredPerceptron().fit(np.ones((3, 2)), np.array([0, 1, 0]))
+
+
+def test_a_decoder_of_an_unregistered_kind_is_a_clear_error():
+    from skstruct.decoders import MulticlassDecoder
+
+    class RankingDecoder(MulticlassDecoder):
+        output_kind = "ranking"
+
+    with pytest.raises(ValueError, match="RankingDecoder, which decodes 'ranking' outputs, "
+                                         "but no output kind of that name is registered"):
+        StructuredPerceptron(decoder=RankingDecoder()).fit(np.ones((3, 2)),
+                                                            np.array([0, 1, 0]))
