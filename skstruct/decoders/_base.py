@@ -21,6 +21,7 @@ __all__ = [
     "check_slack_gold",
     "check_part_scores",
     "check_task_loss_argument",
+    "keeps_operations",
     "no_exact_loss_augmented_map",
 ]
 
@@ -355,6 +356,29 @@ def no_exact_loss_augmented_map(decoder, task_loss, rescaling, supported, remedy
     )
 
 
+#: The operations that define a family's outputs and its loss-augmented MAP: a compiled
+#: or closed-form solver of the family answers for them, so a subclass that redefines one
+#: of them gets the generic path instead (see :func:`keeps_operations`).
+FAMILY_OPERATIONS = ("map", "parts", "score_outputs", "top_k", "loss_augmented_map",
+                     "cost_augmented", "_cost_augmented", "_counting_form",
+                     "_count_augmented_map", "_zero_one_augmented_map")
+
+
+def keeps_operations(decoder, family, names=FAMILY_OPERATIONS):
+    """Whether ``decoder`` (an instance of ``family`` or of a subclass) keeps the
+    ``family``'s own ``names`` operations: a family's fast solver may answer for it.
+
+    Parameters
+    ----------
+    decoder : Decoder
+    family : type
+        The built-in decoder class whose solver would answer.
+    names : tuple of str, default=FAMILY_OPERATIONS
+    """
+    kind = type(decoder)
+    return all(getattr(kind, name, None) is getattr(family, name, None) for name in names)
+
+
 #: The class and parameter values last validated, by decoder id (the decoder's state is
 #: left alone). Validity depends on the class and the values only, and the values are
 #: held here, so an id reused by another decoder with the very same values is valid too.
@@ -670,7 +694,10 @@ class Decoder(BaseEstimator):
         A built-in decoder returns a ``CompiledOracle`` (see
         ``skstruct/decoders/_oracles.py``) that the compiled per-example engine calls
         for every example, with no Python in its loop; None (the default, and a user's
-        decoder) makes the solvers keep their Python loop over examples.
+        decoder) makes the solvers keep their Python loop over examples. A built-in
+        decoder offers it only when the decoder keeps the family's operations
+        (:func:`keeps_operations`): a subclass that redefines ``map``, ``parts`` or a
+        loss-augmented MAP hook gets the Python loop, which calls them.
 
         Parameters
         ----------

@@ -17,6 +17,7 @@ from ._base import (
     check_offsets,
     check_part_scores,
     check_score_array,
+    keeps_operations,
     no_exact_loss_augmented_map,
 )
 from ._constrained import (
@@ -526,6 +527,8 @@ class ChainDecoder(Decoder):
 
     def compiled_oracle(self, task_loss, rescaling, y, y_offsets):
         """The compiled per-sequence oracle of chains (see :meth:`Decoder.compiled_oracle`)."""
+        if not keeps_operations(self, ChainDecoder):
+            return None
         from ._chain_oracle import compiled_chain_oracle
 
         return compiled_chain_oracle(self, task_loss, rescaling, y, y_offsets)

@@ -9,6 +9,7 @@ from ._base import (
     check_k,
     check_slack_gold,
     check_task_loss_argument,
+    keeps_operations,
 )
 from ._unary import UnaryParts, UnaryScores
 
@@ -267,7 +268,7 @@ class MulticlassDecoder(Decoder):
         """SparseMAP in closed form: the sparsemax of every example's class scores (the
         Euclidean projection onto the simplex), with the same result and options as
         :meth:`Decoder.sparsemap`."""
-        if not _own_structures(self):
+        if not keeps_operations(self, MulticlassDecoder, ("map", "parts")):
             # the closed form holds for this family's one-hot parts and MAP; a subclass that
             # redefines them gets the active set, which reads them
             return super().sparsemap(scores, max_iter=max_iter, tol=tol, init=init,
@@ -279,6 +280,8 @@ class MulticlassDecoder(Decoder):
     def compiled_oracle(self, task_loss, rescaling, y, y_offsets):
         """The compiled per-example oracle of multiclass outputs (see
         :meth:`Decoder.compiled_oracle`)."""
+        if not keeps_operations(self, MulticlassDecoder):
+            return None
         from ._tabular_oracles import compiled_multiclass_oracle
 
         return compiled_multiclass_oracle(self, task_loss, rescaling, y, y_offsets)
@@ -296,9 +299,3 @@ class MulticlassDecoder(Decoder):
         self._check_scores(scores)
         y = _check_classes(y, scores)
         return scores.unary[np.arange(y.shape[0]), y]
-
-
-def _own_structures(decoder):
-    """Whether ``decoder`` keeps the structures of MulticlassDecoder: its ``map`` and ``parts``."""
-    kind = type(decoder)
-    return kind.map is MulticlassDecoder.map and kind.parts is MulticlassDecoder.parts

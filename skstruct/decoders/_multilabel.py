@@ -11,6 +11,7 @@ from ._base import (
     check_encoded_outputs,
     check_k,
     check_slack_gold,
+    keeps_operations,
     no_exact_loss_augmented_map,
 )
 from ._unary import UnaryParts, UnaryScores, _products
@@ -331,7 +332,7 @@ class MultilabelDecoder(Decoder):
         """SparseMAP in closed form: the scores clipped to [0, 1] (independent labels),
         written as a sparse combination of 0/1 vectors, with the same result and options
         as :meth:`Decoder.sparsemap`."""
-        if not _own_structures(self):
+        if not keeps_operations(self, MultilabelDecoder, ("map", "parts")):
             # the closed form holds for this family's 0/1 indicator parts and MAP; a subclass that
             # redefines them gets the active set, which reads them
             return super().sparsemap(scores, max_iter=max_iter, tol=tol, init=init,
@@ -343,6 +344,8 @@ class MultilabelDecoder(Decoder):
     def compiled_oracle(self, task_loss, rescaling, y, y_offsets):
         """The compiled per-example oracle of multilabel outputs (see
         :meth:`Decoder.compiled_oracle`)."""
+        if not keeps_operations(self, MultilabelDecoder):
+            return None
         from ._tabular_oracles import compiled_multilabel_oracle
 
         return compiled_multilabel_oracle(self, task_loss, rescaling, y, y_offsets)
@@ -375,9 +378,3 @@ class MultilabelDecoder(Decoder):
         """
         self._check_scores(scores)
         return _scores_of(scores.unary, _check_indicators(y, scores))
-
-
-def _own_structures(decoder):
-    """Whether ``decoder`` keeps the structures of MultilabelDecoder: its ``map`` and ``parts``."""
-    kind = type(decoder)
-    return kind.map is MultilabelDecoder.map and kind.parts is MultilabelDecoder.parts

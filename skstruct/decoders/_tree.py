@@ -17,6 +17,7 @@ from ._base import (
     check_offsets,
     check_part_scores,
     check_score_array,
+    keeps_operations,
     no_exact_loss_augmented_map,
 )
 from ._unary import BlockParts
@@ -749,6 +750,8 @@ class TreeDecoder(Decoder):
     def compiled_oracle(self, task_loss, rescaling, y, y_offsets):
         """The compiled per-sentence oracle of trees (see
         :meth:`Decoder.compiled_oracle`)."""
+        if not keeps_operations(self, TreeDecoder):
+            return None
         from ._tree_oracles import compiled_tree_oracle
 
         return compiled_tree_oracle(self, task_loss, rescaling, y, y_offsets)
