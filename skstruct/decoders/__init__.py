@@ -1,7 +1,10 @@
 """Decoders: inference over one family of structured outputs.
 
 A decoder takes part scores and answers inference questions (MAP, log-partition and
-marginals, top-K, loss-augmented MAP); :func:`sparsemap` builds on MAP alone. See :class:`Decoder` for the interface.
+marginals, top-K, loss-augmented MAP, SparseMAP). Loss-augmented MAP has one default built
+on what the task loss declares (``TaskLoss.decomposition``) and family hooks; SparseMAP
+(:func:`sparsemap`, which calls ``Decoder.sparsemap``) defaults to the active set, which
+needs MAP alone. See :class:`Decoder` for the interface.
 
 Part scores are real numbers or -inf, which forbids a part; the score containers reject
 NaN and +inf. An example left with no output of finite score has log-partition -inf,
