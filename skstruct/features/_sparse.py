@@ -1,17 +1,23 @@
 """Compiled products of a CSR matrix (or its transpose) with a dense matrix."""
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 
+from ..utils import _parallel
 from ..utils._parallel import threads_for
 
 __all__ = ["csr_matmul", "csr_transpose_matmul", "matmul", "transpose_matmul"]
 
-#: Largest memory (bytes) for per-thread partial results of the transposed product; above
-#: it the product runs over the columns of the matrix instead (no private buffers).
+#: Largest memory (bytes) for the partial results of the transposed product; above it the
+#: product runs over the columns of the matrix instead (no private buffers).
 _SCATTER_BUFFER_LIMIT = 256 * 2**20
+
+#: Most chunks of rows of the transposed product, each summed into its own buffer. The
+#: number of chunks depends on the size of the product, never on the thread count, so
+#: the order of the sums, hence the result, is the same on any number of threads (the
+#: same model for any ``n_jobs``).
+_MAX_CHUNKS = 8
 
 _NJIT = dict(cache=True, nogil=True)
 
@@ -82,8 +88,10 @@ def csr_transpose_matmul(matrix, dense):
     """
     dense = np.ascontiguousarray(dense, dtype=np.float64)
     n_out = matrix.shape[1]
-    with threads_for(matrix.nnz * dense.shape[1]):
-        n_chunks = numba.get_num_threads()
+    work = matrix.nnz * dense.shape[1]
+    with threads_for(work):
+        n_chunks = max(1, min(_MAX_CHUNKS, matrix.shape[0],
+                              work // _parallel.MIN_WORK_PER_THREAD))
         if n_chunks * n_out * dense.shape[1] * 8 > _SCATTER_BUFFER_LIMIT:
             return csr_matmul(matrix.T.tocsr(), dense)
         return _csr_transpose_matmul(

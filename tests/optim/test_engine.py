@@ -1,0 +1,291 @@
+"""The compiled per-example engine gives the model of the Python loop, to 1e-9.
+
+Every built-in decoder, with every task loss it supports, is fitted twice by each
+incremental solver: once through the compiled passes (which must be offered) and once
+through the Python loop that remains for user decoders (forced by making
+``compiled_problem`` offer nothing). The final weights must agree to 1e-9.
+"""
+
+import importlib.util
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import skstruct.optim._bcfw as bcfw_module
+import skstruct.optim._subgradient as subgradient_module
+from skstruct import StructuredPerceptron, StructuredSVM
+from skstruct.decoders import MulticlassDecoder, MultilabelDecoder, TreeDecoder
+from skstruct.losses import (
+    FBetaLoss,
+    HammingLoss,
+    IoULoss,
+    LabelCountLoss,
+    PrecisionLoss,
+    RecallLoss,
+    ZeroOneLoss,
+)
+from skstruct.optim import RegularizedRisk, minimize_bcfw, minimize_subgradient, perceptron
+from skstruct.optim._engine import compiled_problem
+
+SOLVER_MODULES = (bcfw_module, subgradient_module)
+
+CHAIN_LOSSES = {
+    "hamming": lambda: "hamming",
+    "weighted_hamming": lambda: HammingLoss(class_costs=[1.0, 2.5, 0.5]),
+    "normalized_hamming": lambda: HammingLoss(normalize=True),
+    "zero_one": lambda: "zero_one",
+    "f1": lambda: "f1",
+    "iou": lambda: IoULoss(),
+    "precision": lambda: PrecisionLoss(),
+    "recall": lambda: RecallLoss(),
+    "label_count": lambda: LabelCountLoss(),
+}
+# the chain decoder's exact slack-rescaled inference handles unweighted mismatch counts
+CHAIN_SLACK = ["hamming", "normalized_hamming", "zero_one", "f1", "iou", "precision",
+               "recall", "label_count"]
+
+
+def _family_delivered(module):
+    return importlib.util.find_spec(f"skstruct.decoders.{module}") is not None
+
+
+needs_tabular = pytest.mark.skipif(not _family_delivered("_tabular_oracles"),
+                                   reason="the multiclass/multilabel oracles are not built yet")
+needs_tree = pytest.mark.skipif(not _family_delivered("_tree_oracles"),
+                                reason="the tree oracle is not built yet")
+
+
+class _Spy:
+    """Wraps ``compiled_problem`` in the solver modules, recording what it offered."""
+
+    def __init__(self, monkeypatch, python_loop):
+        self.offers = []
+        for module in SOLVER_MODULES:
+            monkeypatch.setattr(module, "compiled_problem", self)
+        self.python_loop = python_loop
+
+    def __call__(self, risk, rescaling):
+        if self.python_loop:
+            self.offers.append(None)
+            return None
+        problem = compiled_problem(risk, rescaling)
+        self.offers.append(problem)
+        return problem
+
+
+def _params(model):
+    names = ("coef_", "intercept_", "transition_", "start_transition_", "end_transition_")
+    return {name: np.asarray(getattr(model, name)) for name in names if hasattr(model, name)}
+
+
+def _fit_both_ways(monkeypatch, make_model, X, y, sample_weight=None):
+    """Fit through the compiled engine and through the Python loop; both models."""
+    models = []
+    for python_loop in (False, True):
+        with monkeypatch.context() as patch:
+            spy = _Spy(patch, python_loop)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # convergence in 3 passes is not the point
+                models.append(make_model().fit(X, y, sample_weight=sample_weight))
+            if not python_loop:
+                assert len(spy.offers) == 1
+                assert spy.offers[0] is not None, "the compiled engine was not offered"
+    return models
+
+
+def _assert_same_model(compiled, python):
+    a, b = _params(compiled), _params(python)
+    assert a.keys() == b.keys() and a
+    for name in a:
+        assert a[name].shape == b[name].shape, name
+        scale = max(1.0, float(np.abs(b[name]).max(initial=0.0)))
+        np.testing.assert_allclose(a[name], b[name], rtol=0, atol=1e-9 * scale, err_msg=name)
+
+
+@pytest.fixture(scope="module")
+def sequences():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 8, size=24)
+    states = np.array(["O", "A", "B"])
+    X, y = [], []
+    for length in lengths:
+        dense = rng.normal(size=(length, 6))
+        X.append(sp.csr_matrix(np.where(dense > 0.2, dense, 0.0)))
+        y.append(states[rng.integers(0, 3, size=length)])
+    weights = rng.uniform(0.5, 2.0, size=len(lengths))
+    return X, y, weights
+
+
+@pytest.mark.parametrize("solver,rescaling", [("subgradient", "margin"),
+                                              ("subgradient", "slack"), ("bcfw", "margin")])
+@pytest.mark.parametrize("loss", list(CHAIN_LOSSES))
+def test_chain_compiled_equals_python(monkeypatch, sequences, loss, solver, rescaling):
+    if rescaling == "slack" and loss not in CHAIN_SLACK:
+        pytest.skip("the chain decoder has no exact slack-rescaled inference for it")
+    X, y, weights = sequences
+
+    def make_model():
+        return StructuredSVM(loss=CHAIN_LOSSES[loss](), rescaling=rescaling, solver=solver,
+                             alpha=0.05, max_iter=3, tol=0.0, random_state=0)
+
+    _assert_same_model(*_fit_both_ways(monkeypatch, make_model, X, y, weights))
+
+
+def test_chain_perceptron_compiled_equals_python(monkeypatch, sequences):
+    X, y, weights = sequences
+
+    def make_model():
+        return StructuredPerceptron(max_iter=4, random_state=0)
+
+    compiled, python = _fit_both_ways(monkeypatch, make_model, X, y, weights)
+    _assert_same_model(compiled, python)
+
+
+def test_chain_perceptron_averaging_off_and_warm_start(monkeypatch, sequences):
+    X, y, _ = sequences
+    models = []
+    for python_loop in (False, True):
+        with monkeypatch.context() as patch:
+            _Spy(patch, python_loop)
+            model = StructuredPerceptron(max_iter=2, averaging=False, random_state=1,
+                                         warm_start=True).fit(X, y)
+            models.append(model.fit(X, y))
+    _assert_same_model(*models)
+
+
+@pytest.fixture(scope="module")
+def tabular():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 5))
+    classes = rng.integers(0, 4, size=40)
+    labels = (rng.random(size=(40, 4)) < 0.4).astype(int)
+    weights = rng.uniform(0.5, 2.0, size=40)
+    return X, classes, labels, weights
+
+
+@needs_tabular
+@pytest.mark.parametrize("solver,rescaling", [("subgradient", "margin"),
+                                              ("subgradient", "slack"), ("bcfw", "margin")])
+@pytest.mark.parametrize("loss", ["hamming", "zero_one", "weighted_hamming"])
+def test_multiclass_compiled_equals_python(monkeypatch, tabular, loss, solver, rescaling):
+    X, classes, _, weights = tabular
+    task_loss = (HammingLoss(class_costs=[1.0, 2.0, 0.5, 3.0]) if loss == "weighted_hamming"
+                 else loss)
+
+    def make_model():
+        return StructuredSVM(decoder=MulticlassDecoder(), loss=task_loss, rescaling=rescaling,
+                             solver=solver, alpha=0.05, max_iter=3, tol=0.0, random_state=0)
+
+    _assert_same_model(*_fit_both_ways(monkeypatch, make_model, X, classes, weights))
+
+
+@needs_tabular
+@pytest.mark.parametrize("solver,rescaling", [("subgradient", "margin"),
+                                              ("subgradient", "slack"), ("bcfw", "margin")])
+@pytest.mark.parametrize("loss", ["hamming", "zero_one", "f1", "recall"])
+def test_multilabel_compiled_equals_python(monkeypatch, tabular, loss, solver, rescaling):
+    X, _, labels, weights = tabular
+
+    def make_model():
+        return StructuredSVM(decoder=MultilabelDecoder(), loss=loss, rescaling=rescaling,
+                             solver=solver, alpha=0.05, max_iter=3, tol=0.0, random_state=0)
+
+    _assert_same_model(*_fit_both_ways(monkeypatch, make_model, X, labels, weights))
+
+
+@needs_tabular
+@pytest.mark.parametrize("decoder", [MulticlassDecoder, MultilabelDecoder])
+def test_tabular_perceptron_compiled_equals_python(monkeypatch, tabular, decoder):
+    X, classes, labels, weights = tabular
+    y = classes if decoder is MulticlassDecoder else labels
+
+    def make_model():
+        return StructuredPerceptron(decoder=decoder(), max_iter=3, random_state=0)
+
+    _assert_same_model(*_fit_both_ways(monkeypatch, make_model, X, y, weights))
+
+
+@pytest.fixture(scope="module")
+def treebank():
+    rng = np.random.default_rng(2)
+    X, y = [], []
+    for n in rng.integers(1, 6, size=20):
+        dense = rng.normal(size=(n * n, 5))
+        X.append(sp.csr_matrix(np.where(dense > 0.0, dense, 0.0)))
+        heads = np.array([rng.integers(0, m + 1) if m else 0 for m in range(n)])
+        y.append(heads)  # each token's head precedes it: a tree
+    return X, y, rng.uniform(0.5, 2.0, size=len(X))
+
+
+@needs_tree
+@pytest.mark.parametrize("solver", ["subgradient", "bcfw"])
+def test_tree_compiled_equals_python(monkeypatch, treebank, solver):
+    X, y, weights = treebank
+
+    def make_model():
+        return StructuredSVM(decoder=TreeDecoder(), solver=solver, alpha=0.05, max_iter=3,
+                             tol=0.0, random_state=0)
+
+    _assert_same_model(*_fit_both_ways(monkeypatch, make_model, X, y, weights))
+
+
+@needs_tree
+def test_tree_perceptron_compiled_equals_python(monkeypatch, treebank):
+    X, y, weights = treebank
+
+    def make_model():
+        return StructuredPerceptron(decoder=TreeDecoder(), max_iter=3, random_state=0)
+
+    _assert_same_model(*_fit_both_ways(monkeypatch, make_model, X, y, weights))
+
+
+def _chain_risk(loss, sequences):
+    from skstruct.decoders import ChainDecoder
+    from skstruct.features import LinearChainFeatures
+    from skstruct.utils import SequenceBatch
+
+    X, y, weights = sequences
+    codes = {"O": 0, "A": 1, "B": 2}
+    offsets = np.concatenate(([0], np.cumsum([x.shape[0] for x in X])))
+    encoded = np.array([codes[s] for labels in y for s in labels])
+    return RegularizedRisk(LinearChainFeatures(6, 3), SequenceBatch(sp.vstack(X).tocsr(),
+                           offsets), encoded, ChainDecoder(), loss, 0.05, weights)
+
+
+def test_solvers_compiled_equals_python_with_the_private_keyword(sequences):
+    from skstruct.losses import PerceptronLoss, StructuredHingeLoss
+
+    f1 = FBetaLoss().with_positive_states(np.array([False, True, True]))
+    for loss, solve in [
+        (PerceptronLoss(), lambda risk, **kw: perceptron(risk, max_iter=3, **kw)),
+        (StructuredHingeLoss(f1, "slack"),
+         lambda risk, **kw: minimize_subgradient(risk, max_iter=3, **kw)),
+        (StructuredHingeLoss(ZeroOneLoss(), "margin"),
+         lambda risk, **kw: minimize_bcfw(risk, max_iter=3, tol=0.0, **kw)),
+    ]:
+        risk = _chain_risk(loss, sequences)
+        rescaling = getattr(loss, "rescaling", None)
+        assert compiled_problem(risk, rescaling) is not None
+        compiled = solve(risk, random_state=3)
+        python = solve(risk, random_state=3, _force_python=True)
+        assert compiled.n_evaluations == python.n_evaluations > 0
+        np.testing.assert_allclose(compiled.w, python.w, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(compiled.objective_curve, python.objective_curve,
+                                   rtol=1e-9, atol=1e-12)
+
+
+def test_user_decoder_gets_the_python_loop(sequences):
+    from skstruct.decoders import ChainDecoder
+    from skstruct.losses import StructuredHingeLoss
+
+    class MyChainDecoder(ChainDecoder):
+        def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
+            return super().loss_augmented_map(scores, y_true, task_loss, rescaling)
+
+    risk = _chain_risk(StructuredHingeLoss("hamming", "margin"), sequences)
+    risk.decoder = MyChainDecoder()
+    assert compiled_problem(risk, "margin") is None
+    result = minimize_bcfw(risk, max_iter=2, tol=0.0, random_state=0)
+    assert result.n_evaluations == 2 * risk.n_examples
