@@ -69,7 +69,9 @@ def minimize_bcfw(
     When the feature map and the decoder offer a compiled form
     (:func:`~skstruct.optim._engine.compiled_problem`), every pass is one compiled call
     (:func:`~skstruct.optim._engine_kernels.bcfw_pass`) with the same arithmetic;
-    otherwise the steps run as a Python loop.
+    the primal objective of the duality gap is then evaluated by the same oracle in one
+    compiled pass. Otherwise the steps run as a Python loop and the gap uses the batched
+    :func:`structured_hinge_primal`.
 
     References
     ----------
@@ -89,14 +91,17 @@ def minimize_bcfw(
         run = problem.bcfw(risk.weights, lam, averaging)
     else:
         run = _PythonBCFW(risk, lam, averaging)
-    primal_risk = _sparse_view(risk)
+    primal_risk = _sparse_view(risk) if problem is None else None
     progress = Progress(verbose, callback, printer, unit="pass")
     message, converged = "maximum number of passes reached", False
     gaps = []
     for _ in range(max_iter):
         run.run_pass(rng.permutation(n))
         current, dual_sum = run.current()
-        primal, _ = structured_hinge_primal(primal_risk, current)
+        if problem is not None:
+            primal = problem.hinge_primal(current, risk.weights, lam)
+        else:
+            primal, _ = structured_hinge_primal(primal_risk, current)
         gap = primal - (dual_sum - 0.5 * lam * float(current @ current))
         gaps.append(gap)
         if progress.report(current, primal, gap=gap):

@@ -92,6 +92,13 @@ class CompiledProblem:
         return (w[:cut].reshape(f.n_features, f.n_unary), w[cut:cut + bias],
                 w[cut + bias:])
 
+    def hinge_primal(self, w, weights, lam):
+        """P(w) = (λ/2) ‖w‖² + Σ_i ω_i H_i(w), the structured hinge of the oracle's
+        rescaling, in one compiled sequential pass (no batch-sized temporaries)."""
+        values = np.empty(self.features.n_examples)
+        kernels.hinge_values(self.features, self.oracle, *self.blocks(w), values)
+        return float(weights @ values) + 0.5 * lam * float(w @ w)
+
     def perceptron(self, w0, scales, averaging):
         """A :class:`PerceptronRun` from ``w0`` with update scales s_i = n ω_i."""
         return PerceptronRun(self, w0, scales, averaging)

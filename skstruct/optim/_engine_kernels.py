@@ -25,7 +25,8 @@ from numba import njit
 
 from ..decoders._oracles import add_parts, oracle
 
-__all__ = ["bcfw_pass", "perceptron_pass", "score_example", "subgradient_pass"]
+__all__ = ["bcfw_pass", "hinge_values", "perceptron_pass", "score_example",
+           "subgradient_pass"]
 
 _NJIT = dict(cache=True, nogil=True)
 
@@ -363,3 +364,22 @@ def bcfw_pass(feats, orc, W, b, pair, lazy_W, lazy_b, lazy_pair, dual_unary, dua
         step += 1
         sums[1] += (2.0 / (step + 2)) * (sums[0] - sums[1])
     return step
+
+
+@njit(**_NJIT)
+def hinge_values(feats, orc, W, b, pair, out):
+    """The structured hinge H_i(w) of every example, into ``out`` (n_examples,).
+
+    Margin rescaling: H_i = max(θ_ŷ + Δ(y_i, ŷ) − θ_{y_i}, 0); slack rescaling:
+    H_i = max(Δ(y_i, ŷ) (1 + θ_ŷ − θ_{y_i}), 0), ŷ the oracle's output.
+    """
+    unary, d_unary, pair_scores, d_pair, yhat = _buffers(feats, orc)
+    for i in range(feats.row_offsets.shape[0] - 1):
+        n_rows = score_example(feats, W, b, pair, 1.0, i, unary, pair_scores)
+        delta = _call_oracle(feats, orc, i, unary, pair_scores, n_rows, yhat)
+        _direction(orc, i, n_rows, yhat, 1.0, d_unary, d_pair)
+        margin = _inner(unary, pair_scores, d_unary, d_pair, n_rows)
+        if orc.rescaling == 2:
+            out[i] = max(delta * (1.0 + margin), 0.0)
+        else:
+            out[i] = max(margin + delta, 0.0)
