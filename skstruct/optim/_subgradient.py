@@ -174,7 +174,9 @@ def perceptron(risk, w0=None, *, max_iter=10, averaging=True, random_state=None,
     message, converged = "maximum number of passes reached", False
     for _ in range(max_iter):
         mistakes = run.run_pass(rng.permutation(n))
-        if progress.report(run.current(), mistakes / n, mistakes=mistakes):
+        # the average costs a pass over w: made only for a callback that receives it
+        current = run.current() if callback is not None else None
+        if progress.report(current, mistakes / n, mistakes=mistakes):
             message, converged = "stopped by callback", True
             break
         if mistakes == 0:
