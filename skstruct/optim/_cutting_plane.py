@@ -246,6 +246,11 @@ class _CompiledConstraints:
         known, rescaling = loss_rescaling(risk.loss)
         if not known or rescaling is None:
             return None
+        if np.size(risk.y) != risk.batch.output_offsets[-1]:
+            # The oracle protocol reads y stacked and delimited by the output offsets;
+            # outputs laid out otherwise (a multilabel indicator matrix with one offset
+            # per sample) take the batched path.
+            return None
         problem = compiled_problem(risk, rescaling)
         return None if problem is None else cls(risk, problem, cache_size)
 

@@ -12,7 +12,8 @@ and, when h_i > 0, the example's share of the one-slack plane
     ψ̄ += c_i A_iᵀ (a_{y_i} − a_ŷ),   c_i = ω_i (margin) or ω_i Δ_i (slack),
 
 added through the nonzero entries of a_ŷ − a_{y_i} only (rows where ŷ agrees with the
-gold output contribute nothing). The feature map and the oracle come in the engine's
+gold output contribute nothing), in example order after the parallel part, so that the
+plane is the same for every number of threads. The feature map and the oracle come in the engine's
 compiled forms (:class:`~skstruct.features.CompiledFeatures`,
 :class:`~skstruct.decoders._oracles.CompiledOracle`) and the per-example pieces are the
 engine's (:mod:`skstruct.optim._engine_kernels`).
@@ -65,21 +66,14 @@ def constraint_pass(feats, orc, W, b, pair, weights, use_cache, cache_y, cache_d
     plane_W, plane_b, plane_pair : ndarray
         Output: the blocks of the plane ψ̄ (overwritten).
     n_chunks : int
-        Number of chunks of examples (one plane buffer each).
+        Number of chunks of examples scored and decoded in parallel; the results do not
+        depend on it.
     """
     n = feats.row_offsets.shape[0] - 1
     slack = orc.rescaling == 2
-    n_unary = feats.n_unary
-    acc_W = np.zeros((n_chunks, W.shape[0], n_unary))
-    acc_b = np.zeros((n_chunks, b.shape[0]))
-    acc_pair = np.zeros((n_chunks, pair.shape[0]))
     step = (n + n_chunks - 1) // n_chunks
     for chunk in prange(n_chunks):
         unary, d_unary, pair_scores, d_pair, yhat = _buffers(feats, orc)
-        nz_k = np.empty(n_unary, dtype=np.int64)
-        nz_g = np.empty(n_unary)
-        colsum = np.empty(n_unary)
-        chunk_W, chunk_b, chunk_pair = acc_W[chunk], acc_b[chunk], acc_pair[chunk]
         for i in range(chunk * step, min(n, (chunk + 1) * step)):
             n_rows = score_example(feats, W, b, pair, 1.0, i, unary, pair_scores)
             ya, yb = orc.y_offsets[i], orc.y_offsets[i + 1]
@@ -101,22 +95,36 @@ def constraint_pass(feats, orc, W, b, pair, weights, use_cache, cache_y, cache_d
                 delta = _call_oracle(feats, orc, i, unary, pair_scores, n_rows, yhat)
             _direction(orc, i, n_rows, yhat, 1.0, d_unary, d_pair)
             margin = _inner(unary, pair_scores, d_unary, d_pair, n_rows)
-            term = delta * (1.0 + margin) if slack else delta + margin
             yhat_out[ya:yb] = yhat[:yb - ya]
             delta_out[i] = delta
-            term_out[i] = term
-            if term > 0:
-                c = weights[i] * delta if slack else weights[i]
-                _sparse_update(feats, i, n_rows, d_unary, d_pair, -c, chunk_W, chunk_b,
-                               chunk_pair, 0.0, chunk_W, chunk_b, chunk_pair, nz_k, nz_g,
-                               colsum)
-    plane_W[:] = acc_W[0]
-    plane_b[:] = acc_b[0]
-    plane_pair[:] = acc_pair[0]
-    for chunk in range(1, n_chunks):
-        plane_W += acc_W[chunk]
-        plane_b += acc_b[chunk]
-        plane_pair += acc_pair[chunk]
+            term_out[i] = delta * (1.0 + margin) if slack else delta + margin
+    # The plane is summed in example order, one example after the other, so that it does
+    # not depend on the number of threads (it only visits the rows where ŷ differs).
+    _plane(feats, orc, weights, slack, yhat_out, delta_out, term_out, plane_W, plane_b,
+           plane_pair)
+
+
+@njit(**_NJIT)
+def _plane(feats, orc, weights, slack, yhat_out, delta_out, term_out, plane_W, plane_b,
+           plane_pair):
+    """ψ̄ = Σ_{i: h_i > 0} c_i A_iᵀ (a_{y_i} − a_ŷ), in example order."""
+    unary, d_unary, pair_scores, d_pair, yhat = _buffers(feats, orc)
+    n_unary = feats.n_unary
+    nz_k = np.empty(n_unary, dtype=np.int64)
+    nz_g = np.empty(n_unary)
+    colsum = np.empty(n_unary)
+    plane_W[:] = 0.0
+    plane_b[:] = 0.0
+    plane_pair[:] = 0.0
+    for i in range(feats.row_offsets.shape[0] - 1):
+        if not term_out[i] > 0:
+            continue
+        n_rows = feats.row_offsets[i + 1] - feats.row_offsets[i]
+        ya, yb = orc.y_offsets[i], orc.y_offsets[i + 1]
+        _direction(orc, i, n_rows, yhat_out[ya:yb], 1.0, d_unary, d_pair)
+        c = weights[i] * delta_out[i] if slack else weights[i]
+        _sparse_update(feats, i, n_rows, d_unary, d_pair, -c, plane_W, plane_b, plane_pair,
+                       0.0, plane_W, plane_b, plane_pair, nz_k, nz_g, colsum)
 
 
 @njit(**_NJIT)

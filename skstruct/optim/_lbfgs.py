@@ -17,8 +17,7 @@ from ..utils._parallel import threads_for
 from ._progress import Progress
 from ._result import OptimizeResult
 
-# OptimizeResult is re-exported for the modules that still import it from here.
-__all__ = ["OptimizeResult", "minimize_lbfgs", "minimize_lbfgsb"]
+__all__ = ["minimize_lbfgs", "minimize_lbfgsb"]
 
 
 class _CachedObjective:

@@ -109,19 +109,20 @@ def test_multiclass_compiled_equals_batched(monkeypatch, tabular, rescaling):
     _fit_both_ways(monkeypatch, make_model, X, classes, weights)
 
 
-# The multilabel oracle reads one output per sample from the batch's output offsets where
-# it needs n_labels; any other failure still fails the test.
-@pytest.mark.xfail(raises=ValueError, strict=False,
-                   reason="the compiled multilabel oracle is offered per-sample offsets")
 @pytest.mark.parametrize("loss,rescaling", [("hamming", "margin"), ("f1", "slack")])
-def test_multilabel_compiled_equals_batched(monkeypatch, tabular, loss, rescaling):
+def test_multilabel_takes_the_batched_path(monkeypatch, tabular, loss, rescaling):
+    # A multilabel y is an (n_samples, n_labels) matrix with one output offset per sample,
+    # not the stacked layout the compiled oracle reads: the batched path is used.
     X, _, labels, weights = tabular
-
-    def make_model():
-        return StructuredSVM(decoder=MultilabelDecoder(), loss=loss, rescaling=rescaling,
-                             solver="cutting_plane", alpha=0.05, max_iter=8, tol=0.0)
-
-    _fit_both_ways(monkeypatch, make_model, X, labels, weights)
+    spy = _Spy(batched=False)
+    monkeypatch.setattr(cutting_plane_module._CompiledConstraints, "offer", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = StructuredSVM(decoder=MultilabelDecoder(), loss=loss, rescaling=rescaling,
+                              solver="cutting_plane", alpha=0.05, max_iter=8,
+                              tol=0.0).fit(X, labels, sample_weight=weights)
+    assert spy.offers == [None]
+    assert model.predict(X).shape == labels.shape
 
 
 def test_tree_compiled_equals_batched(monkeypatch):
@@ -175,6 +176,24 @@ def test_user_decoder_gets_the_batched_path(sequences):
     result = minimize_cutting_plane(risk, max_iter=6, tol=0.0)
     assert reference.extra["compiled"] and not result.extra["compiled"]
     np.testing.assert_allclose(result.w, reference.w, rtol=0, atol=1e-9)
+
+
+def test_the_plane_does_not_depend_on_the_number_of_threads(sequences):
+    import numba
+
+    f1 = FBetaLoss().with_positive_states(np.array([False, True, True]))
+    risk = _chain_risk(StructuredHingeLoss(f1, "slack"), sequences)
+    runs = []
+    for n_threads in (1, numba.config.NUMBA_NUM_THREADS):
+        previous = numba.get_num_threads()
+        numba.set_num_threads(n_threads)
+        try:
+            runs.append(minimize_cutting_plane(risk, max_iter=10, tol=0.0, cache_size=3))
+        finally:
+            numba.set_num_threads(previous)
+    assert runs[0].extra["compiled"]
+    np.testing.assert_array_equal(runs[0].w, runs[1].w)
+    np.testing.assert_array_equal(runs[0].objective_curve, runs[1].objective_curve)
 
 
 def test_converges_to_tol_and_reports_progress(sequences):
