@@ -191,13 +191,11 @@ def active_set_sparsemap(decoder, scores, *, method="active_set", max_iter=100, 
         if rows.size == 0:
             break
         sets.make_room(rows, n_active)
-        sub = scores if rows.size == n else scores.take(rows)
-        positions = _block_index(u_offsets, rows)
-        corrected = sub.replace(unary=(flat[positions] - u[positions]).reshape(
-            np.shape(sub.unary)))
-        new_ids = pool.add(decoder, sub, decoder.map(corrected))
+        sub, labels = _oracle(decoder, scores, flat, u, u_offsets, rows)
+        new_ids = pool.add(decoder, sub, labels)
+        del labels
         ptr, idx, val, theta = pool.arrays()
-        with threads_for(positions.shape[0] * 4):
+        with threads_for(4 * int((u_offsets[rows + 1] - u_offsets[rows]).sum())):
             if factored:
                 kernels.active_set_step(
                     rows, new_ids, sets.slot_ptr, sets.support, sets.weights, n_active,
@@ -218,6 +216,17 @@ def active_set_sparsemap(decoder, scores, *, method="active_set", max_iter=100, 
                           sets.weights[active], lift)
     return SparseMAPResult(decoder, scores, support, u, n_iter, gap, objective, converged,
                            method)
+
+
+def _oracle(decoder, scores, flat, u, u_offsets, rows):
+    """The scores of examples ``rows`` and their MAP outputs at (η_U − u, η_V)."""
+    if rows.size == scores.n_examples:
+        sub, adjusted = scores, flat - u
+    else:
+        sub = scores.take(rows)
+        positions = _block_index(u_offsets, rows)
+        adjusted = flat[positions] - u[positions]
+    return sub, decoder.map(sub.replace(unary=adjusted.reshape(np.shape(sub.unary))))
 
 
 def _drop_unused(pool, sets, n_active, final):

@@ -581,3 +581,28 @@ def gather_blocks(source, ptr, ids, out):
         for q in range(ptr[s], ptr[s + 1]):
             out[position] = source[q]
             position += 1
+
+
+@njit(cache=True, nogil=True)
+def count_nonzero_blocks(values, offsets, counts):
+    """counts[i] = number of nonzero entries of block ``values[offsets[i]:offsets[i + 1]]``."""
+    for i in range(offsets.shape[0] - 1):
+        total = 0
+        for p in range(offsets[i], offsets[i + 1]):
+            if values[p] != 0.0:
+                total += 1
+        counts[i] = total
+
+
+@njit(cache=True, nogil=True)
+def sparse_blocks(values, offsets, idx, val):
+    """The nonzero entries of every block, in order: positions local to the block into
+    ``idx``, values into ``val`` (when it is not empty)."""
+    q = 0
+    for i in range(offsets.shape[0] - 1):
+        for p in range(offsets[i], offsets[i + 1]):
+            if values[p] != 0.0:
+                idx[q] = p - offsets[i]
+                if val.shape[0] > 0:
+                    val[q] = values[p]
+                q += 1

@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..utils._blocks import cumulative
-from ._sparsemap_kernels import gather_blocks
+from ._sparsemap_kernels import count_nonzero_blocks, gather_blocks, sparse_blocks
 
 __all__ = ["StructurePool"]
 
@@ -156,18 +156,21 @@ class StructurePool:
     def add(self, decoder, scores, y):
         """Add the outputs ``y`` of the examples of ``scores``; returns their ids."""
         parts = decoder.parts(scores, y)
-        flat = np.asarray(parts.unary, dtype=np.float64).reshape(-1)
-        block = np.asarray(parts.unary_offsets)
-        nonzero = np.flatnonzero(flat)
-        example = np.searchsorted(block, nonzero, side="right") - 1
-        local = nonzero - block[example]
-        self._idx.extend(local.astype(_smallest_integer_dtype(local), copy=False))
-        values = flat[nonzero]
-        if self._val is None and (values != 1.0).any():
-            self._val = _Growing(np.float64, np.ones(self._ptr.view()[-1]))
-        if self._val is not None:
+        flat = np.ascontiguousarray(parts.unary, dtype=np.float64).reshape(-1)
+        block = np.asarray(parts.unary_offsets, dtype=np.int64)
+        del parts
+        sizes = np.empty(scores.n_examples, dtype=np.int64)
+        count_nonzero_blocks(flat, block, sizes)
+        local = np.empty(int(sizes.sum()), dtype=_smallest_integer_dtype(np.diff(block)))
+        binary = self._val is None and not ((flat != 0.0) & (flat != 1.0)).any()
+        values = np.empty(0 if binary else local.shape[0])
+        sparse_blocks(flat, block, local, values)
+        del flat
+        self._idx.extend(local)
+        if not binary:
+            if self._val is None:
+                self._val = _Growing(np.float64, np.ones(self._ptr.view()[-1]))
             self._val.extend(values)
-        sizes = np.bincount(example, minlength=scores.n_examples)
         self._ptr.extend(self._ptr.view()[-1] + np.cumsum(sizes))
         self._theta.extend(np.asarray(decoder.score_outputs(scores, y), dtype=np.float64))
         # example i's output is flat entries offsets[i]:offsets[i + 1] of the raveled y

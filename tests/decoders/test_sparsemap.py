@@ -20,7 +20,13 @@ from skstruct.decoders import (
     TreeScores,
     chain_parts,
 )
-from skstruct.decoders._sparsemap import sparsemap
+from skstruct.decoders._base import InfeasibleOutputError
+from skstruct.decoders._sparsemap import (
+    active_set_sparsemap,
+    clip_sparsemap,
+    sparsemap,
+    sparsemax_sparsemap,
+)
 from skstruct.optim._qp import solve_capped_simplex_qp
 
 
@@ -350,3 +356,183 @@ def test_adding_a_constant_to_every_score_changes_nothing():
     base = sparsemap(MulticlassDecoder(), MulticlassScores(z))
     shifted = sparsemap(MulticlassDecoder(), MulticlassScores(z + 1e6))
     np.testing.assert_allclose(shifted.unary, base.unary, atol=1e-9)
+
+
+# --- closed forms against the active set ----------------------------------------------
+
+
+def _support_table(result):
+    """(n, K) weights of every example's support, in support order, zero-padded."""
+    table = np.zeros((result.n_examples, int(result.support_size.max())))
+    for i in range(result.n_examples):
+        table[i, : result.support_size[i]] = result._support.weights[
+            result._support.ptr[i] : result._support.ptr[i + 1]]
+    return table
+
+
+def _check_distributions(result, part_vector):
+    """Every distribution sums to one, has positive weights and reproduces the marginals."""
+    for i in range(result.n_examples):
+        outputs, weights = result.distribution(i)
+        assert len(outputs) == len(weights) == result.support_size[i]
+        assert (weights > 0).all() and weights.sum() == pytest.approx(1.0, abs=1e-12)
+        assert (np.diff(weights) <= 0).all()  # by decreasing weight
+        mixture = sum(w * part_vector(o) for o, w in zip(outputs, weights, strict=True))
+        np.testing.assert_allclose(mixture, result.unary[i], atol=1e-12)
+    np.testing.assert_allclose(result.combine(_support_table(result)).unary, result.unary,
+                               atol=1e-12)
+    np.testing.assert_array_equal(result.marginals.unary, result.unary)
+
+
+def _random_rows(rng, n, width, special):
+    """Normal scores of several scales with -inf entries, ties and integer values."""
+    z = rng.normal(size=(n, width)) * rng.choice([0.1, 1.0, 5.0], size=(n, 1))
+    if special and width > 1:
+        z[rng.random(z.shape) < 0.15] = -np.inf
+        z[0] = 0.3  # all tied
+        z[1, : (width + 1) // 2] = z[1, 0]  # a tie among the best
+        z[2] = np.round(z[2])  # 0 and 1 exactly
+        z[np.isinf(z).all(axis=1), 0] = 0.5  # every example keeps a feasible class
+    return z
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 7, 20])
+def test_sparsemax_equals_the_active_set(width):
+    rng = np.random.default_rng(width)
+    for special in (False, True):
+        scores = MulticlassScores(_random_rows(rng, 40, width, special))
+        exact = sparsemax_sparsemap(MulticlassDecoder(), scores)
+        generic = active_set_sparsemap(MulticlassDecoder(), scores)
+        assert exact.method == "sparsemax" and generic.converged.all()
+        assert exact.converged.all() and (exact.gap == 0).all()
+        np.testing.assert_allclose(exact.unary, generic.unary, atol=1e-8)
+        np.testing.assert_allclose(exact.objective, generic.objective, rtol=1e-8, atol=1e-8)
+        np.testing.assert_array_equal(exact.support_size, (exact.unary > 0).sum(axis=1))
+        np.testing.assert_array_equal(exact.support_size, generic.support_size)
+        expected = np.array([sparsemax(np.where(np.isinf(row), -1e300, row))
+                             for row in scores.unary])
+        np.testing.assert_allclose(exact.unary, expected, atol=1e-12)
+        _check_distributions(exact, lambda o: np.eye(width)[int(o[0])])
+        upstream = rng.normal(size=scores.unary.shape)
+        np.testing.assert_allclose(exact.vjp(upstream).unary,
+                                   generic.vjp(upstream).unary, atol=1e-8)
+
+
+def test_sparsemax_of_an_infeasible_example_is_the_decoders_error():
+    scores = MulticlassScores(np.array([[0.0, 1.0], [-np.inf, -np.inf]]))
+    with pytest.raises(InfeasibleOutputError):
+        sparsemax_sparsemap(MulticlassDecoder(), scores)
+
+
+def _objective(unary, u):
+    finite = np.where(u > 0, unary, 0.0)
+    return (finite * u - 0.5 * u * u).sum(axis=1)
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 6, 9])
+def test_clipping_equals_the_active_set(width):
+    rng = np.random.default_rng(10 + width)
+    for special in (False, True):
+        unary = _random_rows(rng, 30, width, special)
+        unary[3] = 0.0  # every label at 0: the empty labeling alone
+        unary[4] = 1.0  # every label at 1: the full labeling alone
+        scores = MultilabelScores(unary)
+        exact = clip_sparsemap(MultilabelDecoder(), scores)
+        generic = active_set_sparsemap(MultilabelDecoder(), scores, max_iter=500)
+        assert exact.method == "clip" and generic.converged.all()
+        np.testing.assert_allclose(exact.unary, generic.unary, atol=1e-8)
+        np.testing.assert_array_equal(exact.unary, np.clip(unary, 0, 1))
+        np.testing.assert_allclose(exact.objective, generic.objective, rtol=1e-8, atol=1e-8)
+        np.testing.assert_allclose(exact.objective, _objective(unary, exact.unary),
+                                   atol=1e-12)
+        assert exact.support_size[3] == exact.support_size[4] == 1
+        # the staircase: at most L + 1 nested labelings, one per distinct level of u
+        for i in range(scores.n_examples):
+            levels = np.unique(np.concatenate(([0.0, 1.0], exact.unary[i])))
+            assert exact.support_size[i] == levels.size - 1 <= width + 1
+            outputs, _ = exact.distribution(i)
+            on = sorted(outputs, key=lambda o: o.sum())
+            assert all(((a <= b).all() for a, b in zip(on, on[1:])))
+        _check_distributions(exact, lambda o: o.astype(float))
+        upstream = rng.normal(size=unary.shape)
+        inside = (unary > 0) & (unary < 1)
+        np.testing.assert_array_equal(exact.vjp(upstream).unary,
+                                      np.where(inside, upstream, 0.0))
+        if not special:  # distinct fractional values: the same Jacobian on any support
+            np.testing.assert_allclose(exact.vjp(upstream).unary,
+                                       generic.vjp(upstream).unary, atol=1e-8)
+
+
+def test_clip_backward_matches_finite_differences():
+    rng = np.random.default_rng(3)
+    unary = rng.normal(0.5, 0.8, size=(20, 5))
+    upstream = rng.normal(size=unary.shape)
+    direction = rng.normal(size=unary.shape)
+    gradient = clip_sparsemap(MultilabelDecoder(), MultilabelScores(unary)).vjp(upstream)
+    eps = 1e-7
+
+    def value(sign):
+        moved = MultilabelScores(unary + sign * eps * direction)
+        return np.sum(upstream * clip_sparsemap(MultilabelDecoder(), moved).unary)
+
+    numeric = (value(1) - value(-1)) / (2 * eps)
+    assert np.sum(gradient.unary * direction) == pytest.approx(numeric, rel=1e-6)
+
+
+def test_the_decoders_solver_answers():
+    multiclass = MulticlassScores(np.array([[1.0, 0.5, -2.0]]))
+    multilabel = MultilabelScores(np.array([[1.5, 0.25, -2.0]]))
+    assert sparsemap(MulticlassDecoder(), multiclass).method == "sparsemax"
+    assert sparsemap(MultilabelDecoder(), multilabel).method == "clip"
+    chain = random_chain(np.random.default_rng(0), 3, 2, 1.0)
+    assert sparsemap(ChainDecoder(), chain).method == "active_set"
+
+    class OwnSolver(MulticlassDecoder):
+        def sparsemap(self, scores, **options):
+            return ("own", options)
+
+    assert sparsemap(OwnSolver(), multiclass, max_iter=7) == ("own", {"max_iter": 7})
+
+    class NoOperation:
+        """A user's decoder from before SparseMAP was an operation: the active set."""
+
+        capabilities = frozenset({"map", "parts"})
+
+        def __init__(self):
+            self._inner = MulticlassDecoder()
+
+        def map(self, scores):
+            return self._inner.map(scores)
+
+        def parts(self, scores, y):
+            return self._inner.parts(scores, y)
+
+        def score_outputs(self, scores, y):
+            return self._inner.score_outputs(scores, y)
+
+    result = sparsemap(NoOperation(), multiclass)
+    assert result.method == "active_set"
+    np.testing.assert_allclose(result.unary, [[0.75, 0.25, 0.0]])
+
+
+@pytest.mark.parametrize("solve, decoder, scores", [
+    (sparsemax_sparsemap, MulticlassDecoder(), MulticlassScores(np.array([[1.0, 0.6, 0.1]]))),
+    (clip_sparsemap, MultilabelDecoder(), MultilabelScores(np.array([[0.3, 0.6, 1.2]]))),
+])
+def test_closed_forms_take_the_options_of_the_active_set(solve, decoder, scores):
+    frank_wolfe = solve(decoder, scores, method="pairwise_fw", max_iter=3)
+    assert frank_wolfe.method == "pairwise_fw" and frank_wolfe.n_iter[0] == 3
+    for bad in ({"method": "newton"}, {"max_iter": 0}, {"tol": -1.0}, {"max_inner": 0}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            solve(decoder, scores, **bad)
+    with pytest.raises(TypeError, match="init"):
+        solve(decoder, scores, init="previous")
+    with pytest.raises(ValueError, match="same examples"):
+        solve(decoder, scores, init=solve(decoder, scores.take([0, 0])))
+    with pytest.raises(ValueError, match="NaN"):
+        solve(decoder, type(scores)(np.array([[np.nan, 1.0, 0.0]])))
+    exact = solve(decoder, scores, init=solve(decoder, scores), max_iter=1)
+    # the active set starts from a closed-form solution and stops at once
+    warm = active_set_sparsemap(decoder, scores, init=exact)
+    assert warm.n_iter[0] == 1
+    np.testing.assert_allclose(warm.unary, exact.unary, atol=1e-12)
