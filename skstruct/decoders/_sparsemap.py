@@ -47,7 +47,7 @@ def sparsemap(decoder, scores, **options):
         The active-set method (Niculae et al. 2018, Algorithm 2), or vanilla, away-step or
         pairwise Frank–Wolfe (Algorithm 1), which converge more slowly and less sparsely.
     max_iter : int, default=100
-        Most MAP calls per example.
+        Most MAP calls per example (a closed form is exact and does not need it).
     tol : float, default=1e-9
         Stop an example when its Frank–Wolfe gap is at most ``tol · ρ²``, with ρ² the
         squared norm of the example's first structure's unary vector (the scale of the
@@ -64,6 +64,8 @@ def sparsemap(decoder, scores, **options):
     Returns
     -------
     SparseMAPResult
+        Its ``method`` names the solver that answered: ``"sparsemax"`` and ``"clip"`` for
+        the multiclass and multilabel decoders' closed forms.
 
     Notes
     -----
