@@ -19,6 +19,7 @@ from ._registry import (
 )
 from ._result import OptimizeResult
 from ._subgradient import minimize_subgradient, perceptron
+from . import _solvers  # noqa: F401  (registers the built-in solvers)
 
 __all__ = [
     "LOSS_FAMILIES",

@@ -126,7 +126,6 @@ def unregister_solver(name):
 
 def get_solver(name):
     """The :class:`SolverSpec` registered as ``name``; ValueError naming the known ones."""
-    _load_builtins()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -147,7 +146,6 @@ def solver_names(*families):
     >>> sorted(solver_names("smooth"))
     ['lbfgs', 'lbfgsb']
     """
-    _load_builtins()
     unknown = set(families) - set(LOSS_FAMILIES)
     if unknown:
         raise ValueError(f"Unknown loss families {sorted(unknown)}; known: {LOSS_FAMILIES}.")
@@ -224,8 +222,3 @@ def run_solver(name, risk, w0, options, n_jobs=None):
 def _describe(families):
     return " and ".join(_RESCALING_NAMES[family] for family in LOSS_FAMILIES
                         if family in families)
-
-
-def _load_builtins():
-    # The built-in registrations import the solver modules, which import this one.
-    from . import _solvers  # noqa: F401
