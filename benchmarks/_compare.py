@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-__all__ = ["Side", "alternate", "load_average", "peer_import", "ratio"]
+__all__ = ["Side", "alternate", "load_average", "peer_import", "ratio", "timed"]
 
 
 class Side:
@@ -26,24 +26,39 @@ class Side:
     name : str
         Key of this side in the returned measurements.
     run : callable
-        Trains a fresh model. When it returns a pair ``(result, seconds)`` the given
-        seconds are used (for example the time of ``fit`` alone, without building
-        inputs); otherwise the wall time of the whole call is.
+        Trains a fresh model. When it returns ``(result, seconds)`` or ``(result, seconds,
+        cpu_seconds)`` the given times are used (for example the time of ``fit`` alone,
+        without building inputs); otherwise the wall and process CPU time of the whole
+        call are.
     timed_inside : bool, default=False
-        Whether ``run`` returns ``(result, seconds)``.
+        Whether ``run`` returns its own times.
     """
 
     def __init__(self, name, run, timed_inside=False):
         self.name, self.run, self.timed_inside = name, run, timed_inside
 
     def __call__(self):
-        tic = time.perf_counter()
+        """``(result, wall seconds, CPU seconds)``; CPU seconds may be None."""
+        tic, cpu_tic = time.perf_counter(), time.process_time()
         out = self.run()
-        wall = time.perf_counter() - tic
-        if self.timed_inside:
-            result, seconds = out
-            return result, float(seconds)
-        return out, wall
+        wall, cpu = time.perf_counter() - tic, time.process_time() - cpu_tic
+        if not self.timed_inside:
+            return out, wall, cpu
+        if len(out) == 3:
+            return out[0], float(out[1]), float(out[2])
+        return out[0], float(out[1]), None
+
+
+def timed(function, *args):
+    """``(function(*args), wall seconds, CPU seconds of this process, all threads)``.
+
+    On a machine shared with other processes the wall time includes the time the
+    process waited for a core; the CPU time does not (it still grows with contention
+    for caches and memory bandwidth), and sums over the threads of parallel code.
+    """
+    tic, cpu_tic = time.perf_counter(), time.process_time()
+    result = function(*args)
+    return result, time.perf_counter() - tic, time.process_time() - cpu_tic
 
 
 def alternate(sides, repeats, log=None):
@@ -63,19 +78,25 @@ def alternate(sides, repeats, log=None):
     -------
     measured : dict
         ``name -> {"seconds": [t_1, ..., t_repeats], "median": float, "min": float,
-        "results": [result_1, ...]}``.
+        "cpu_seconds": [...], "cpu_median": float or None, "results": [result_1, ...]}``
+        (wall times, and CPU times of this process).
     """
-    measured = {side.name: {"seconds": [], "results": []} for side in sides}
+    measured = {side.name: {"seconds": [], "cpu_seconds": [], "results": []}
+                for side in sides}
     for k in range(repeats):
         for side in (sides if k % 2 == 0 else sides[::-1]):
-            result, seconds = side()
+            result, seconds, cpu = side()
             measured[side.name]["seconds"].append(seconds)
+            measured[side.name]["cpu_seconds"].append(cpu)
             measured[side.name]["results"].append(result)
             if log is not None:
-                log(f"  round {k + 1}/{repeats}: {side.name} {seconds:.3f} s")
+                cpu_text = "" if cpu is None else f" (CPU {cpu:.3f} s)"
+                log(f"  round {k + 1}/{repeats}: {side.name} {seconds:.3f} s{cpu_text}")
     for entry in measured.values():
         entry["median"] = float(np.median(entry["seconds"]))
         entry["min"] = float(np.min(entry["seconds"]))
+        cpus = [c for c in entry["cpu_seconds"] if c is not None]
+        entry["cpu_median"] = float(np.median(cpus)) if cpus else None
     return measured
 
 

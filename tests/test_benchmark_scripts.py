@@ -65,7 +65,8 @@ def test_ssvm_pystruct_quick_runs_skstruct_side(tmp_path):
     require_data(load_multilabel, "yeast")
     module = load_script("bench_ssvm_pystruct")
     run, stored = run_quick(module, tmp_path, "--subgradient-passes", "2",
-                            "--bcfw-passes", "2", "--cp-max-iter", "3")
+                            "--bcfw-passes", "2", "--cp-max-iter", "3",
+                            "--raise-errors")
     assert set(stored) == {"multilabel", "cutting_plane", "bcfw"}
     yeast = stored["multilabel"]["result"]["yeast"]
     assert "pystruct" not in yeast and yeast["passes"] == 2
