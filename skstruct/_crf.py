@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._linear_model import LinearStructuredModel
 from .decoders import Decoder
 from .losses import CRFLoss, TaskLoss
+from .optim import solver_names
 from .utils._sequences import check_sequences
 
 __all__ = ["CRF"]
@@ -114,7 +115,7 @@ class CRF(LinearStructuredModel):
         "alpha": [Interval(Real, 0, None, closed="left")],
         "cost": [None, StrOptions({"hamming"}), TaskLoss],
         "decoder": [None, Decoder],
-        "solver": [StrOptions({"lbfgs", "lbfgsb"})],
+        "solver": [StrOptions(solver_names("smooth"))],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "warm_start": ["boolean"],

@@ -8,7 +8,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._structured_base import StructuredEstimator
 from .decoders import check_capability
-from .optim import RegularizedRisk, minimize_lbfgs, minimize_lbfgsb
+from .optim import RegularizedRisk, run_solver
 
 __all__ = ["LinearStructuredModel"]
 
@@ -57,15 +57,9 @@ class LinearStructuredModel(StructuredEstimator):
             decoder.cost_augmented(probe, y_encoded[first], cost)
         w0 = self._initial_params(features, kind, classes, batch.n_features)
         risk = RegularizedRisk(features, batch, y_encoded, decoder, loss, self.alpha, weights)
-        minimize = minimize_lbfgs if self.solver == "lbfgs" else minimize_lbfgsb
-        result = minimize(
-            risk.value_and_gradient,
-            w0,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            verbose=self.verbose,
-            callback=self.callback,
-        )
+        result = run_solver(self.solver, risk, w0, dict(
+            max_iter=self.max_iter, tol=self.tol, verbose=self.verbose,
+            callback=self.callback))
         if not result.converged:
             warnings.warn(
                 f"{type(self).__name__} did not converge in {self.max_iter} iterations "

@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._linear_model import LinearStructuredModel
 from .decoders import Decoder, sparsemap
 from .losses import SparseMAPLoss, TaskLoss
+from .optim import solver_names
 
 __all__ = ["SparseMAPClassifier"]
 
@@ -109,7 +110,7 @@ class SparseMAPClassifier(LinearStructuredModel):
         "alpha": [Interval(Real, 0, None, closed="left")],
         "cost": [None, StrOptions({"hamming"}), TaskLoss],
         "decoder": [None, Decoder],
-        "solver": [StrOptions({"lbfgs", "lbfgsb"})],
+        "solver": [StrOptions(solver_names("smooth"))],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "sparsemap_max_iter": [Interval(Integral, 1, None, closed="left")],

@@ -1,10 +1,8 @@
 """Structured support vector machine and structured perceptron."""
 
 import warnings
-from contextlib import contextmanager
 from numbers import Integral, Real
 
-import numba
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
@@ -14,31 +12,11 @@ from ._linear_model import LinearStructuredModel
 from .decoders import Decoder
 from .utils._params import N_JOBS_CONSTRAINT
 from .losses import PerceptronLoss, StructuredHingeLoss, TaskLoss
-from .optim import (
-    RegularizedRisk,
-    minimize_bcfw,
-    minimize_cutting_plane,
-    minimize_subgradient,
-    perceptron,
-)
+from .optim import RegularizedRisk, check_solver, loss_family, run_solver, solver_names
 
 __all__ = ["StructuredSVM", "StructuredPerceptron"]
 
 _TASK_LOSS_NAMES = {"hamming", "zero_one", "f1", "iou", "precision", "recall", "label_count"}
-
-
-@contextmanager
-def _threads(n_jobs):
-    """Let compiled kernels use ``n_jobs`` threads (None: all; negative: all but |n|-1)."""
-    previous = numba.get_num_threads()
-    if n_jobs is not None:
-        available = numba.config.NUMBA_NUM_THREADS
-        n = n_jobs if n_jobs > 0 else max(1, available + 1 + n_jobs)
-        numba.set_num_threads(min(n, available))
-    try:
-        yield
-    finally:
-        numba.set_num_threads(previous)
 
 
 class StructuredSVM(LinearStructuredModel):
@@ -148,7 +126,7 @@ TaskLoss, default="hamming"
         "loss": [StrOptions(_TASK_LOSS_NAMES), TaskLoss],
         "rescaling": [StrOptions({"margin", "slack"})],
         "alpha": [Interval(Real, 0, None, closed="neither")],
-        "solver": [StrOptions({"bcfw", "subgradient", "cutting_plane"})],
+        "solver": [StrOptions(solver_names("hinge_margin", "hinge_slack"))],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "averaging": ["boolean"],
@@ -208,17 +186,8 @@ TaskLoss, default="hamming"
         -------
         self : StructuredSVM
         """
-        if self.warm_start and self.solver != "subgradient":
-            raise ValueError(
-                f"solver={self.solver!r} cannot warm-start (its dual variables are not kept "
-                "between fits); use solver='subgradient' with warm_start=True, or "
-                "warm_start=False."
-            )
-        if self.solver == "bcfw" and self.rescaling != "margin":
-            raise ValueError(
-                "solver='bcfw' solves margin rescaling only; use solver='subgradient' for "
-                "rescaling='slack'."
-            )
+        check_solver(self.solver, loss_family(StructuredHingeLoss(rescaling=self.rescaling)),
+                     warm_start=self.warm_start)
         kind, batch, classes, y_encoded, weights = self._validate_training_data(
             X, y, sample_weight
         )
@@ -233,20 +202,11 @@ TaskLoss, default="hamming"
         risk = RegularizedRisk(features, batch, y_encoded, decoder,
                                StructuredHingeLoss(task_loss, self.rescaling), self.alpha,
                                weights)
+        first_step = getattr(self, "t_", 0) if self.warm_start else 0
         options = dict(max_iter=self.max_iter, tol=self.tol, averaging=self.averaging,
                        random_state=self.random_state, verbose=self.verbose,
-                       callback=self.callback)
-        with _threads(self.n_jobs):
-            if self.solver == "bcfw":
-                result = minimize_bcfw(risk, **options)
-            elif self.solver == "cutting_plane":
-                del options["averaging"], options["random_state"]
-                expensive = not hasattr(task_loss, "unary_costs") or self.rescaling == "slack"
-                result = minimize_cutting_plane(risk, cache_size=3 if expensive else 0,
-                                                **options)
-            else:
-                first_step = getattr(self, "t_", 0) if self.warm_start else 0
-                result = minimize_subgradient(risk, w0, first_step=first_step, **options)
+                       callback=self.callback, first_step=first_step)
+        result = run_solver(self.solver, risk, w0, options, n_jobs=self.n_jobs)
         if not result.converged and (self.solver == "bcfw" or self.tol > 0):
             warnings.warn(
                 f"StructuredSVM did not converge in {self.max_iter} passes "
@@ -255,11 +215,11 @@ TaskLoss, default="hamming"
             )
         self._finish_fit(kind, classes, batch, features, decoder, result)
         self.loss_ = task_loss
-        if self.solver != "subgradient":
+        if result.duality_gaps is not None:
             self.duality_gaps_ = np.asarray(result.duality_gaps)
         elif hasattr(self, "duality_gaps_"):
             del self.duality_gaps_
-        self.t_ = result.n_evaluations
+        self.t_ = result.extra["t"]
         return self
 
 
@@ -356,9 +316,9 @@ class StructuredPerceptron(LinearStructuredModel):
         w0 = self._initial_params(features, kind, classes, batch.n_features)
         risk = RegularizedRisk(features, batch, y_encoded, decoder, PerceptronLoss(), 0.0,
                                weights)
-        with _threads(self.n_jobs):
-            result = perceptron(risk, w0, max_iter=self.max_iter, averaging=self.averaging,
-                                random_state=self.random_state, verbose=self.verbose,
-                                callback=self.callback)
+        options = dict(max_iter=self.max_iter, averaging=self.averaging,
+                       random_state=self.random_state, verbose=self.verbose,
+                       callback=self.callback)
+        result = run_solver("perceptron", risk, w0, options, n_jobs=self.n_jobs)
         self._finish_fit(kind, classes, batch, features, decoder, result)
         return self
