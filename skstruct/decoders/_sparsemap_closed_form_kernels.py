@@ -84,3 +84,51 @@ def staircase_combine(ptr, counts, coefficients, rank, out):
             above[r] = total
         for j in range(width):
             out[e, j] = above[rank[e, j]]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def clip_rows(scores, marginals, rank, support_size, objective):
+    """u = clip(η, 0, 1) per row, its objective Σ η u − ½u², the rank of every label by
+    decreasing u (ties by label) and the number of staircase structures (distinct steps
+    of 1 = v_0 ≥ v_1 ≥ … ≥ v_L ≥ v_{L+1} = 0, u sorted decreasingly)."""
+    n, width = scores.shape
+    for e in prange(n):
+        value = 0.0
+        for j in range(width):
+            u = min(max(scores[e, j], 0.0), 1.0)
+            marginals[e, j] = u
+            if u > 0.0:
+                value += scores[e, j] * u - 0.5 * u * u
+        objective[e] = value
+        order = np.argsort(-marginals[e], kind="mergesort")
+        steps = 0
+        previous = 1.0
+        for r in range(width):
+            rank[e, order[r]] = r
+            level = marginals[e, order[r]]
+            if previous > level:
+                steps += 1
+            previous = level
+        if previous > 0.0:
+            steps += 1
+        support_size[e] = steps
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def staircase(marginals, rank, ptr, counts, weights):
+    """The staircase of every row into ``counts/weights[ptr[e]:ptr[e + 1]]``: the labeling
+    with the c labels of lowest rank on has weight v_c − v_{c+1}, kept when positive."""
+    n, width = marginals.shape
+    for e in prange(n):
+        levels = np.empty(width + 2)
+        levels[0] = 1.0
+        levels[width + 1] = 0.0
+        for j in range(width):
+            levels[rank[e, j] + 1] = marginals[e, j]
+        q = ptr[e]
+        for c in range(width + 1):
+            step = levels[c] - levels[c + 1]
+            if step > 0.0:
+                counts[q] = c
+                weights[q] = step
+                q += 1

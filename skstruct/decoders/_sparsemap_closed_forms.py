@@ -149,11 +149,10 @@ class StaircaseSupport:
         self.weights = weights
         self._rank = rank
         self._marginals = marginals
-        self._owner = np.repeat(np.arange(rank.shape[0]), np.diff(ptr))
 
     def outputs(self, positions):
-        return (self._rank[self._owner[positions]]
-                < self.counts[positions][:, None]).astype(np.int64)
+        owner = np.searchsorted(self.ptr, positions, side="right") - 1
+        return (self._rank[owner] < self.counts[positions][:, None]).astype(np.int64)
 
     def split(self, outputs, count):
         return list(outputs)
@@ -215,23 +214,19 @@ def clip_sparsemap(decoder, scores, *, method="active_set", max_iter=100, tol=1e
     if not _exact(decoder, scores, method, max_iter, tol, max_inner, init):
         return active_set_sparsemap(decoder, scores, method=method, max_iter=max_iter,
                                     tol=tol, max_inner=max_inner, init=init)
-    unary = np.asarray(scores.unary, dtype=np.float64)
+    unary = np.ascontiguousarray(scores.unary, dtype=np.float64)
     n, n_labels = unary.shape
-    marginals = np.clip(unary, 0.0, 1.0)
-    on = marginals > 0.0
-    finite = np.where(on, unary, 0.0)  # -inf labels are off: no -inf · 0
-    objective = (finite * marginals - 0.5 * marginals * marginals).sum(axis=1)
-    order = np.argsort(-marginals, axis=1, kind="stable")
-    levels = np.ones((n, n_labels + 2))
-    levels[:, 1:-1] = np.take_along_axis(marginals, order, axis=1)
-    levels[:, -1] = 0.0
-    steps = levels[:, :-1] - levels[:, 1:]
-    example, counts = np.nonzero(steps > 0.0)
-    ptr = cumulative(np.bincount(example, minlength=n))
+    marginals = np.empty_like(unary)
     rank = np.empty((n, n_labels), dtype=np.int32)
-    np.put_along_axis(rank, order, np.arange(n_labels, dtype=np.int32)[None, :], axis=1)
-    support = StaircaseSupport(decoder, scores, ptr, counts.astype(np.int64),
-                               steps[example, counts], rank, marginals)
+    sizes = np.empty(n, dtype=np.int64)
+    objective = np.empty(n)
+    with threads_for(unary.size):
+        kernels.clip_rows(unary, marginals, rank, sizes, objective)
+        ptr = cumulative(sizes)
+        counts = np.empty(ptr[-1], dtype=np.int32)
+        weights = np.empty(ptr[-1])
+        kernels.staircase(marginals, rank, ptr, counts, weights)
+    support = StaircaseSupport(decoder, scores, ptr, counts, weights, rank, marginals)
     n_iter, gap, converged = _finished(n)
     return SparseMAPResult(decoder, scores, support, marginals, n_iter, gap, objective,
                            converged, "clip")
