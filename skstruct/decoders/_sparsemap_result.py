@@ -158,7 +158,7 @@ class SparseMAPResult:
         I, ∂u/∂η = M_I D A_Iᵀ with D = Z − (Z1)(Z1)ᵀ / (1ᵀZ1) and Z = (M_IᵀM_I)⁻¹, so the
         vector–Jacobian product is A_I D (M_Iᵀ p), a combination of the support's part
         vectors. A closed form gives the Jacobian of its own formula (sparsemax:
-        diag(s) − ssᵀ/|S|; clipping: diag(0 < η < 1)). The unary block of the Jacobian is
+        diag(s) − ssᵀ / size(S); clipping: diag(0 < η < 1)). The unary block of the Jacobian is
         symmetric, so this is also the Jacobian–vector product for a direction on η_U.
 
         Parameters

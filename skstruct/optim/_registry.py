@@ -208,7 +208,7 @@ def run_solver(name, risk, w0, options, n_jobs=None):
         The estimator's settings; see :class:`SolverSpec`.
     n_jobs : int or None, default=None
         Threads of the compiled kernels during the run (None: unchanged; negative: all
-        but |n_jobs| − 1), restored afterwards.
+        but abs(n_jobs) − 1), restored afterwards.
 
     Returns
     -------

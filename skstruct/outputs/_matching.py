@@ -32,7 +32,7 @@ class MatchingKind(OutputKind):
 
     Encoded outputs are the stacked ``y`` itself; there are no classes. Fitted
     attribute: ``coef_`` (n_features,), the pair (j, k) of an instance scoring
-    x_jk · coef_. ``decision_function`` and SparseMAP marginals are one (n_rows, n_cols)
+    ``x_jk · coef_``. ``decision_function`` and SparseMAP marginals are one (n_rows, n_cols)
     matrix per instance. The default score is the fraction of rows given their right
     column (-1 included).
     """
