@@ -6,7 +6,6 @@ import scipy.sparse as sp
 from ..decoders import ChainDecoder
 from ..decoders._constrained import check_training_table_memory
 from ..features import LinearChainFeatures
-from ..losses import CountingLoss
 from ..metrics import token_accuracy
 from ..utils._sequences import check_sequence_feature_names, check_sequences, split_sequences
 from ._base import OutputKind, check_task_loss_on_gold, encode_labels
@@ -95,7 +94,7 @@ class SequenceKind(OutputKind):
         check_task_loss_on_gold(task_loss, y, batch.offsets, len(classes))
 
     def check_training_memory(self, task_loss, decoder, features, batch, y, w):
-        if isinstance(task_loss, CountingLoss):
+        if task_loss.decomposition == "counts":
             check_training_table_memory(decoder, features.scores(batch, w), y, task_loss,
                                         "the training data")
 
