@@ -206,7 +206,7 @@ def write_report(rows, args):
                 if mode == "active_set" and "support_mean" in record:
                     notes = (f"support mean {record['support_mean']:.1f}, max "
                              f"{record['support_max']}, converged "
-                             f"{100 * record['converged']:.0f} %, max |u − clip(η)| "
+                             f"{100 * record['converged']:.0f} %, max abs(u − clip(η)) "
                              f"{record['unary_error']:.1e}")
                 seconds = f"{record['seconds']:.1f} s" if "seconds" in record else "–"
                 lines.append(f"| {shape} | {what} | {version} | {record.get('solver', '–')} "
