@@ -24,7 +24,13 @@ from ._constrained import TableMemoryError
 from ._multiclass import MulticlassDecoder, MulticlassParts, MulticlassScores
 from ._matching import MatchingDecoder, MatchingParts, MatchingScores, matching_parts
 from ._multilabel import MultilabelDecoder, MultilabelParts, MultilabelScores
-from ._sparsemap import SparseMAPResult, sparsemap
+from ._sparsemap import (
+    SparseMAPResult,
+    active_set_sparsemap,
+    clip_sparsemap,
+    sparsemap,
+    sparsemax_sparsemap,
+)
 from ._tree import TreeDecoder, TreeParts, TreeScores, heads_to_states, states_to_heads, tree_parts
 
 __all__ = [
@@ -53,6 +59,9 @@ __all__ = [
     "matching_parts",
     "heads_to_states",
     "sparsemap",
+    "active_set_sparsemap",
+    "sparsemax_sparsemap",
+    "clip_sparsemap",
     "states_to_heads",
     "tree_parts",
 ]
