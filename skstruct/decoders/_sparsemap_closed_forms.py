@@ -108,7 +108,7 @@ def sparsemax_sparsemap(decoder, scores, *, method="active_set", max_iter=100, t
     -------
     SparseMAPResult
         ``method == "sparsemax"``, ``n_iter`` 1, ``gap`` 0, all converged. Its backward
-        pass is the sparsemax Jacobian diag(s) − ssᵀ/|S|.
+        pass is the sparsemax Jacobian diag(s) − ssᵀ / size(S).
     """
     if not _exact(decoder, scores, method, max_iter, tol, max_inner, init):
         return active_set_sparsemap(decoder, scores, method=method, max_iter=max_iter,
