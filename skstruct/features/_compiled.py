@@ -36,6 +36,9 @@ class CompiledFeatures(NamedTuple):
         Whether b (K values stored right after W in w) is added to every row.
     n_pair : int
         Number of parameters after W (and b) that are part scores themselves.
+    binary : bool
+        Whether every stored value is 1.0 (indicator features), so that the kernels may
+        skip reading ``data``: x g = g exactly when x = 1.0, the results do not change.
 
     Notes
     -----
@@ -55,6 +58,7 @@ class CompiledFeatures(NamedTuple):
     n_unary: int
     has_bias: bool
     n_pair: int
+    binary: bool = False
 
     @property
     def n_examples(self):
@@ -71,6 +75,7 @@ def compiled_rows(X, row_offsets, n_features, n_unary, has_bias, n_pair):
     """A :class:`CompiledFeatures` from the feature rows ``X`` (dense or sparse).
 
     Dense rows are converted to CSR once (zeros dropped), so the kernels read one format.
+    ``binary`` is set when every stored value is 1.0.
     """
     X = sp.csr_matrix(X) if not sp.issparse(X) else X.tocsr()
     if not X.has_canonical_format:
@@ -78,8 +83,9 @@ def compiled_rows(X, row_offsets, n_features, n_unary, has_bias, n_pair):
         X.sum_duplicates()
     indices = X.indices if X.indices.dtype in (np.int32, np.int64) else X.indices.astype(
         np.int64)
+    data = np.ascontiguousarray(X.data, dtype=np.float64)
     return CompiledFeatures(
-        data=np.ascontiguousarray(X.data, dtype=np.float64),
+        data=data,
         indices=np.ascontiguousarray(indices),
         indptr=np.ascontiguousarray(X.indptr, dtype=np.int64),
         row_offsets=np.ascontiguousarray(row_offsets, dtype=np.int64),
@@ -87,4 +93,5 @@ def compiled_rows(X, row_offsets, n_features, n_unary, has_bias, n_pair):
         n_unary=int(n_unary),
         has_bias=bool(has_bias),
         n_pair=int(n_pair),
+        binary=bool(np.all(data == 1.0)),
     )

@@ -14,6 +14,7 @@ loop. The training loss is read by its math: the structured perceptron loss is p
 the structured hinge has a task loss and a rescaling.
 """
 
+import numba
 import numpy as np
 
 from ..losses import PerceptronLoss, StructuredHingeLoss
@@ -94,9 +95,12 @@ class CompiledProblem:
 
     def hinge_primal(self, w, weights, lam):
         """P(w) = (λ/2) ‖w‖² + Σ_i ω_i H_i(w), the structured hinge of the oracle's
-        rescaling, in one compiled sequential pass (no batch-sized temporaries)."""
+        rescaling: the H_i in one compiled pass, parallel over examples (no batch-sized
+        temporaries), summed in example order, so P(w) is the same for any thread
+        count."""
         values = np.empty(self.features.n_examples)
-        kernels.hinge_values(self.features, self.oracle, *self.blocks(w), values)
+        kernels.hinge_values(self.features, self.oracle, *self.blocks(w), values,
+                             4 * numba.get_num_threads())
         return float(weights @ values) + 0.5 * lam * float(w @ w)
 
     def perceptron(self, w0, scales, averaging):

@@ -21,7 +21,7 @@ Buffers are allocated once per pass, never per example.
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ..decoders._oracles import add_parts, oracle
 
@@ -29,6 +29,23 @@ __all__ = ["bcfw_pass", "hinge_values", "perceptron_pass", "score_example",
            "subgradient_pass"]
 
 _NJIT = dict(cache=True, nogil=True)
+
+
+@njit(**_NJIT)
+def _row_dot(data, indices, start, stop, W, binary):
+    """Σ_p x_p W[j_p, 0] over the stored entries ``start:stop`` of a row (K = 1).
+
+    Summed in the order of the general loop (from 0.0, one entry at a time), so the value
+    is the same; ``binary`` skips reading x_p = 1.0.
+    """
+    total = 0.0
+    if binary:
+        for p in range(start, stop):
+            total += W[indices[p], 0]
+    else:
+        for p in range(start, stop):
+            total += data[p] * W[indices[p], 0]
+    return total
 
 
 @njit(**_NJIT)
@@ -58,13 +75,17 @@ def score_example(feats, W, b, pair, scale, i, unary, pair_scores):
     data, indices, indptr = feats.data, feats.indices, feats.indptr
     for r in range(n_rows):
         row = unary[r]
-        for k in range(n_unary):
-            row[k] = 0.0
-        for p in range(indptr[a + r], indptr[a + r + 1]):
-            x = data[p]
-            weights = W[indices[p]]
+        if n_unary == 1:
+            row[0] = _row_dot(data, indices, indptr[a + r], indptr[a + r + 1], W,
+                              feats.binary)
+        else:
             for k in range(n_unary):
-                row[k] += x * weights[k]
+                row[k] = 0.0
+            for p in range(indptr[a + r], indptr[a + r + 1]):
+                x = data[p]
+                weights = W[indices[p]]
+                for k in range(n_unary):
+                    row[k] += x * weights[k]
         if scale != 1.0:
             for k in range(n_unary):
                 row[k] *= scale
@@ -259,6 +280,25 @@ def subgradient_pass(feats, orc, W, b, pair, state, avg_W, avg_b, avg_pair, scal
 
 
 @njit(**_NJIT)
+def _gather_row(data, indices, start, stop, g, binary, scratch, touched, touched_list,
+                n_touched):
+    """scratch[j_p, 0] += x_p g over the stored entries ``start:stop`` of a row (K = 1),
+    listing the newly touched columns; returns the new count. ``binary`` skips reading
+    x_p = 1.0 (x g = g exactly)."""
+    for p in range(start, stop):
+        f = indices[p]
+        if not touched[f]:
+            touched[f] = True
+            touched_list[n_touched] = f
+            n_touched += 1
+        if binary:
+            scratch[f, 0] += g
+        else:
+            scratch[f, 0] += data[p] * g
+    return n_touched
+
+
+@njit(**_NJIT)
 def bcfw_pass(feats, orc, W, b, pair, lazy_W, lazy_b, lazy_pair, dual_unary, dual_pair,
               ell, sums, omega, lam, order, step, averaging, scratch, touched, touched_list):
     """One pass of block-coordinate Frank–Wolfe (margin rescaling) over ``order``.
@@ -304,6 +344,11 @@ def bcfw_pass(feats, orc, W, b, pair, lazy_W, lazy_b, lazy_pair, dual_unary, dua
                 colsum[k] += g[k]
                 nonzero = nonzero or g[k] != 0.0
             if not nonzero:
+                continue
+            if n_unary == 1:
+                n_touched = _gather_row(data, indices, indptr[a + r], indptr[a + r + 1],
+                                        g[0], feats.binary, scratch, touched,
+                                        touched_list, n_touched)
                 continue
             for p in range(indptr[a + r], indptr[a + r + 1]):
                 f = indices[p]
@@ -367,19 +412,51 @@ def bcfw_pass(feats, orc, W, b, pair, lazy_W, lazy_b, lazy_pair, dual_unary, dua
 
 
 @njit(**_NJIT)
-def hinge_values(feats, orc, W, b, pair, out):
+def _hinge_one(feats, orc, W, b, pair, i, unary, d_unary, pair_scores, d_pair, yhat):
+    """H_i(w) of example ``i`` (see :func:`hinge_values`), with the given buffers."""
+    n_rows = score_example(feats, W, b, pair, 1.0, i, unary, pair_scores)
+    delta = _call_oracle(feats, orc, i, unary, pair_scores, n_rows, yhat)
+    _direction(orc, i, n_rows, yhat, 1.0, d_unary, d_pair)
+    margin = _inner(unary, pair_scores, d_unary, d_pair, n_rows)
+    if orc.rescaling == 2:
+        return max(delta * (1.0 + margin), 0.0)
+    return max(margin + delta, 0.0)
+
+
+@njit(parallel=True, **_NJIT)
+def hinge_values(feats, orc, W, b, pair, out, n_chunks):
     """The structured hinge H_i(w) of every example, into ``out`` (n_examples,).
 
     Margin rescaling: H_i = max(θ_ŷ + Δ(y_i, ŷ) − θ_{y_i}, 0); slack rescaling:
     H_i = max(Δ(y_i, ŷ) (1 + θ_ŷ − θ_{y_i}), 0), ŷ the oracle's output.
+
+    The examples are cut into ``n_chunks`` contiguous chunks of about equal stored
+    entries (a few per thread), each with its own buffers, run in parallel. Every H_i is
+    computed alone, so ``out`` is the same for any number of threads or chunks.
     """
-    unary, d_unary, pair_scores, d_pair, yhat = _buffers(feats, orc)
-    for i in range(feats.row_offsets.shape[0] - 1):
-        n_rows = score_example(feats, W, b, pair, 1.0, i, unary, pair_scores)
-        delta = _call_oracle(feats, orc, i, unary, pair_scores, n_rows, yhat)
-        _direction(orc, i, n_rows, yhat, 1.0, d_unary, d_pair)
-        margin = _inner(unary, pair_scores, d_unary, d_pair, n_rows)
-        if orc.rescaling == 2:
-            out[i] = max(delta * (1.0 + margin), 0.0)
-        else:
-            out[i] = max(margin + delta, 0.0)
+    n_chunks = max(1, min(feats.row_offsets.shape[0] - 1, n_chunks))
+    bounds = _balanced_chunks(feats, n_chunks)
+    for c in prange(n_chunks):
+        unary, d_unary, pair_scores, d_pair, yhat = _buffers(feats, orc)
+        for i in range(bounds[c], bounds[c + 1]):
+            out[i] = _hinge_one(feats, orc, W, b, pair, i, unary, d_unary, pair_scores,
+                                d_pair, yhat)
+
+
+@njit(**_NJIT)
+def _balanced_chunks(feats, n_chunks):
+    """Bounds (n_chunks + 1,) of contiguous example chunks of about equal stored
+    entries (plus one per row, so that empty rows count)."""
+    n_examples = feats.row_offsets.shape[0] - 1
+    bounds = np.empty(n_chunks + 1, dtype=np.int64)
+    indptr, offsets = feats.indptr, feats.row_offsets
+    total = indptr[offsets[n_examples]] + offsets[n_examples]
+    i = 0
+    bounds[0] = 0
+    for c in range(1, n_chunks):
+        target = total * c // n_chunks
+        while i < n_examples and indptr[offsets[i]] + offsets[i] < target:
+            i += 1
+        bounds[c] = i
+    bounds[n_chunks] = n_examples
+    return bounds
