@@ -60,6 +60,8 @@ def minimize_subgradient(
     a compiled form, the passes run in compiled code in O(nnz of the example) per step:
     w is kept as a w' with a scalar a, so the shrink (1 − η_t λ) is one multiplication,
     and the average lazily (see :func:`~skstruct.optim._engine_kernels.subgradient_pass`).
+    The objective after each pass is then evaluated by the same compiled oracle
+    (parallel over examples, summed in example order).
 
     References
     ----------
@@ -87,7 +89,8 @@ def minimize_subgradient(
     for _ in range(max_iter):
         run.run_pass(rng.permutation(n))
         current = run.current()
-        value = risk.value(current)
+        value = (risk.value(current) if problem is None
+                 else problem.hinge_primal(current, risk.weights, lam))
         if progress.report(current, value):
             message, converged = "stopped by callback", True
             break
