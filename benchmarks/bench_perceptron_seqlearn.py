@@ -191,7 +191,7 @@ def main(argv=None):
 
 
 def report(runs):
-    """Markdown: one table per labelled run, newest label last."""
+    """Markdown: one table per labelled run, ``before`` first."""
     lines = [
         "# StructuredPerceptron vs seqlearn on CoNLL-2000 chunking",
         "",
@@ -204,7 +204,7 @@ def report(runs):
         "then `~/.cache/skstruct-peers/peers-venv/bin/pip install -e .`):",
         "",
     ]
-    for label, r in runs.items():
+    for label, r in sorted(runs.items(), key=lambda item: item[0] != "before"):
         sk, peer = r["libraries"]["skstruct"], r["libraries"].get("seqlearn")
         fit_ratio = r["fit_ratio_skstruct_over_seqlearn"]
         tag_ratio = ratio(sk["tag_seconds"], peer and peer["tag_seconds"])

@@ -406,7 +406,7 @@ def report(runs):
         "with each part, and alternating puts the load on both libraries alike.",
         "",
     ]
-    for label, run in runs.items():
+    for label, run in sorted(runs.items(), key=lambda item: item[0] != "before"):
         lines += [f"## {label}", ""]
         for part in PARTS:
             if part in run and run[part].get("error"):
