@@ -197,7 +197,7 @@ class BCFWRun:
         self.averaging = bool(averaging)
         self.step = 0
         self._scratch = np.zeros((f.n_features, f.n_unary))
-        self._touched = np.zeros(f.n_features, dtype=np.bool_)
+        self._slot = np.full(f.n_features, -1, dtype=np.int32)
         self._touched_list = np.zeros(f.n_features, dtype=np.int64)
 
     def run_pass(self, order):
@@ -207,7 +207,7 @@ class BCFWRun:
             p.features, p.oracle, *p.blocks(self.w), *p.blocks(self.lazy), self.dual_unary,
             self.dual_pair, self.ell, self.sums, self.weights, self.lam,
             np.asarray(order, dtype=np.int64), self.step, self.averaging, self._scratch,
-            self._touched, self._touched_list)
+            self._slot, self._touched_list)
 
     def current(self):
         """(w̄, averaged Σ ℓ) with averaging, else (w, Σ ℓ)."""

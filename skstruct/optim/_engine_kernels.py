@@ -14,8 +14,10 @@ One step on example i:
 * the oracle's output ŷ and Δ, then a part-space direction g from ``add_parts``;
 * the update s A_iᵀ g: W[j, k] += s X[r, j] g[r, k], b += s Σ_r g[r], pair += s g_pair.
   Indicator directions (perceptron, subgradient) touch only the nonzero (r, k) entries;
-  BCFW needs ‖A_iᵀ g‖² first, so it gathers A_iᵀ g in a dense (n_features, K) scratch
-  whose touched rows are listed, and clears them afterwards.
+  BCFW needs ‖A_iᵀ g‖² first, so it gathers A_iᵀ g in a compact scratch: each column
+  touched by the example gets the next row of the scratch (``slot`` maps columns to
+  rows, −1 when untouched), so that the sums, the norm and the update read the scratch
+  sequentially; the slots are reset afterwards.
 
 Buffers are allocated once per pass, never per example.
 """
@@ -280,27 +282,30 @@ def subgradient_pass(feats, orc, W, b, pair, state, avg_W, avg_b, avg_pair, scal
 
 
 @njit(**_NJIT)
-def _gather_row(data, indices, start, stop, g, binary, scratch, touched, touched_list,
+def _gather_row(data, indices, start, stop, g, binary, scratch, slot, touched_list,
                 n_touched):
-    """scratch[j_p, 0] += x_p g over the stored entries ``start:stop`` of a row (K = 1),
-    listing the newly touched columns; returns the new count. ``binary`` skips reading
-    x_p = 1.0 (x g = g exactly)."""
+    """scratch[slot[j_p], 0] += x_p g over the stored entries ``start:stop`` of a row
+    (K = 1), giving newly touched columns the next slot (its scratch row zeroed); returns
+    the new count. ``binary`` skips reading x_p = 1.0 (x g = g exactly)."""
     for p in range(start, stop):
         f = indices[p]
-        if not touched[f]:
-            touched[f] = True
-            touched_list[n_touched] = f
+        t = slot[f]
+        if t < 0:
+            t = n_touched
+            slot[f] = t
+            touched_list[t] = f
+            scratch[t, 0] = 0.0
             n_touched += 1
         if binary:
-            scratch[f, 0] += g
+            scratch[t, 0] += g
         else:
-            scratch[f, 0] += data[p] * g
+            scratch[t, 0] += data[p] * g
     return n_touched
 
 
 @njit(**_NJIT)
 def bcfw_pass(feats, orc, W, b, pair, lazy_W, lazy_b, lazy_pair, dual_unary, dual_pair,
-              ell, sums, omega, lam, order, step, averaging, scratch, touched, touched_list):
+              ell, sums, omega, lam, order, step, averaging, scratch, slot, touched_list):
     """One pass of block-coordinate Frank–Wolfe (margin rescaling) over ``order``.
 
     The duals of block i live in part space: c_i (its rows of ``dual_unary`` and
@@ -310,8 +315,9 @@ def bcfw_pass(feats, orc, W, b, pair, lazy_W, lazy_b, lazy_pair, dual_unary, dua
     ℓ_i ← ℓ_i + γ (ω_i Δ − ℓ_i). The average w̄ = w − B / T_k, T_k = (k + 1)(k + 2) / 2,
     keeps B ← B − T_k Δw lazily; ``sums`` holds Σ_i ℓ_i and its running average.
 
-    ``scratch`` (n_features, K) must be zero and ``touched`` False on entry; both are
-    left so.
+    ``scratch`` (n_features, K) holds A_iᵀ d compactly, row t for the column
+    ``touched_list[t]``; ``slot`` (n_features,), int32, must be −1 on entry and is left
+    so.
 
     Returns
     -------
@@ -347,22 +353,25 @@ def bcfw_pass(feats, orc, W, b, pair, lazy_W, lazy_b, lazy_pair, dual_unary, dua
                 continue
             if n_unary == 1:
                 n_touched = _gather_row(data, indices, indptr[a + r], indptr[a + r + 1],
-                                        g[0], feats.binary, scratch, touched,
+                                        g[0], feats.binary, scratch, slot,
                                         touched_list, n_touched)
                 continue
             for p in range(indptr[a + r], indptr[a + r + 1]):
                 f = indices[p]
                 x = data[p]
-                if not touched[f]:
-                    touched[f] = True
-                    touched_list[n_touched] = f
+                t = slot[f]
+                if t < 0:
+                    t = n_touched
+                    slot[f] = t
+                    touched_list[t] = f
+                    scratch[t] = 0.0
                     n_touched += 1
-                row = scratch[f]
+                row = scratch[t]
                 for k in range(n_unary):
                     row[k] += x * g[k]
         norm = 0.0
         for t in range(n_touched):
-            row = scratch[touched_list[t]]
+            row = scratch[t]
             for k in range(n_unary):
                 norm += row[k] * row[k]
         if feats.has_bias:
@@ -379,7 +388,7 @@ def bcfw_pass(feats, orc, W, b, pair, lazy_W, lazy_b, lazy_pair, dual_unary, dua
         weight = (step + 1) * (step + 2) / 2.0
         for t in range(n_touched):
             f = touched_list[t]
-            row = scratch[f]
+            row = scratch[t]
             target = W[f]
             lazy = lazy_W[f]
             for k in range(n_unary):
@@ -387,8 +396,7 @@ def bcfw_pass(feats, orc, W, b, pair, lazy_W, lazy_b, lazy_pair, dual_unary, dua
                 target[k] -= update
                 if averaging:
                     lazy[k] -= weight * update
-                row[k] = 0.0
-            touched[f] = False
+            slot[f] = -1
         if feats.has_bias:
             for k in range(n_unary):
                 update = factor * colsum[k]
