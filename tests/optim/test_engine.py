@@ -241,6 +241,72 @@ def test_tree_perceptron_compiled_equals_python(monkeypatch, treebank):
     _assert_same_model(*_fit_both_ways(monkeypatch, make_model, X, y, weights))
 
 
+@pytest.fixture(scope="module")
+def indicator_treebank(treebank):
+    X, y, weights = treebank
+    return [sp.csr_matrix((x > 0.0).astype(np.float64)) for x in X], y, weights
+
+
+@needs_tree
+@pytest.mark.parametrize("solver", ["subgradient", "bcfw"])
+def test_tree_indicator_features_compiled_equals_python(monkeypatch, indicator_treebank,
+                                                        solver):
+    X, y, weights = indicator_treebank
+
+    def make_model():
+        return StructuredSVM(decoder=TreeDecoder(), solver=solver, alpha=0.05, max_iter=3,
+                             tol=0.0, random_state=0)
+
+    _assert_same_model(*_fit_both_ways(monkeypatch, make_model, X, y, weights))
+
+
+def test_compiled_rows_are_binary_only_when_every_value_is_one():
+    from skstruct.features._compiled import compiled_rows
+
+    X = sp.csr_matrix(np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]))
+    offsets = np.array([0, 2])
+    assert compiled_rows(X, offsets, 3, 1, False, 0).binary
+    assert compiled_rows(X.toarray(), offsets, 3, 1, False, 0).binary
+    X.data[1] = 2.0
+    assert not compiled_rows(X, offsets, 3, 1, False, 0).binary
+
+
+@needs_tree
+@pytest.mark.parametrize("kind", ["values", "indicators"])
+def test_hinge_values_do_not_depend_on_the_chunks(treebank, indicator_treebank, kind):
+    from skstruct.optim import _engine_kernels as kernels
+    X, y, weights = treebank if kind == "values" else indicator_treebank
+    risk = _tree_risk(X, y, weights)
+    problem = compiled_problem(risk, "margin")
+    assert problem is not None
+    assert problem.features.binary == (kind == "indicators")
+    w = np.random.default_rng(0).normal(size=problem.n_params)
+    n = problem.features.n_examples
+    values = []
+    for n_chunks in (1, 2, 3, 7, n, 4 * n):
+        out = np.full(n, np.nan)
+        kernels.hinge_values(problem.features, problem.oracle, *problem.blocks(w), out,
+                             n_chunks)
+        values.append(out)
+    assert not np.isnan(values[0]).any() and (values[0] > 0).any()
+    for out in values[1:]:
+        np.testing.assert_array_equal(out, values[0])
+
+
+def _tree_risk(X, y, weights):
+    from skstruct.features import LinearArcFeatures
+    from skstruct.losses import StructuredHingeLoss
+    from skstruct.outputs._tree import TreeScores
+    from skstruct.utils._trees import TreeBatch
+
+    offsets = np.concatenate(([0], np.cumsum([x.shape[0] for x in X])))
+    output_offsets = np.concatenate(([0], np.cumsum([len(h) for h in y])))
+    batch = TreeBatch(sp.vstack(X).tocsr(), offsets, output_offsets)
+    return RegularizedRisk(LinearArcFeatures(X[0].shape[1], TreeScores), batch, np.concatenate(y),
+                           TreeDecoder(), StructuredHingeLoss("hamming", "margin"), 0.05,
+                           weights)
+
+
 def _chain_risk(loss, sequences):
     from skstruct.decoders import ChainDecoder
     from skstruct.features import LinearChainFeatures
