@@ -4,6 +4,7 @@ import numpy as np
 
 from ..losses import CountingLoss, check_task_loss
 from ..losses._base import check_task_loss_values
+from ..metrics import token_accuracy
 
 __all__ = [
     "OutputKind",
@@ -222,6 +223,23 @@ def infer_output_kind(X, y):
         if kind.recognizes(X, y):
             return kind
     return None
+
+
+class PairScoredKind(OutputKind):
+    """A kind whose parts (arcs, row-column pairs) are scored by one weight vector.
+
+    Fitted attribute ``coef_`` (n_features,): a part with features x scores x · coef_.
+    The default score is the fraction of tokens (rows) given their right head (column).
+    """
+
+    def store_coefficients(self, fitted, features, w):
+        fitted.coef_ = np.array(features.unpack(w), dtype=np.float64)
+
+    def coefficients(self, fitted, features):
+        return features.pack(fitted.coef_)
+
+    def score(self, y, y_pred, sample_weight=None):
+        return token_accuracy(y, y_pred, sample_weight=sample_weight)
 
 
 def encode_labels(y_flat, estimator):

@@ -4,10 +4,9 @@ import numpy as np
 
 from ..decoders import MatchingDecoder, MatchingScores
 from ..features._linear_pair import LinearPairFeatures
-from ..metrics import token_accuracy
 from ..utils._matchings import check_matchings, looks_like_matchings
 from ..utils._sequences import split_sequences
-from ._base import OutputKind, split_blocks
+from ._base import PairScoredKind, split_blocks
 
 __all__ = ["MatchingKind"]
 
@@ -19,7 +18,7 @@ _PERMANENT = (
 )
 
 
-class MatchingKind(OutputKind):
+class MatchingKind(PairScoredKind):
     """Maximum-cardinality bipartite matchings (assignments).
 
     ``X`` is a list of instances, each a 3-D (n_rows, n_cols, n_features) array of pair
@@ -68,12 +67,3 @@ class MatchingKind(OutputKind):
 
     def feature_map(self, n_features, classes):
         return LinearPairFeatures(n_features, MatchingScores)
-
-    def store_coefficients(self, fitted, features, w):
-        fitted.coef_ = np.array(features.unpack(w), dtype=np.float64)
-
-    def coefficients(self, fitted, features):
-        return features.pack(fitted.coef_)
-
-    def score(self, y, y_pred, sample_weight=None):
-        return token_accuracy(y, y_pred, sample_weight=sample_weight)

@@ -4,15 +4,14 @@ import numpy as np
 
 from ..decoders import TreeDecoder, TreeScores, heads_to_states, states_to_heads
 from ..features import LinearArcFeatures
-from ..metrics import token_accuracy
 from ..utils._sequences import split_sequences
 from ..utils._trees import check_trees
-from ._base import OutputKind, split_blocks
+from ._base import PairScoredKind, split_blocks
 
 __all__ = ["TreeKind"]
 
 
-class TreeKind(OutputKind):
+class TreeKind(PairScoredKind):
     """Dependency trees: ``X`` a list of (n_i * n_i, n_features) arc feature matrices
     (see :mod:`skstruct.utils._trees`), ``y`` a list of CoNLL head arrays (0 for the
     root, else the 1-based head position).
@@ -54,12 +53,3 @@ class TreeKind(OutputKind):
 
     def feature_map(self, n_features, classes):
         return LinearArcFeatures(n_features, TreeScores)
-
-    def store_coefficients(self, fitted, features, w):
-        fitted.coef_ = np.array(features.unpack(w), dtype=np.float64)
-
-    def coefficients(self, fitted, features):
-        return features.pack(fitted.coef_)
-
-    def score(self, y, y_pred, sample_weight=None):
-        return token_accuracy(y, y_pred, sample_weight=sample_weight)
