@@ -104,19 +104,33 @@ def register_solver(name, run, *, losses, warm_start, description, replace=False
     frozenset({'smooth'})
     >>> unregister_solver("my_lbfgs")
     """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"A solver's name must be a non-empty string (the value of the "
+                        f"estimators' solver parameter); got {name!r}.")
+    losses = _check_families(losses)
+    if not callable(run):
+        raise TypeError(f"run must be callable; got {run!r}.")
+    if warm_start not in (True, False):
+        raise TypeError(f"warm_start must be True or False; got {warm_start!r}.")
+    if name in _REGISTRY and not replace:
+        raise ValueError(f"A solver named {name!r} is registered already; pass "
+                         "replace=True to replace it.")
+    spec = SolverSpec(name, run, losses, bool(warm_start), str(description))
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def _check_families(losses):
+    """``losses`` as a frozenset of known loss families, at least one."""
+    if isinstance(losses, str) or not hasattr(losses, "__iter__"):
+        raise TypeError(f"losses must be a collection of loss families from {LOSS_FAMILIES},"
+                        f" e.g. {{'smooth'}}; got {losses!r}.")
     losses = frozenset(losses)
     unknown = losses - set(LOSS_FAMILIES)
     if unknown or not losses:
         raise ValueError(f"losses must be a non-empty subset of {LOSS_FAMILIES}; got "
-                         f"{sorted(losses)}.")
-    if not callable(run):
-        raise TypeError(f"run must be callable; got {run!r}.")
-    if name in _REGISTRY and not replace:
-        raise ValueError(f"A solver named {name!r} is registered already; pass "
-                         "replace=True to replace it.")
-    spec = SolverSpec(str(name), run, losses, bool(warm_start), str(description))
-    _REGISTRY[spec.name] = spec
-    return spec
+                         f"{sorted(map(repr, losses))}.")
+    return losses
 
 
 def unregister_solver(name):
@@ -128,7 +142,7 @@ def get_solver(name):
     """The :class:`SolverSpec` registered as ``name``; ValueError naming the known ones."""
     try:
         return _REGISTRY[name]
-    except KeyError:
+    except (KeyError, TypeError):
         raise ValueError(f"Unknown solver {name!r}; registered solvers: "
                          f"{sorted(_REGISTRY)}.") from None
 
@@ -177,11 +191,12 @@ def check_solver(name, family, *, warm_start=False):
         do), or ``warm_start`` is asked of a solver that cannot continue a previous fit.
     """
     spec = get_solver(name)
+    if family not in LOSS_FAMILIES:
+        raise ValueError(f"Unknown loss family {family!r}; known: {LOSS_FAMILIES}.")
     if family not in spec.losses:
-        others = sorted(solver_names(family))
         raise ValueError(
-            f"solver={name!r} solves {_describe(spec.losses)} only; use "
-            f"{' or '.join(f'solver={other!r}' for other in others)} for "
+            f"solver={name!r} solves {_describe(spec.losses)} only; "
+            f"{_alternatives(sorted(solver_names(family)))} for "
             f"{_RESCALING_NAMES[family]}."
         )
     if warm_start and not spec.warm_start:
@@ -189,10 +204,16 @@ def check_solver(name, family, *, warm_start=False):
                       if get_solver(other).warm_start)
         raise ValueError(
             f"solver={name!r} cannot warm-start (its dual variables are not kept between "
-            f"fits); use {' or '.join(f'solver={other!r}' for other in able)} with "
-            "warm_start=True, or warm_start=False."
+            f"fits); {_alternatives(able)} with warm_start=True, or warm_start=False."
         )
     return spec
+
+
+def _alternatives(names):
+    """'use solver='a' or solver='b'', or that no registered solver does."""
+    if not names:
+        return "no registered solver can be used"
+    return "use " + " or ".join(f"solver={other!r}" for other in names)
 
 
 def run_solver(name, risk, w0, options, n_jobs=None):
@@ -214,6 +235,7 @@ def run_solver(name, risk, w0, options, n_jobs=None):
     -------
     OptimizeResult
     """
+    get_solver(name)  # an unknown name is the error, before the risk is read
     spec = check_solver(name, loss_family(risk.loss))
     with n_jobs_threads(n_jobs):
         return spec.run(risk, w0, dict(options))

@@ -185,7 +185,14 @@ def register_output_kind(kind, *, replace=False):
             f"An output kind named {kind.name!r} is already registered "
             f"({type(_REGISTRY[kind.name]).__name__}); pass replace=True to replace it."
         )
-    _REGISTRY[kind.name] = kind()  # a replaced kind keeps its place in the order
+    try:
+        instance = kind()
+    except TypeError as exc:
+        raise TypeError(
+            f"register_output_kind instantiates {kind.__name__} without arguments (a kind "
+            f"keeps no state), which failed: {exc}"
+        ) from None
+    _REGISTRY[kind.name] = instance  # a replaced kind keeps its place in the order
     return kind
 
 

@@ -118,6 +118,18 @@ def _instance_shape(shape, i, where):
     return int(shape[0]), int(shape[1])
 
 
+def _is_listed_pair(instance):
+    """True for ``[pair_features, (n_rows, n_cols)]``: the tuple form given as a list."""
+    if not isinstance(instance, list) or len(instance) != 2:
+        return False
+    features, shape = instance
+    try:
+        return (np.ndim(shape) == 1 and np.size(shape) == 2
+                and (sp.issparse(features) or np.ndim(features) == 2))
+    except ValueError:  # ragged
+        return False
+
+
 def _pair_matrix(instance, i, where):
     """One instance as its (r * c, n_features) pair matrix and its (r, c)."""
     if isinstance(instance, tuple):
@@ -128,7 +140,14 @@ def _pair_matrix(instance, i, where):
             )
         features, shape = instance
         r, c = _instance_shape(shape, i, where)
-        features = features if sp.issparse(features) else np.asarray(features)
+        if not sp.issparse(features):
+            try:
+                features = np.asarray(features)
+            except ValueError as exc:
+                raise ValueError(
+                    f"Instance {i} of X has pair features that are not a rectangular "
+                    f"matrix{where}: {exc}"
+                ) from None
         if r < 1 or c < 1:
             raise ValueError(
                 f"Instance {i} of X has shape ({r}, {c}); a matching needs at least one row "
@@ -145,6 +164,11 @@ def _pair_matrix(instance, i, where):
         raise ValueError(
             f"Instance {i} of X is a sparse matrix, which does not say its (n_rows, n_cols)"
             f"{where}; pass sparse pair features as (pair_features, (n_rows, n_cols))."
+        )
+    if _is_listed_pair(instance):
+        raise ValueError(
+            f"Instance {i} of X is a list [pair_features, (n_rows, n_cols)]{where}; the "
+            "sparse form of an instance is a tuple: (pair_features, (n_rows, n_cols))."
         )
     try:
         array = np.asarray(instance)
