@@ -147,3 +147,15 @@ def test_registering_an_instance_or_a_duplicate_is_an_error():
         register_output_kind(MatchingKind())
     with pytest.raises(ValueError, match="'matching' is already registered"):
         register_output_kind(MatchingKind)
+
+
+@pytest.mark.parametrize("X", [
+    [np.ones((4, 4, 3)), np.ones((6, 4, 3))],  # ragged: numpy's error before
+    np.ones((2, 4, 4, 3)),
+])
+def test_a_tabular_model_given_matching_instances_says_so(X):
+    from skstruct import StructuredPerceptron
+
+    model = StructuredPerceptron(max_iter=2).fit(np.eye(3), [0, 1, 2])
+    with pytest.raises(ValueError, match="fitted on tabular data .* matching instances"):
+        model.predict(X)

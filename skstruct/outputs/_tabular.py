@@ -4,6 +4,7 @@ import numpy as np
 from sklearn.utils.validation import _get_feature_names, check_array
 
 from ..utils._features import check_feature_names
+from ..utils._matchings import looks_like_matchings
 from ..utils._sequences import SequenceBatch
 from ._sequence import is_sequence_input
 
@@ -16,6 +17,11 @@ def tabular_batch(X, name):
         raise ValueError(
             f"{name} was fitted on tabular data (X a 2-D (n_samples, n_features) matrix), "
             "but X is a list of per-sequence matrices."
+        )
+    if looks_like_matchings(X):
+        raise ValueError(
+            f"{name} was fitted on tabular data (X a 2-D (n_samples, n_features) matrix), "
+            "but X is a list of matching instances (pair features of rows and columns)."
         )
     feature_names = _get_feature_names(X)
     X = check_array(X, accept_sparse="csr", dtype=np.float64, estimator=name)
