@@ -195,7 +195,9 @@ class StructuredEstimator(BaseEstimator):
         if y is None:
             raise ValueError(f"{name} requires y to be passed, but the target y is None.")
         if _n_examples(X) == 0:
-            noun = "samples" if getattr(X, "ndim", 1) == 2 else "sequences"
+            declared = getattr(getattr(self, "decoder", None), "output_kind", None)
+            noun = ("samples" if getattr(X, "ndim", 1) == 2 else
+                    {"tree": "sentences", "matching": "instances"}.get(declared, "sequences"))
             raise ValueError(f"X contains no {noun} in {name}; at least one is required.")
         _check_container(X, "X", name)
         _check_container(y, "y", name)

@@ -5,7 +5,7 @@ import pytest
 from sklearn.base import clone
 
 from skstruct import CRF, SparseMAPClassifier, StructuredPerceptron, StructuredSVM
-from skstruct.decoders import ChainDecoder
+from skstruct.decoders import ChainDecoder, MatchingDecoder, TreeDecoder
 from skstruct.losses import HammingLoss, TaskLoss
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -78,6 +78,13 @@ def test_one_label_type_is_kept_in_predictions(estimator, sequences):
 def test_empty_x_says_no_sequences(estimator):
     with pytest.raises(ValueError, match=f"X contains no sequences in {_name(estimator)}"):
         clone(estimator).fit([], [])
+
+
+@pytest.mark.parametrize("decoder, noun", [(TreeDecoder, "sentences"),
+                                           (MatchingDecoder, "instances")])
+def test_empty_x_names_what_the_decoder_decodes(decoder, noun):
+    with pytest.raises(ValueError, match=f"X contains no {noun} in StructuredSVM"):
+        StructuredSVM(decoder=decoder()).fit([], [])
 
 
 @pytest.mark.parametrize("estimator", TABULAR, ids=_name)

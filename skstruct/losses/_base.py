@@ -11,6 +11,9 @@ __all__ = ["DECOMPOSITIONS", "TaskLoss", "check_task_loss_values"]
 
 #: The values :attr:`TaskLoss.decomposition` may take.
 DECOMPOSITIONS = ("parts", "counts", None)
+#: What a loss must define for each declaration (checked when the class is defined).
+_DECLARED_METHODS = {"parts": ("unary_costs",),
+                     "counts": ("increments", "gold_positives", "statistics", "eta")}
 
 
 class TaskLoss:
@@ -61,6 +64,16 @@ class TaskLoss:
             raise TypeError(
                 f"{cls.__name__}.decomposition must be one of {DECOMPOSITIONS}; got "
                 f"{cls.decomposition!r}."
+            )
+        missing = [name for name in _DECLARED_METHODS.get(cls.decomposition, ())
+                   if not callable(getattr(cls, name, None))]
+        if missing:
+            raise TypeError(
+                f"{cls.__name__} declares decomposition={cls.decomposition!r} but does not "
+                f"define {', '.join(missing)}; "
+                + ("define unary_costs(y_true, offsets, n_states)."
+                   if cls.decomposition == "parts" else
+                   "derive it from skstruct.losses.CountingLoss, which defines them.")
             )
 
     def __call__(self, y_true, y_pred, offsets):

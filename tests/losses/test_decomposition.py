@@ -331,3 +331,12 @@ def test_compiled_oracle_is_offered_by_built_in_decoders_only():
         for subclass in (OwnMap, OwnHook):
             assert subclass().compiled_oracle(HammingLoss(), "margin", gold,
                                               gold_offsets) is None
+
+
+@pytest.mark.parametrize("declared, needed", [("parts", "unary_costs"),
+                                              ("counts", "increments")])
+def test_a_declaration_without_its_methods_is_an_error_at_class_definition(declared,
+                                                                             needed):
+    with pytest.raises(TypeError, match=needed):
+        type("Declared", (TaskLoss,), {"decomposition": declared,
+                                       "__call__": lambda self, a, b, offsets: None})
