@@ -33,12 +33,14 @@ class TaskLoss:
         Δ(y_true, y) = Σ_t costs[t, y_t]. Every decoder then solves margin-rescaled
         loss-augmented MAP by MAP on cost-augmented scores
         (:meth:`~skstruct.decoders.Decoder.cost_augmented`). A subclass that defines
-        ``unary_costs`` and declares nothing is taken to be ``"parts"``.
+        ``unary_costs`` and declares nothing is taken to be ``"parts"``; one that declares
+        ``"parts"`` without ``unary_costs`` is an error when the class is defined.
     ``"counts"``
         Δ = η(G) is a function of a few integer count statistics G = Σ_t g_t(y_t)
         (:class:`~skstruct.losses.CountingLoss`: F_β, IoU, precision, recall, label
         count). Decoders that can run a dynamic program over the statistics (chains,
-        multilabel) solve loss-augmented MAP exactly for either rescaling.
+        multilabel) solve loss-augmented MAP exactly for either rescaling. The
+        statistics are CountingLoss's methods, so a ``"counts"`` loss derives from it.
     ``None``
         No decomposition is declared (the 0/1 loss, a user's loss): only decoders that
         enumerate the outputs (multiclass, brute force) or have a special case for the
