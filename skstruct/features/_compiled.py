@@ -13,8 +13,13 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 
 __all__ = ["CompiledFeatures", "compiled_rows"]
+
+# A column dictionary is built when the examples' distinct columns are at most this
+# fraction of their stored entries (K = 1 rows only).
+_DICTIONARY_RATIO = 0.7
 
 
 class CompiledFeatures(NamedTuple):
@@ -39,6 +44,16 @@ class CompiledFeatures(NamedTuple):
     binary : bool
         Whether every stored value is 1.0 (indicator features), so that the kernels may
         skip reading ``data``: x g = g exactly when x = 1.0, the results do not change.
+    local_columns : ndarray of shape (n_distinct,), int32
+        The column dictionary of every example (empty when not built): the distinct
+        columns of example i, in order of first appearance, are
+        ``local_columns[column_offsets[i]:column_offsets[i + 1]]``.
+    column_offsets : ndarray of shape (n_examples + 1,), int64
+    local_slots : ndarray of shape (nnz,), int32
+        For every stored entry p of example i, ``indices[p] ==
+        local_columns[column_offsets[i] + local_slots[p]]``. Scoring then reads w once
+        per distinct column of the example, into a small buffer, and sums reads of that
+        buffer (the same additions in the same order).
 
     Notes
     -----
@@ -59,6 +74,9 @@ class CompiledFeatures(NamedTuple):
     has_bias: bool
     n_pair: int
     binary: bool = False
+    local_columns: np.ndarray = np.empty(0, dtype=np.int32)
+    column_offsets: np.ndarray = np.zeros(1, dtype=np.int64)
+    local_slots: np.ndarray = np.empty(0, dtype=np.int32)
 
     @property
     def n_examples(self):
@@ -84,14 +102,53 @@ def compiled_rows(X, row_offsets, n_features, n_unary, has_bias, n_pair):
     indices = X.indices if X.indices.dtype in (np.int32, np.int64) else X.indices.astype(
         np.int64)
     data = np.ascontiguousarray(X.data, dtype=np.float64)
+    indices = np.ascontiguousarray(indices)
+    indptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
+    row_offsets = np.ascontiguousarray(row_offsets, dtype=np.int64)
+    dictionary = {}
+    if n_unary == 1 and indices.shape[0] > 0:
+        columns, offsets, slots = _column_dictionary(indices, indptr, row_offsets,
+                                                     int(n_features))
+        if columns.shape[0] <= _DICTIONARY_RATIO * indices.shape[0]:
+            dictionary = dict(local_columns=columns, column_offsets=offsets,
+                              local_slots=slots)
     return CompiledFeatures(
         data=data,
-        indices=np.ascontiguousarray(indices),
-        indptr=np.ascontiguousarray(X.indptr, dtype=np.int64),
-        row_offsets=np.ascontiguousarray(row_offsets, dtype=np.int64),
+        indices=indices,
+        indptr=indptr,
+        row_offsets=row_offsets,
         n_features=int(n_features),
         n_unary=int(n_unary),
         has_bias=bool(has_bias),
         n_pair=int(n_pair),
         binary=bool(np.all(data == 1.0)),
+        **dictionary,
     )
+
+
+@njit(cache=True, nogil=True)
+def _column_dictionary(indices, indptr, row_offsets, n_features):
+    """The distinct columns of every example (first-appearance order), their offsets
+    (n_examples + 1,) and the local slot of every stored entry (nnz,)."""
+    n_examples = row_offsets.shape[0] - 1
+    nnz = indices.shape[0]
+    slot = np.full(n_features, -1, dtype=np.int32)
+    columns = np.empty(nnz, dtype=np.int32)
+    offsets = np.zeros(n_examples + 1, dtype=np.int64)
+    slots = np.empty(nnz, dtype=np.int32)
+    total = 0
+    for i in range(n_examples):
+        start = total
+        for p in range(indptr[row_offsets[i]], indptr[row_offsets[i + 1]]):
+            f = indices[p]
+            t = slot[f]
+            if t < 0:
+                t = total - start
+                slot[f] = t
+                columns[total] = f
+                total += 1
+            slots[p] = t
+        for q in range(start, total):
+            slot[columns[q]] = -1
+        offsets[i + 1] = total
+    return columns[:total].copy(), offsets, slots

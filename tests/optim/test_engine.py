@@ -355,3 +355,38 @@ def test_user_decoder_gets_the_python_loop(sequences):
     assert compiled_problem(risk, "margin") is None
     result = minimize_bcfw(risk, max_iter=2, tol=0.0, random_state=0)
     assert result.n_evaluations == 2 * risk.n_examples
+
+
+def test_column_dictionary_scores_bit_identical_to_plain_rows():
+    """K = 1 rows with repeated columns get a column dictionary (each stored entry maps
+    back to its column), and scoring through it gives exactly the plain scores."""
+    from skstruct.features._compiled import compiled_rows
+    from skstruct.optim._engine_kernels import _local_buffer, _score, score_example
+
+    rng = np.random.default_rng(0)
+    n_features, n_rows = 40, 60
+    for binary in (True, False):
+        X = sp.random(n_rows, n_features, density=0.4, random_state=rng, format="csr")
+        if binary:
+            X.data[:] = 1.0
+        offsets = np.array([0, 7, 7, 30, 60])
+        feats = compiled_rows(X, offsets, n_features, 1, True, 0)
+        assert feats.binary == binary
+        assert feats.local_slots.shape[0] == feats.indices.shape[0] > 0
+        for i in range(feats.n_examples):
+            start = feats.indptr[feats.row_offsets[i]]
+            stop = feats.indptr[feats.row_offsets[i + 1]]
+            base = feats.column_offsets[i]
+            columns = feats.local_columns[base + feats.local_slots[start:stop]]
+            np.testing.assert_array_equal(columns, feats.indices[start:stop])
+            n_distinct = feats.column_offsets[i + 1] - base
+            assert n_distinct == np.unique(feats.indices[start:stop]).shape[0]
+        W = rng.standard_normal((n_features, 1))
+        b = rng.standard_normal(1)
+        pair = np.empty(0)
+        local = _local_buffer(feats)
+        for i in range(feats.n_examples):
+            plain, through = np.empty((n_rows, 1)), np.empty((n_rows, 1))
+            n = score_example(feats, W, b, pair, 1.0, i, plain, np.empty(0))
+            assert _score(feats, W, b, pair, i, through, np.empty(0), local) == n
+            np.testing.assert_array_equal(through[:n], plain[:n])
