@@ -85,9 +85,9 @@ def score_example(feats, W, b, pair, scale, i, unary, pair_scores):
                 row[k] = 0.0
             for p in range(indptr[a + r], indptr[a + r + 1]):
                 x = data[p]
-                weights = W[indices[p]]
+                f = indices[p]
                 for k in range(n_unary):
-                    row[k] += x * weights[k]
+                    row[k] += x * W[f, k]
         if scale != 1.0:
             for k in range(n_unary):
                 row[k] *= scale
@@ -201,13 +201,12 @@ def _sparse_update(feats, i, n_rows, d_unary, d_pair, scale, W, b, pair, weight,
             continue
         for p in range(indptr[a + r], indptr[a + r + 1]):
             x = scale * data[p]
-            weights = W[indices[p]]
+            f = indices[p]
             for c in range(count):
-                weights[nz_k[c]] += x * nz_g[c]
+                W[f, nz_k[c]] += x * nz_g[c]
             if weight != 0.0:
-                accumulated = acc_W[indices[p]]
                 for c in range(count):
-                    accumulated[nz_k[c]] += weight * (x * nz_g[c])
+                    acc_W[f, nz_k[c]] += weight * (x * nz_g[c])
     if feats.has_bias:
         for k in range(n_unary):
             b[k] += scale * colsum[k]
