@@ -46,7 +46,7 @@ class CompiledFeatures(NamedTuple):
         skip reading ``data``: x g = g exactly when x = 1.0, the results do not change.
     local_columns : ndarray of shape (n_distinct,), int32
         The column dictionary of every example (empty when not built): the distinct
-        columns of example i, in order of first appearance, are
+        columns of example i, ascending, are
         ``local_columns[column_offsets[i]:column_offsets[i + 1]]``.
     column_offsets : ndarray of shape (n_examples + 1,), int64
     local_slots : ndarray of shape (nnz,), int32
@@ -128,8 +128,13 @@ def compiled_rows(X, row_offsets, n_features, n_unary, has_bias, n_pair):
 
 @njit(cache=True, nogil=True)
 def _column_dictionary(indices, indptr, row_offsets, n_features):
-    """The distinct columns of every example (first-appearance order), their offsets
-    (n_examples + 1,) and the local slot of every stored entry (nnz,)."""
+    """The distinct columns of every example (ascending), their offsets
+    (n_examples + 1,) and the local slot of every stored entry (nnz,).
+
+    Ascending columns make the reads of w that fill an example's buffer sweep w in one
+    direction (neighbouring columns share cache lines and pages); the slots are an
+    index only, so the scores do not depend on the order.
+    """
     n_examples = row_offsets.shape[0] - 1
     nnz = indices.shape[0]
     slot = np.full(n_features, -1, dtype=np.int32)
@@ -139,15 +144,18 @@ def _column_dictionary(indices, indptr, row_offsets, n_features):
     total = 0
     for i in range(n_examples):
         start = total
-        for p in range(indptr[row_offsets[i]], indptr[row_offsets[i + 1]]):
+        first, last = indptr[row_offsets[i]], indptr[row_offsets[i + 1]]
+        for p in range(first, last):
             f = indices[p]
-            t = slot[f]
-            if t < 0:
-                t = total - start
-                slot[f] = t
+            if slot[f] < 0:
+                slot[f] = 0
                 columns[total] = f
                 total += 1
-            slots[p] = t
+        columns[start:total].sort()
+        for q in range(start, total):
+            slot[columns[q]] = q - start
+        for p in range(first, last):
+            slots[p] = slot[indices[p]]
         for q in range(start, total):
             slot[columns[q]] = -1
         offsets[i + 1] = total

@@ -348,6 +348,28 @@ def _gather_row(data, indices, start, stop, g, binary, scratch, slot, touched_li
 
 
 @njit(**_NJIT)
+def _gather_row_local(data, slots, start, stop, g, binary, values, seen, touched,
+                      n_touched):
+    """The column dictionary's form of :func:`_gather_row`: values[q] += x_p g for the
+    local slot q of every stored entry ``start:stop``, ``touched`` listing the slots in
+    order of first touch (``seen[q]`` is 0 while q is untouched; ``values[q]`` is set on
+    first touch). The first touches come in the same order as :func:`_gather_row`'s, so the
+    norm and the update sum the same numbers in the same order."""
+    for p in range(start, stop):
+        q = slots[p]
+        if seen[q] == 0:
+            seen[q] = 1
+            touched[n_touched] = q
+            values[q] = 0.0
+            n_touched += 1
+        if binary:
+            values[q] += g
+        else:
+            values[q] += data[p] * g
+    return n_touched
+
+
+@njit(**_NJIT)
 def bcfw_pass(feats, orc, W, b, pair, lazy_W, lazy_b, lazy_pair, dual_unary, dual_pair,
               ell, sums, omega, lam, order, step, averaging, scratch, slot, touched_list):
     """One pass of block-coordinate Frank–Wolfe (margin rescaling) over ``order``.
@@ -361,7 +383,8 @@ def bcfw_pass(feats, orc, W, b, pair, lazy_W, lazy_b, lazy_pair, dual_unary, dua
 
     ``scratch`` (n_features, K) holds A_iᵀ d compactly, row t for the column
     ``touched_list[t]``; ``slot`` (n_features,), int32, must be −1 on entry and is left
-    so.
+    so. With a column dictionary, A_iᵀ d is gathered by local slot instead, in a buffer
+    the size of the example's distinct columns (no reads of a global slot map).
 
     Returns
     -------
@@ -373,6 +396,10 @@ def bcfw_pass(feats, orc, W, b, pair, lazy_W, lazy_b, lazy_pair, dual_unary, dua
     colsum = np.empty(n_unary)
     data, indices, indptr = feats.data, feats.indices, feats.indptr
     local = _local_buffer(feats)
+    local_form = feats.local_slots.shape[0] > 0
+    local_values = np.empty(local.shape[0])
+    local_seen = np.zeros(local.shape[0], dtype=np.uint8)
+    local_touched = np.empty(local.shape[0], dtype=np.int64)
     for i in order:
         a = feats.row_offsets[i]
         n_rows = _score(feats, W, b, pair, i, unary, pair_scores, local)
@@ -396,6 +423,12 @@ def bcfw_pass(feats, orc, W, b, pair, lazy_W, lazy_b, lazy_pair, dual_unary, dua
                 nonzero = nonzero or g[k] != 0.0
             if not nonzero:
                 continue
+            if local_form:
+                n_touched = _gather_row_local(data, feats.local_slots, indptr[a + r],
+                                              indptr[a + r + 1], g[0], feats.binary,
+                                              local_values, local_seen, local_touched,
+                                              n_touched)
+                continue
             if n_unary == 1:
                 n_touched = _gather_row(data, indices, indptr[a + r], indptr[a + r + 1],
                                         g[0], feats.binary, scratch, slot,
@@ -415,10 +448,15 @@ def bcfw_pass(feats, orc, W, b, pair, lazy_W, lazy_b, lazy_pair, dual_unary, dua
                 for k in range(n_unary):
                     row[k] += x * g[k]
         norm = 0.0
-        for t in range(n_touched):
-            row = scratch[t]
-            for k in range(n_unary):
-                norm += row[k] * row[k]
+        if local_form:
+            for t in range(n_touched):
+                value = local_values[local_touched[t]]
+                norm += value * value
+        else:
+            for t in range(n_touched):
+                row = scratch[t]
+                for k in range(n_unary):
+                    norm += row[k] * row[k]
         if feats.has_bias:
             for k in range(n_unary):
                 norm += colsum[k] * colsum[k]
@@ -431,6 +469,17 @@ def bcfw_pass(feats, orc, W, b, pair, lazy_W, lazy_b, lazy_pair, dual_unary, dua
             gamma = min(max((omega[i] * inner - ell[i] + ell_s) / curvature, 0.0), 1.0)
         factor = gamma * omega[i] / lam
         weight = (step + 1) * (step + 2) / 2.0
+        if local_form:
+            c0 = feats.column_offsets[i]
+            for t in range(n_touched):
+                q = local_touched[t]
+                f = feats.local_columns[c0 + q]
+                update = factor * local_values[q]
+                W[f, 0] -= update
+                if averaging:
+                    lazy_W[f, 0] -= weight * update
+                local_seen[q] = 0
+            n_touched = 0
         for t in range(n_touched):
             f = touched_list[t]
             row = scratch[t]

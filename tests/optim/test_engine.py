@@ -358,8 +358,9 @@ def test_user_decoder_gets_the_python_loop(sequences):
 
 
 def test_column_dictionary_scores_bit_identical_to_plain_rows():
-    """K = 1 rows with repeated columns get a column dictionary (each stored entry maps
-    back to its column), and scoring through it gives exactly the plain scores."""
+    """K = 1 rows with repeated columns get a column dictionary (each example's distinct
+    columns ascending, each stored entry maps back to its column), and scoring through it
+    gives exactly the plain scores."""
     from skstruct.features._compiled import compiled_rows
     from skstruct.optim._engine_kernels import _local_buffer, _score, score_example
 
@@ -380,7 +381,8 @@ def test_column_dictionary_scores_bit_identical_to_plain_rows():
             columns = feats.local_columns[base + feats.local_slots[start:stop]]
             np.testing.assert_array_equal(columns, feats.indices[start:stop])
             n_distinct = feats.column_offsets[i + 1] - base
-            assert n_distinct == np.unique(feats.indices[start:stop]).shape[0]
+            np.testing.assert_array_equal(feats.local_columns[base:base + n_distinct],
+                                          np.unique(feats.indices[start:stop]))
         W = rng.standard_normal((n_features, 1))
         b = rng.standard_normal(1)
         pair = np.empty(0)
@@ -390,3 +392,28 @@ def test_column_dictionary_scores_bit_identical_to_plain_rows():
             n = score_example(feats, W, b, pair, 1.0, i, plain, np.empty(0))
             assert _score(feats, W, b, pair, i, through, np.empty(0), local) == n
             np.testing.assert_array_equal(through[:n], plain[:n])
+
+
+@needs_tree
+@pytest.mark.parametrize("kind", ["values", "indicators"])
+def test_bcfw_pass_through_the_column_dictionary_is_bit_identical(treebank,
+                                                                  indicator_treebank, kind):
+    """A BCFW pass that gathers A_iᵀ d by local slot (column dictionary) leaves w, its
+    lazy average and the duals exactly as the pass over plain column indices does."""
+    X, y, weights = treebank if kind == "values" else indicator_treebank
+    problem = compiled_problem(_tree_risk(X, y, weights), "margin")
+    assert problem is not None and problem.features.local_slots.shape[0] > 0
+    plain = problem.features._replace(local_columns=np.empty(0, dtype=np.int32),
+                                      column_offsets=np.zeros(1, dtype=np.int64),
+                                      local_slots=np.empty(0, dtype=np.int32))
+    runs = []
+    for feats in (problem.features, plain):
+        run = type(problem)(feats, problem.oracle).bcfw(weights / weights.sum(), 0.05, True)
+        for seed in range(3):
+            run.run_pass(np.random.default_rng(seed).permutation(feats.n_examples))
+        runs.append(run)
+    through, direct = runs
+    assert through.step == direct.step == 3 * len(X)
+    assert np.abs(through.w).max() > 0
+    for name in ("w", "lazy", "dual_unary", "dual_pair", "ell", "sums"):
+        np.testing.assert_array_equal(getattr(through, name), getattr(direct, name))
