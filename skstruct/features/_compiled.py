@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+from numba import njit, prange
 
 __all__ = ["CompiledFeatures", "compiled_rows"]
 
@@ -46,18 +46,27 @@ class CompiledFeatures(NamedTuple):
         skip reading ``data``: x g = g exactly when x = 1.0, the results do not change.
     local_columns : ndarray of shape (n_distinct,), int32
         The column dictionary of every example (empty when not built): the distinct
-        columns of example i, ascending, are
-        ``local_columns[column_offsets[i]:column_offsets[i + 1]]``.
+        columns of example i, as engine rows of W (see ``column_order``) in ascending
+        order, are ``local_columns[column_offsets[i]:column_offsets[i + 1]]``.
     column_offsets : ndarray of shape (n_examples + 1,), int64
     local_slots : ndarray of shape (nnz,), int32
-        For every stored entry p of example i, ``indices[p] ==
-        local_columns[column_offsets[i] + local_slots[p]]``. Scoring then reads w once
+        For every stored entry p of example i, ``column_order[local_columns[
+        column_offsets[i] + local_slots[p]]] == indices[p]``. Scoring then reads w once
         per distinct column of the example, into a small buffer, and sums reads of that
         buffer (the same additions in the same order).
+    column_order : ndarray of shape (n_features,), int64
+        With a column dictionary, the order of W's rows in the engine: engine row j holds
+        the parameters of column ``column_order[j]``, the columns in decreasing order of
+        the number of examples they appear in (empty without a dictionary: W in column
+        order). ``local_columns`` are engine rows, and the kernels then read and write W
+        only through the dictionary. Frequent columns packed at the front of W stay in
+        the cache while an example's buffer is filled.
 
     Notes
     -----
-    Layout of w: ``W = w[:n_features * K].reshape(n_features, K)``, then b (K values,
+    Layout of w (in column order; the engine's copy permutes the rows of W by
+    ``column_order`` when there is one): ``W = w[:n_features * K].reshape(n_features, K)``,
+    then b (K values,
     when ``has_bias``), then the ``n_pair`` pair parameters. The part scores of example i
     are ``unary[r, k] = Σ_j X[r, j] W[j, k] (+ b[k])`` for its rows r and ``pair`` = the
     pair parameters. The transpose of a part-space vector g = (g_unary, g_pair) adds
@@ -77,6 +86,7 @@ class CompiledFeatures(NamedTuple):
     local_columns: np.ndarray = np.empty(0, dtype=np.int32)
     column_offsets: np.ndarray = np.zeros(1, dtype=np.int64)
     local_slots: np.ndarray = np.empty(0, dtype=np.int32)
+    column_order: np.ndarray = np.empty(0, dtype=np.int64)
 
     @property
     def n_examples(self):
@@ -110,8 +120,13 @@ def compiled_rows(X, row_offsets, n_features, n_unary, has_bias, n_pair):
         columns, offsets, slots = _column_dictionary(indices, indptr, row_offsets,
                                                      int(n_features))
         if columns.shape[0] <= _DICTIONARY_RATIO * indices.shape[0]:
+            appearances = np.bincount(columns, minlength=int(n_features))
+            order = np.argsort(-appearances, kind="stable")
+            rank = np.empty(order.shape[0], dtype=np.int32)
+            rank[order] = np.arange(order.shape[0], dtype=np.int32)
+            _to_engine_rows(columns, offsets, slots, indptr, row_offsets, rank)
             dictionary = dict(local_columns=columns, column_offsets=offsets,
-                              local_slots=slots)
+                              local_slots=slots, column_order=order.astype(np.int64))
     return CompiledFeatures(
         data=data,
         indices=indices,
@@ -128,13 +143,8 @@ def compiled_rows(X, row_offsets, n_features, n_unary, has_bias, n_pair):
 
 @njit(cache=True, nogil=True)
 def _column_dictionary(indices, indptr, row_offsets, n_features):
-    """The distinct columns of every example (ascending), their offsets
-    (n_examples + 1,) and the local slot of every stored entry (nnz,).
-
-    Ascending columns make the reads of w that fill an example's buffer sweep w in one
-    direction (neighbouring columns share cache lines and pages); the slots are an
-    index only, so the scores do not depend on the order.
-    """
+    """The distinct columns of every example (first-appearance order), their offsets
+    (n_examples + 1,) and the local slot of every stored entry (nnz,)."""
     n_examples = row_offsets.shape[0] - 1
     nnz = indices.shape[0]
     slot = np.full(n_features, -1, dtype=np.int32)
@@ -144,19 +154,38 @@ def _column_dictionary(indices, indptr, row_offsets, n_features):
     total = 0
     for i in range(n_examples):
         start = total
-        first, last = indptr[row_offsets[i]], indptr[row_offsets[i + 1]]
-        for p in range(first, last):
+        for p in range(indptr[row_offsets[i]], indptr[row_offsets[i + 1]]):
             f = indices[p]
-            if slot[f] < 0:
-                slot[f] = 0
+            t = slot[f]
+            if t < 0:
+                t = total - start
+                slot[f] = t
                 columns[total] = f
                 total += 1
-        columns[start:total].sort()
-        for q in range(start, total):
-            slot[columns[q]] = q - start
-        for p in range(first, last):
-            slots[p] = slot[indices[p]]
+            slots[p] = t
         for q in range(start, total):
             slot[columns[q]] = -1
         offsets[i + 1] = total
     return columns[:total].copy(), offsets, slots
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _to_engine_rows(columns, offsets, slots, indptr, row_offsets, rank):
+    """Map every example's distinct columns to engine rows (``rank``), sort them
+    ascending and renumber the slots, in place.
+
+    Ascending rows make the reads of w that fill an example's buffer sweep W in one
+    direction; the slots are an index only, so the scores do not depend on it.
+    """
+    for i in prange(offsets.shape[0] - 1):
+        start, stop = offsets[i], offsets[i + 1]
+        keys = np.empty(stop - start, dtype=np.int64)
+        for q in range(stop - start):
+            keys[q] = (np.int64(rank[columns[start + q]]) << 32) | q
+        keys.sort()
+        position = np.empty(stop - start, dtype=np.int32)
+        for q in range(stop - start):
+            columns[start + q] = np.int32(keys[q] >> 32)
+            position[keys[q] & 0xFFFFFFFF] = q
+        for p in range(indptr[row_offsets[i]], indptr[row_offsets[i + 1]]):
+            slots[p] = position[slots[p]]

@@ -273,7 +273,7 @@ class _CompiledConstraints:
 
     def evaluate(self, w, use_cache):
         p = self.problem
-        w = np.ascontiguousarray(w, dtype=np.float64)
+        w = p.to_engine(w)
         n_chunks = max(1, min(numba.get_num_threads(), self.risk.n_examples))
         constraint_pass(p.features, p.oracle, *p.blocks(w), self.weights, use_cache,
                         self.cache_y, self.cache_delta, self.cache_filled, self.y_hat,
@@ -285,7 +285,7 @@ class _CompiledConstraints:
 
     def plane(self, active, delta):
         # built by the pass itself, from the same active set (h_i > 0)
-        return self._plane.copy()
+        return self.problem.to_user(self._plane)
 
 
 class _WorkingSet:

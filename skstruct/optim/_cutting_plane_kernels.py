@@ -27,8 +27,9 @@ from ._engine_kernels import (
     _call_oracle,
     _direction,
     _inner,
+    _local_buffer,
+    _score,
     _sparse_update,
-    score_example,
 )
 
 __all__ = ["cache_add", "constraint_pass"]
@@ -48,7 +49,8 @@ def constraint_pass(feats, orc, W, b, pair, weights, use_cache, cache_y, cache_d
     orc : CompiledOracle
         With margin or slack rescaling.
     W, b, pair : ndarray
-        The blocks of w.
+        The blocks of the engine's w (see :meth:`CompiledProblem.to_engine
+        <skstruct.optim._engine.CompiledProblem.to_engine>`).
     weights : ndarray of shape (n_examples,)
         ω_i.
     use_cache : bool
@@ -64,7 +66,7 @@ def constraint_pass(feats, orc, W, b, pair, weights, use_cache, cache_y, cache_d
     delta_out, term_out : ndarray of shape (n_examples,)
         Output: Δ_i and h_i.
     plane_W, plane_b, plane_pair : ndarray
-        Output: the blocks of the plane ψ̄ (overwritten).
+        Output: the blocks of the plane ψ̄ (overwritten), in the engine's order.
     n_chunks : int
         Number of chunks of examples scored and decoded in parallel; the results do not
         depend on it.
@@ -74,8 +76,9 @@ def constraint_pass(feats, orc, W, b, pair, weights, use_cache, cache_y, cache_d
     step = (n + n_chunks - 1) // n_chunks
     for chunk in prange(n_chunks):
         unary, d_unary, pair_scores, d_pair, yhat = _buffers(feats, orc)
+        local = _local_buffer(feats)
         for i in range(chunk * step, min(n, (chunk + 1) * step)):
-            n_rows = score_example(feats, W, b, pair, 1.0, i, unary, pair_scores)
+            n_rows = _score(feats, W, b, pair, 1.0, i, unary, pair_scores, local)
             ya, yb = orc.y_offsets[i], orc.y_offsets[i + 1]
             best, best_slot = -np.inf, -1
             if use_cache:

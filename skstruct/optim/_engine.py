@@ -85,6 +85,23 @@ class CompiledProblem:
         """Length of w."""
         return self.features.n_params
 
+    def to_engine(self, w):
+        """A copy of ``w`` (n_params,) in the engine's order: the rows of W permuted by
+        ``features.column_order`` when the features have one."""
+        engine = np.array(w, dtype=np.float64)
+        order = self.features.column_order
+        if order.shape[0]:
+            engine[:order.shape[0]] = engine[order]
+        return engine
+
+    def to_user(self, engine):
+        """The inverse of :meth:`to_engine`: a copy of ``engine`` in column order."""
+        w = np.array(engine, dtype=np.float64)
+        order = self.features.column_order
+        if order.shape[0]:
+            w[order] = engine[:order.shape[0]]
+        return w
+
     def blocks(self, w):
         """Views (W, b, pair) of a parameter vector ``w`` (``b`` empty without a bias)."""
         f = self.features
@@ -99,8 +116,8 @@ class CompiledProblem:
         temporaries), summed in example order, so P(w) is the same for any thread
         count."""
         values = np.empty(self.features.n_examples)
-        kernels.hinge_values(self.features, self.oracle, *self.blocks(w), values,
-                             4 * numba.get_num_threads())
+        kernels.hinge_values(self.features, self.oracle, *self.blocks(self.to_engine(w)),
+                             values, 4 * numba.get_num_threads())
         return float(weights @ values) + 0.5 * lam * float(w @ w)
 
     def perceptron(self, w0, scales, averaging):
@@ -122,7 +139,7 @@ class PerceptronRun:
 
     def __init__(self, problem, w0, scales, averaging):
         self.problem = problem
-        self.w = np.array(w0, dtype=np.float64)
+        self.w = problem.to_engine(w0)
         self.acc = np.zeros_like(self.w)
         self.scales = np.ascontiguousarray(scales, dtype=np.float64)
         self.averaging = bool(averaging)
@@ -137,10 +154,10 @@ class PerceptronRun:
         return int(mistakes)
 
     def current(self):
-        """The returned iterate: the average of w_0 .. w_T, or w_T."""
+        """The returned iterate (column order): the average of w_0 .. w_T, or w_T."""
         if not self.averaging:
-            return self.w.copy()
-        return self.w - self.acc / (self.step + 1)
+            return self.problem.to_user(self.w)
+        return self.problem.to_user(self.w - self.acc / (self.step + 1))
 
 
 class SubgradientRun:
@@ -150,7 +167,7 @@ class SubgradientRun:
 
     def __init__(self, problem, w0, scales, lam, averaging, first_step):
         self.problem = problem
-        self.v = np.array(w0, dtype=np.float64)
+        self.v = problem.to_engine(w0)
         self.u = self.v.copy()
         self.state = np.array([1.0, 1.0, 0.0])
         self.scales = np.ascontiguousarray(scales, dtype=np.float64)
@@ -174,8 +191,8 @@ class SubgradientRun:
         self.state[:] = (1.0, 1.0, 0.0)
 
     def current(self):
-        """The returned iterate (between passes): w̄ or w."""
-        return (self.u if self.averaging else self.v).copy()
+        """The returned iterate (between passes, column order): w̄ or w."""
+        return self.problem.to_user(self.u if self.averaging else self.v)
 
 
 class BCFWRun:
@@ -210,7 +227,9 @@ class BCFWRun:
             self._slot, self._touched_list)
 
     def current(self):
-        """(w̄, averaged Σ ℓ) with averaging, else (w, Σ ℓ)."""
+        """(w̄, averaged Σ ℓ) with averaging, else (w, Σ ℓ); w̄ and w in column order."""
+        to_user = self.problem.to_user
         if self.averaging:
-            return self.w - self.lazy / ((self.step + 1) * (self.step + 2) / 2.0), self.sums[1]
-        return self.w.copy(), float(self.ell.sum())
+            average = self.w - self.lazy / ((self.step + 1) * (self.step + 2) / 2.0)
+            return to_user(average), self.sums[1]
+        return to_user(self.w), float(self.ell.sum())

@@ -5,7 +5,10 @@ Every kernel reads the feature rows of an example from the CSR arrays of a
 for its output through the dispatchers of :mod:`skstruct.decoders._oracles` (``orc`` is a
 :class:`~skstruct.decoders._oracles.CompiledOracle`). w is passed as views of its blocks,
 ``W`` (n_features, K), ``b`` (K, or empty) and ``pair`` (n_pair,), so that updates write
-into w itself.
+into w itself. W is the engine's: when the features have a column dictionary, its rows
+are in ``feats.column_order`` (frequent columns first) and every kernel reads and writes
+it through the dictionary; :class:`~skstruct.optim._engine.CompiledProblem` maps w to
+and from that order.
 
 One step on example i:
 
@@ -52,7 +55,8 @@ def _row_dot(data, indices, start, stop, W, binary):
 
 @njit(**_NJIT)
 def score_example(feats, W, b, pair, scale, i, unary, pair_scores):
-    """Part scores of example ``i`` at w = ``scale`` (W, b, pair).
+    """Part scores of example ``i`` at w = ``scale`` (W, b, pair), from the plain CSR
+    rows (W in column order; the engine's kernels score through :func:`_score`).
 
     Parameters
     ----------
@@ -100,15 +104,18 @@ def score_example(feats, W, b, pair, scale, i, unary, pair_scores):
 
 
 @njit(**_NJIT)
-def _score(feats, W, b, pair, i, unary, pair_scores, local):
-    """Part scores of example ``i`` at w, through its column dictionary when it has one.
+def _score(feats, W, b, pair, scale, i, unary, pair_scores, local):
+    """Part scores of example ``i`` at w = ``scale`` (W, b, pair), W the engine's (rows
+    in ``feats.column_order`` when the features have a column dictionary).
 
-    ``local`` (>= the most distinct columns of an example,) receives W[j, 0] once per
-    distinct column j of the example; every row then sums reads of ``local`` in the
-    order of its stored entries, so the scores equal :func:`score_example`'s.
+    Through the dictionary, ``local`` (>= the most distinct columns of an example,)
+    receives W[j, 0] once per distinct engine row j of the example; every row then sums
+    reads of ``local`` in the order of its stored entries, so the scores equal those of
+    :func:`score_example` on W in column order. Without one, this is
+    :func:`score_example`.
     """
     if feats.local_slots.shape[0] == 0:
-        return score_example(feats, W, b, pair, 1.0, i, unary, pair_scores)
+        return score_example(feats, W, b, pair, scale, i, unary, pair_scores)
     a = feats.row_offsets[i]
     n_rows = feats.row_offsets[i + 1] - a
     columns = feats.local_columns
@@ -125,11 +132,13 @@ def _score(feats, W, b, pair, i, unary, pair_scores, local):
         else:
             for p in range(indptr[a + r], indptr[a + r + 1]):
                 total += data[p] * local[slots[p]]
+        if scale != 1.0:
+            total *= scale
         if feats.has_bias:
-            total += 1.0 * b[0]
+            total += scale * b[0]
         unary[r, 0] = total
     for j in range(pair.shape[0]):
-        pair_scores[j] = 1.0 * pair[j]
+        pair_scores[j] = scale * pair[j]
     return n_rows
 
 
@@ -182,13 +191,28 @@ def _sparse_update(feats, i, n_rows, d_unary, d_pair, scale, W, b, pair, weight,
     """W += scale A_iᵀ d and, when ``weight`` is nonzero, acc += weight scale A_iᵀ d.
 
     Only the nonzero entries of d's rows are visited (indicator directions have at most a
-    few per row).
+    few per row). With a column dictionary, W and acc are the engine's (rows in
+    ``feats.column_order``) and the columns are read through it.
     """
     a = feats.row_offsets[i]
     data, indices, indptr = feats.data, feats.indices, feats.indptr
     n_unary = d_unary.shape[1]
     colsum[:] = 0.0
+    local_form = feats.local_slots.shape[0] > 0
+    c0 = feats.column_offsets[i] if local_form else 0
     for r in range(n_rows):
+        if local_form:
+            g = d_unary[r, 0]
+            colsum[0] += g
+            if g == 0.0:
+                continue
+            for p in range(indptr[a + r], indptr[a + r + 1]):
+                x = scale * data[p]
+                f = feats.local_columns[c0 + feats.local_slots[p]]
+                W[f, 0] += x * g
+                if weight != 0.0:
+                    acc_W[f, 0] += weight * (x * g)
+            continue
         count = 0
         for k in range(n_unary):
             g = d_unary[r, k]
@@ -253,9 +277,10 @@ def perceptron_pass(feats, orc, W, b, pair, acc_W, acc_b, acc_pair, scales, orde
     nz_k = np.empty(n_unary, dtype=np.int64)
     nz_g = np.empty(n_unary)
     colsum = np.empty(n_unary)
+    local = _local_buffer(feats)
     mistakes = 0
     for i in order:
-        n_rows = score_example(feats, W, b, pair, 1.0, i, unary, pair_scores)
+        n_rows = _score(feats, W, b, pair, 1.0, i, unary, pair_scores, local)
         _call_oracle(feats, orc, i, unary, pair_scores, n_rows, yhat)
         _direction(orc, i, n_rows, yhat, 1.0, d_unary, d_pair)
         step += 1
@@ -297,9 +322,10 @@ def subgradient_pass(feats, orc, W, b, pair, state, avg_W, avg_b, avg_pair, scal
     nz_k = np.empty(n_unary, dtype=np.int64)
     nz_g = np.empty(n_unary)
     colsum = np.empty(n_unary)
+    local = _local_buffer(feats)
     for i in order:
         a = state[0]
-        n_rows = score_example(feats, W, b, pair, a, i, unary, pair_scores)
+        n_rows = _score(feats, W, b, pair, a, i, unary, pair_scores, local)
         delta = _call_oracle(feats, orc, i, unary, pair_scores, n_rows, yhat)
         _direction(orc, i, n_rows, yhat, 1.0, d_unary, d_pair)
         weight = 1.0
@@ -402,7 +428,7 @@ def bcfw_pass(feats, orc, W, b, pair, lazy_W, lazy_b, lazy_pair, dual_unary, dua
     local_touched = np.empty(local.shape[0], dtype=np.int64)
     for i in order:
         a = feats.row_offsets[i]
-        n_rows = _score(feats, W, b, pair, i, unary, pair_scores, local)
+        n_rows = _score(feats, W, b, pair, 1.0, i, unary, pair_scores, local)
         delta = _call_oracle(feats, orc, i, unary, pair_scores, n_rows, yhat)
         _direction(orc, i, n_rows, yhat, 1.0, d_unary, d_pair)
         # d = c_i − (a_gold − a_hat)
@@ -517,7 +543,7 @@ def bcfw_pass(feats, orc, W, b, pair, lazy_W, lazy_b, lazy_pair, dual_unary, dua
 def _hinge_one(feats, orc, W, b, pair, i, unary, d_unary, pair_scores, d_pair, yhat,
                local):
     """H_i(w) of example ``i`` (see :func:`hinge_values`), with the given buffers."""
-    n_rows = _score(feats, W, b, pair, i, unary, pair_scores, local)
+    n_rows = _score(feats, W, b, pair, 1.0, i, unary, pair_scores, local)
     delta = _call_oracle(feats, orc, i, unary, pair_scores, n_rows, yhat)
     _direction(orc, i, n_rows, yhat, 1.0, d_unary, d_pair)
     margin = _inner(unary, pair_scores, d_unary, d_pair, n_rows)

@@ -14,6 +14,7 @@ import pytest
 import scipy.sparse as sp
 
 import skstruct.optim._bcfw as bcfw_module
+import skstruct.optim._cutting_plane as cutting_plane_module
 import skstruct.optim._subgradient as subgradient_module
 from skstruct import StructuredPerceptron, StructuredSVM
 from skstruct.decoders import MulticlassDecoder, MultilabelDecoder, TreeDecoder
@@ -29,7 +30,7 @@ from skstruct.losses import (
 from skstruct.optim import RegularizedRisk, minimize_bcfw, minimize_subgradient, perceptron
 from skstruct.optim._engine import compiled_problem
 
-SOLVER_MODULES = (bcfw_module, subgradient_module)
+SOLVER_MODULES = (bcfw_module, subgradient_module, cutting_plane_module)
 
 CHAIN_LOSSES = {
     "hamming": lambda: "hamming",
@@ -242,6 +243,37 @@ def test_tree_perceptron_compiled_equals_python(monkeypatch, treebank):
 
 
 @pytest.fixture(scope="module")
+def skewed_treebank(treebank):
+    """The trees of ``treebank`` with 12 indicator columns of very unequal frequency, so
+    that the engine keeps W's rows in an order other than the columns'."""
+    _, y, weights = treebank
+    rng = np.random.default_rng(6)
+    density = np.linspace(0.02, 0.9, 12)[::-1]
+    X = [sp.csr_matrix((rng.random((len(heads) ** 2, 12)) < density).astype(np.float64))
+         for heads in y]
+    return X, y, weights
+
+
+@needs_tree
+@pytest.mark.parametrize("solver", ["subgradient", "bcfw", "cutting_plane", "perceptron"])
+def test_tree_engine_order_of_w_is_invisible(monkeypatch, skewed_treebank, solver):
+    """Every solver returns, in column order, the model of the Python loop when the
+    engine permutes the rows of W."""
+    X, y, weights = skewed_treebank
+    problem = compiled_problem(_tree_risk(X, y, weights), "margin")
+    order = problem.features.column_order
+    assert order.shape[0] == 12 and not np.array_equal(order, np.arange(12))
+
+    def make_model():
+        if solver == "perceptron":
+            return StructuredPerceptron(decoder=TreeDecoder(), max_iter=3, random_state=0)
+        return StructuredSVM(decoder=TreeDecoder(), solver=solver, alpha=0.05, max_iter=3,
+                             tol=0.0, random_state=0)
+
+    _assert_same_model(*_fit_both_ways(monkeypatch, make_model, X, y, weights))
+
+
+@pytest.fixture(scope="module")
 def indicator_treebank(treebank):
     X, y, weights = treebank
     return [sp.csr_matrix((x > 0.0).astype(np.float64)) for x in X], y, weights
@@ -358,8 +390,9 @@ def test_user_decoder_gets_the_python_loop(sequences):
 
 
 def test_column_dictionary_scores_bit_identical_to_plain_rows():
-    """K = 1 rows with repeated columns get a column dictionary (each example's distinct
-    columns ascending, each stored entry maps back to its column), and scoring through it
+    """K = 1 rows with repeated columns get a column dictionary (W's rows ordered by the
+    number of examples a column appears in, each example's distinct rows ascending, each
+    stored entry mapping back to its column), and scoring through it with W in that order
     gives exactly the plain scores."""
     from skstruct.features._compiled import compiled_rows
     from skstruct.optim._engine_kernels import _local_buffer, _score, score_example
@@ -374,38 +407,56 @@ def test_column_dictionary_scores_bit_identical_to_plain_rows():
         feats = compiled_rows(X, offsets, n_features, 1, True, 0)
         assert feats.binary == binary
         assert feats.local_slots.shape[0] == feats.indices.shape[0] > 0
+        order = feats.column_order
+        np.testing.assert_array_equal(np.sort(order), np.arange(n_features))
+        appearances = np.zeros(n_features, dtype=np.int64)
         for i in range(feats.n_examples):
             start = feats.indptr[feats.row_offsets[i]]
             stop = feats.indptr[feats.row_offsets[i + 1]]
             base = feats.column_offsets[i]
-            columns = feats.local_columns[base + feats.local_slots[start:stop]]
-            np.testing.assert_array_equal(columns, feats.indices[start:stop])
+            rows = feats.local_columns[base + feats.local_slots[start:stop]]
+            np.testing.assert_array_equal(order[rows], feats.indices[start:stop])
             n_distinct = feats.column_offsets[i + 1] - base
-            np.testing.assert_array_equal(feats.local_columns[base:base + n_distinct],
-                                          np.unique(feats.indices[start:stop]))
+            distinct = feats.local_columns[base:base + n_distinct]
+            assert np.all(np.diff(distinct) > 0)
+            assert n_distinct == np.unique(feats.indices[start:stop]).shape[0]
+            appearances[np.unique(feats.indices[start:stop])] += 1
+        assert np.all(np.diff(appearances[order]) <= 0)  # frequent columns first
         W = rng.standard_normal((n_features, 1))
+        engine_W = W[feats.column_order]
         b = rng.standard_normal(1)
         pair = np.empty(0)
         local = _local_buffer(feats)
-        for i in range(feats.n_examples):
-            plain, through = np.empty((n_rows, 1)), np.empty((n_rows, 1))
-            n = score_example(feats, W, b, pair, 1.0, i, plain, np.empty(0))
-            assert _score(feats, W, b, pair, i, through, np.empty(0), local) == n
-            np.testing.assert_array_equal(through[:n], plain[:n])
+        for scale in (1.0, 0.37):
+            for i in range(feats.n_examples):
+                plain, through = np.empty((n_rows, 1)), np.empty((n_rows, 1))
+                n = score_example(feats, W, b, pair, scale, i, plain, np.empty(0))
+                assert _score(feats, engine_W, b, pair, scale, i, through, np.empty(0),
+                              local) == n
+                np.testing.assert_array_equal(through[:n], plain[:n])
 
 
 @needs_tree
 @pytest.mark.parametrize("kind", ["values", "indicators"])
-def test_bcfw_pass_through_the_column_dictionary_is_bit_identical(treebank,
-                                                                  indicator_treebank, kind):
-    """A BCFW pass that gathers A_iᵀ d by local slot (column dictionary) leaves w, its
-    lazy average and the duals exactly as the pass over plain column indices does."""
-    X, y, weights = treebank if kind == "values" else indicator_treebank
+def test_bcfw_pass_through_the_column_dictionary_is_bit_identical(treebank, kind):
+    """A BCFW pass that gathers A_iᵀ d by local slot (column dictionary, W in the
+    engine's order) leaves w, its lazy average and the duals exactly as the pass over
+    plain column indices does."""
+    _, y, weights = treebank
+    rng = np.random.default_rng(5)
+    density = np.linspace(0.05, 0.9, 12)  # columns of unequal frequency
+    X = []
+    for heads in y:
+        mask = rng.random((len(heads) ** 2, 12)) < density
+        values = rng.normal(size=mask.shape) if kind == "values" else np.ones(mask.shape)
+        X.append(sp.csr_matrix(np.where(mask, values, 0.0)))
     problem = compiled_problem(_tree_risk(X, y, weights), "margin")
     assert problem is not None and problem.features.local_slots.shape[0] > 0
+    assert problem.features.binary == (kind == "indicators")
     plain = problem.features._replace(local_columns=np.empty(0, dtype=np.int32),
                                       column_offsets=np.zeros(1, dtype=np.int64),
-                                      local_slots=np.empty(0, dtype=np.int32))
+                                      local_slots=np.empty(0, dtype=np.int32),
+                                      column_order=np.empty(0, dtype=np.int64))
     runs = []
     for feats in (problem.features, plain):
         run = type(problem)(feats, problem.oracle).bcfw(weights / weights.sum(), 0.05, True)
@@ -415,5 +466,13 @@ def test_bcfw_pass_through_the_column_dictionary_is_bit_identical(treebank,
     through, direct = runs
     assert through.step == direct.step == 3 * len(X)
     assert np.abs(through.w).max() > 0
-    for name in ("w", "lazy", "dual_unary", "dual_pair", "ell", "sums"):
+    assert not np.array_equal(through.w, direct.w), "W is not in the engine's order"
+    order = problem.features.column_order
+    for name in ("w", "lazy"):
+        np.testing.assert_array_equal(problem.to_user(getattr(through, name)),
+                                      getattr(direct, name))
+        np.testing.assert_array_equal(getattr(through, name)[:order.shape[0]],
+                                      getattr(direct, name)[order])
+    for name in ("dual_unary", "dual_pair", "ell", "sums"):
         np.testing.assert_array_equal(getattr(through, name), getattr(direct, name))
+    np.testing.assert_array_equal(through.current()[0], direct.current()[0])
