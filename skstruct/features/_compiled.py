@@ -11,11 +11,12 @@ s A_iᵀ g to w and computes ‖A_iᵀ g‖² for every map (``skstruct/optim/_e
 
 from typing import NamedTuple
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 
-__all__ = ["CompiledFeatures", "compiled_rows"]
+__all__ = ["CompiledFeatures", "column_dictionary", "compiled_rows"]
 
 # A column dictionary is built when the examples' distinct columns are at most this
 # fraction of their stored entries (K = 1 rows only).
@@ -117,16 +118,7 @@ def compiled_rows(X, row_offsets, n_features, n_unary, has_bias, n_pair):
     row_offsets = np.ascontiguousarray(row_offsets, dtype=np.int64)
     dictionary = {}
     if n_unary == 1 and indices.shape[0] > 0:
-        columns, offsets, slots = _column_dictionary(indices, indptr, row_offsets,
-                                                     int(n_features))
-        if columns.shape[0] <= _DICTIONARY_RATIO * indices.shape[0]:
-            appearances = np.bincount(columns, minlength=int(n_features))
-            order = np.argsort(-appearances, kind="stable")
-            rank = np.empty(order.shape[0], dtype=np.int32)
-            rank[order] = np.arange(order.shape[0], dtype=np.int32)
-            _to_engine_rows(columns, offsets, slots, indptr, row_offsets, rank)
-            dictionary = dict(local_columns=columns, column_offsets=offsets,
-                              local_slots=slots, column_order=order.astype(np.int64))
+        dictionary = column_dictionary(indices, indptr, row_offsets, int(n_features))
     return CompiledFeatures(
         data=data,
         indices=indices,
@@ -141,51 +133,147 @@ def compiled_rows(X, row_offsets, n_features, n_unary, has_bias, n_pair):
     )
 
 
-@njit(cache=True, nogil=True)
-def _column_dictionary(indices, indptr, row_offsets, n_features):
-    """The distinct columns of every example (first-appearance order), their offsets
-    (n_examples + 1,) and the local slot of every stored entry (nnz,)."""
+def column_dictionary(indices, indptr, row_offsets, n_features):
+    """The column dictionary of K = 1 rows (see :class:`CompiledFeatures`), or an empty
+    dict when the examples' distinct columns are more than ``_DICTIONARY_RATIO`` of their
+    stored entries.
+
+    Three compiled passes, the examples cut into contiguous chunks of about equal stored
+    entries (several per thread, each chunk with its own marks): every example's distinct
+    columns; the number of examples each column appears in, which ranks the columns
+    into engine rows (most first, ties by column); every example's distinct columns
+    mapped to engine rows, sorted, and the slots renumbered.
+
+    Returns
+    -------
+    dict
+        ``local_columns``, ``column_offsets``, ``local_slots`` and ``column_order``.
+    """
+    starts = indptr[row_offsets]
     n_examples = row_offsets.shape[0] - 1
-    nnz = indices.shape[0]
-    slot = np.full(n_features, -1, dtype=np.int32)
-    columns = np.empty(nnz, dtype=np.int32)
+    n_chunks = max(1, min(n_examples, 8 * numba.get_num_threads()))
+    targets = np.linspace(0, starts[-1], n_chunks + 1)[1:-1]
+    bounds = np.concatenate(([0], np.searchsorted(starts, targets), [n_examples]))
+    bounds = bounds.astype(np.int64)
+    columns, n_distinct, slots = _distinct_columns(indices, starts, n_features, bounds)
     offsets = np.zeros(n_examples + 1, dtype=np.int64)
-    slots = np.empty(nnz, dtype=np.int32)
-    total = 0
-    for i in range(n_examples):
-        start = total
-        for p in range(indptr[row_offsets[i]], indptr[row_offsets[i + 1]]):
-            f = indices[p]
-            t = slot[f]
-            if t < 0:
-                t = total - start
-                slot[f] = t
-                columns[total] = f
-                total += 1
-            slots[p] = t
-        for q in range(start, total):
-            slot[columns[q]] = -1
-        offsets[i + 1] = total
-    return columns[:total].copy(), offsets, slots
+    np.cumsum(n_distinct, out=offsets[1:])
+    if offsets[-1] > _DICTIONARY_RATIO * indices.shape[0]:
+        return {}
+    columns = _compact(columns, starts, offsets)
+    order = np.argsort(-_appearances(columns, n_features), kind="stable")
+    rank = np.empty(n_features, dtype=np.int32)
+    rank[order] = np.arange(n_features, dtype=np.int32)
+    _to_engine_rows(columns, offsets, slots, starts, rank, bounds)
+    return dict(local_columns=columns, column_offsets=offsets, local_slots=slots,
+                column_order=order.astype(np.int64))
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _to_engine_rows(columns, offsets, slots, indptr, row_offsets, rank):
+def _distinct_columns(indices, starts, n_features, bounds):
+    """Every example's distinct columns in order of first appearance, written at the
+    example's first stored entry in ``columns`` (nnz,); their counts (n_examples,); and
+    the slot of every stored entry among them (nnz,)."""
+    n_examples = starts.shape[0] - 1
+    nnz = indices.shape[0]
+    columns = np.empty(nnz, dtype=np.int32)
+    slots = np.empty(nnz, dtype=np.int32)
+    n_distinct = np.zeros(n_examples, dtype=np.int64)
+    for c in prange(bounds.shape[0] - 1):
+        mark = np.full(n_features, -1, dtype=np.int32)
+        for i in range(bounds[c], bounds[c + 1]):
+            first, last = starts[i], starts[i + 1]
+            count = 0
+            for p in range(first, last):
+                f = indices[p]
+                q = mark[f]
+                if q < 0:
+                    q = count
+                    mark[f] = q
+                    columns[first + count] = f
+                    count += 1
+                slots[p] = q
+            for q in range(count):
+                mark[columns[first + q]] = -1
+            n_distinct[i] = count
+    return columns, n_distinct, slots
+
+
+@njit(cache=True, nogil=True)
+def _compact(columns, starts, offsets):
+    """The distinct columns of every example, moved from its first stored entry to
+    ``offsets[i]`` of one array."""
+    out = np.empty(offsets[-1], dtype=np.int32)
+    for i in range(offsets.shape[0] - 1):
+        first = starts[i]
+        for q in range(offsets[i + 1] - offsets[i]):
+            out[offsets[i] + q] = columns[first + q]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _appearances(columns, n_features):
+    """Number of examples each column appears in (the examples' distinct columns)."""
+    counts = np.zeros(n_features, dtype=np.int64)
+    for q in range(columns.shape[0]):
+        counts[columns[q]] += 1
+    return counts
+
+
+#: Engine rows are sorted per example by two counting passes on 11-bit digits (LSD radix
+#: sort), exact for fewer than 2**22 rows; more rows take a comparison sort.
+_RADIX_BITS = 11
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _to_engine_rows(columns, offsets, slots, starts, rank, bounds):
     """Map every example's distinct columns to engine rows (``rank``), sort them
     ascending and renumber the slots, in place.
 
     Ascending rows make the reads of w that fill an example's buffer sweep W in one
-    direction; the slots are an index only, so the scores do not depend on it.
+    direction; the slots are an index only, so the scores do not depend on the order.
     """
-    for i in prange(offsets.shape[0] - 1):
-        start, stop = offsets[i], offsets[i + 1]
-        keys = np.empty(stop - start, dtype=np.int64)
-        for q in range(stop - start):
-            keys[q] = (np.int64(rank[columns[start + q]]) << 32) | q
-        keys.sort()
-        position = np.empty(stop - start, dtype=np.int32)
-        for q in range(stop - start):
-            columns[start + q] = np.int32(keys[q] >> 32)
-            position[keys[q] & 0xFFFFFFFF] = q
-        for p in range(indptr[row_offsets[i]], indptr[row_offsets[i + 1]]):
-            slots[p] = position[slots[p]]
+    longest = 0
+    for i in range(offsets.shape[0] - 1):
+        longest = max(longest, offsets[i + 1] - offsets[i])
+    n_buckets = 1 << _RADIX_BITS
+    radix = rank.shape[0] <= 1 << (2 * _RADIX_BITS)
+    for c in prange(bounds.shape[0] - 1):
+        rows = np.empty(longest, dtype=np.int32)
+        origin = np.empty(longest, dtype=np.int32)
+        rows_tmp = np.empty(longest, dtype=np.int32)
+        origin_tmp = np.empty(longest, dtype=np.int32)
+        keys = np.empty(longest if not radix else 0, dtype=np.int64)
+        position = np.empty(longest, dtype=np.int32)
+        histogram = np.empty(n_buckets + 1, dtype=np.int64)
+        for i in range(bounds[c], bounds[c + 1]):
+            start, count = offsets[i], offsets[i + 1] - offsets[i]
+            if radix:
+                for q in range(count):
+                    rows[q] = rank[columns[start + q]]
+                    origin[q] = q
+                for shift in (0, _RADIX_BITS):
+                    histogram[:] = 0
+                    for q in range(count):
+                        histogram[((rows[q] >> shift) & (n_buckets - 1)) + 1] += 1
+                    for d in range(n_buckets):
+                        histogram[d + 1] += histogram[d]
+                    for q in range(count):
+                        d = (rows[q] >> shift) & (n_buckets - 1)
+                        rows_tmp[histogram[d]] = rows[q]
+                        origin_tmp[histogram[d]] = origin[q]
+                        histogram[d] += 1
+                    rows, rows_tmp = rows_tmp, rows
+                    origin, origin_tmp = origin_tmp, origin
+            else:
+                for q in range(count):
+                    keys[q] = (np.int64(rank[columns[start + q]]) << 32) | q
+                keys[:count].sort()
+                for q in range(count):
+                    rows[q] = np.int32(keys[q] >> 32)
+                    origin[q] = np.int32(keys[q] & 0xFFFFFFFF)
+            for q in range(count):
+                columns[start + q] = rows[q]
+                position[origin[q]] = q
+            for p in range(starts[i], starts[i + 1]):
+                slots[p] = position[slots[p]]

@@ -248,7 +248,7 @@ def skewed_treebank(treebank):
     that the engine keeps W's rows in an order other than the columns'."""
     _, y, weights = treebank
     rng = np.random.default_rng(6)
-    density = np.linspace(0.02, 0.9, 12)[::-1]
+    density = np.linspace(0.02, 0.9, 12)  # the last columns are the most frequent
     X = [sp.csr_matrix((rng.random((len(heads) ** 2, 12)) < density).astype(np.float64))
          for heads in y]
     return X, y, weights
@@ -476,3 +476,27 @@ def test_bcfw_pass_through_the_column_dictionary_is_bit_identical(treebank, kind
     for name in ("dual_unary", "dual_pair", "ell", "sums"):
         np.testing.assert_array_equal(getattr(through, name), getattr(direct, name))
     np.testing.assert_array_equal(through.current()[0], direct.current()[0])
+
+
+@pytest.mark.parametrize("n_features", [50, 2**22 + 3])
+def test_engine_rows_are_sorted_by_radix_and_by_comparison(n_features):
+    """Both sorts of an example's engine rows (two radix passes below 2**22 rows, a
+    comparison sort above) give ascending rows and slots that still point at them."""
+    from skstruct.features._compiled import _to_engine_rows
+
+    rng = np.random.default_rng(7)
+    lengths = np.array([0, 1, 5, 30])
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    columns = np.concatenate([rng.choice(50, size=k, replace=False) for k in lengths])
+    columns = columns.astype(np.int32)
+    rank = rng.permutation(n_features).astype(np.int32)
+    starts = np.concatenate(([0], np.cumsum(2 * lengths))).astype(np.int64)
+    slots = np.concatenate([np.tile(np.arange(k), 2) for k in lengths]).astype(np.int32)
+    before = [columns[offsets[i] + slots[starts[i]:starts[i + 1]]] for i in range(4)]
+    _to_engine_rows(columns, offsets, slots, starts, rank,
+                    np.array([0, 2, 4], dtype=np.int64))
+    for i in range(4):
+        rows = columns[offsets[i]:offsets[i + 1]]
+        assert np.all(np.diff(rows) > 0)
+        np.testing.assert_array_equal(rows[slots[starts[i]:starts[i + 1]]],
+                                      rank[before[i]])
