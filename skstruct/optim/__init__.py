@@ -5,6 +5,7 @@ from ._bcfw import minimize_bcfw, structured_hinge_primal
 from ._cutting_plane import minimize_cutting_plane
 from ._lbfgs import minimize_lbfgs, minimize_lbfgsb
 from ._objective import RegularizedRisk
+from ._owlqn import minimize_owlqn
 from ._progress import Progress
 from ._qp import QPResult, cutting_plane_primal_dual, solve_capped_simplex_qp
 from ._registry import (
@@ -36,6 +37,7 @@ __all__ = [
     "minimize_cutting_plane",
     "minimize_lbfgs",
     "minimize_lbfgsb",
+    "minimize_owlqn",
     "minimize_subgradient",
     "perceptron",
     "register_solver",

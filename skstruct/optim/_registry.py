@@ -50,8 +50,10 @@ class SolverSpec:
     run : callable
         ``run(risk, w0, options) -> OptimizeResult``. ``options`` is a dict of the
         estimator's settings (``max_iter``, ``tol``, ``averaging``, ``random_state``,
-        ``verbose``, ``callback``, and ``first_step``, the step counter of the previous
-        fit when warm starting); the adapter takes what its solver uses and ignores the
+        ``verbose``, ``callback``, ``first_step``, the step counter of the previous
+        fit when warm starting, and for smooth losses ``l1``, the strength of an L1 term
+        added to the risk, and ``fixed``, a boolean mask of parameters held at zero, or
+        None); the adapter takes what its solver uses and ignores the
         rest, and puts solver-specific results in the result's ``duality_gaps`` and
         ``extra`` (``extra["t"]``: the step counter an estimator stores as ``t_``).
     losses : frozenset of str
@@ -61,6 +63,10 @@ class SolverSpec:
         variables between iterations cannot).
     description : str
         One line, for error messages and documentation.
+    l1 : bool, default=False
+        Whether it minimizes an L1 term beside the smooth risk: an estimator with an L1
+        penalty passes ``options["l1"]`` (the L1 strength, > 0), which solvers without it
+        do not accept (:func:`check_solver` says so).
     """
 
     name: str
@@ -68,12 +74,13 @@ class SolverSpec:
     losses: frozenset
     warm_start: bool
     description: str
+    l1: bool = False
 
 
 _REGISTRY = {}
 
 
-def register_solver(name, run, *, losses, warm_start, description, replace=False):
+def register_solver(name, run, *, losses, warm_start, description, l1=False, replace=False):
     """Add a solver to the registry.
 
     Parameters
@@ -85,6 +92,8 @@ def register_solver(name, run, *, losses, warm_start, description, replace=False
         Loss families from :data:`LOSS_FAMILIES`.
     warm_start : bool
     description : str
+    l1 : bool, default=False
+        Whether ``run`` minimizes the L1 term ``options["l1"] * ||w||_1`` beside the risk.
     replace : bool, default=False
         Allow replacing a solver registered under the same name.
 
@@ -112,10 +121,12 @@ def register_solver(name, run, *, losses, warm_start, description, replace=False
         raise TypeError(f"run must be callable; got {run!r}.")
     if warm_start not in (True, False):
         raise TypeError(f"warm_start must be True or False; got {warm_start!r}.")
+    if l1 not in (True, False):
+        raise TypeError(f"l1 must be True or False; got {l1!r}.")
     if name in _REGISTRY and not replace:
         raise ValueError(f"A solver named {name!r} is registered already; pass "
                          "replace=True to replace it.")
-    spec = SolverSpec(name, run, losses, bool(warm_start), str(description))
+    spec = SolverSpec(name, run, losses, bool(warm_start), str(description), bool(l1))
     _REGISTRY[spec.name] = spec
     return spec
 
@@ -158,7 +169,7 @@ def solver_names(*families):
     >>> sorted(solver_names("hinge_margin", "hinge_slack"))
     ['bcfw', 'cutting_plane', 'subgradient']
     >>> sorted(solver_names("smooth"))
-    ['lbfgs', 'lbfgsb']
+    ['lbfgs', 'lbfgsb', 'owlqn']
     """
     unknown = set(families) - set(LOSS_FAMILIES)
     if unknown:
@@ -181,14 +192,16 @@ def loss_family(loss):
     return "smooth"
 
 
-def check_solver(name, family, *, warm_start=False):
-    """The :class:`SolverSpec` of ``name``, checked against a loss family and warm start.
+def check_solver(name, family, *, warm_start=False, l1=False):
+    """The :class:`SolverSpec` of ``name``, checked against a loss family, warm start and
+    an L1 penalty.
 
     Raises
     ------
     ValueError
         When the solver does not solve ``family`` (the message names the solvers that
-        do), or ``warm_start`` is asked of a solver that cannot continue a previous fit.
+        do), ``warm_start`` is asked of a solver that cannot continue a previous fit, or
+        ``l1`` (an L1 term in the penalty) of a solver without one.
     """
     spec = get_solver(name)
     if family not in LOSS_FAMILIES:
@@ -205,6 +218,12 @@ def check_solver(name, family, *, warm_start=False):
         raise ValueError(
             f"solver={name!r} cannot warm-start (its dual variables are not kept between "
             f"fits); {_alternatives(able)} with warm_start=True, or warm_start=False."
+        )
+    if l1 and not spec.l1:
+        able = sorted(other for other in solver_names(family) if get_solver(other).l1)
+        raise ValueError(
+            f"solver={name!r} cannot minimize an L1 penalty (l1_ratio > 0); "
+            f"{_alternatives(able)} with l1_ratio > 0, or l1_ratio=0."
         )
     return spec
 
@@ -236,7 +255,7 @@ def run_solver(name, risk, w0, options, n_jobs=None):
     OptimizeResult
     """
     get_solver(name)  # an unknown name is the error, before the risk is read
-    spec = check_solver(name, loss_family(risk.loss))
+    spec = check_solver(name, loss_family(risk.loss), l1=options.get("l1", 0) > 0)
     with n_jobs_threads(n_jobs):
         return spec.run(risk, w0, dict(options))
 

@@ -5,9 +5,12 @@ into its solver's keyword arguments, and puts what the solver reports beyond the
 result into ``duality_gaps`` and ``extra``.
 """
 
+import numpy as np
+
 from ._bcfw import minimize_bcfw
 from ._cutting_plane import minimize_cutting_plane
 from ._lbfgs import minimize_lbfgs, minimize_lbfgsb
+from ._owlqn import _masked, minimize_owlqn
 from ._registry import register_solver
 from ._subgradient import minimize_subgradient, perceptron
 
@@ -65,11 +68,35 @@ def _run_perceptron(risk, w0, options):
                           "callback")))
 
 
-def _quasi_newton(minimize):
+def _smooth_part(risk, w0, options):
+    """``risk.value_and_gradient`` and ``w0`` with ``options["fixed"]`` (a boolean mask of
+    parameters held at zero, or absent) applied: zero there in w0, gradient zeroed there.
+
+    A quasi-Newton direction is a combination of gradients and of steps, all zero on the
+    fixed coordinates, so they stay at zero without any change to the solver.
+    """
+    fixed = options.get("fixed")
+    if fixed is None:
+        return risk.value_and_gradient, w0
+    w0 = np.where(fixed, 0.0, w0)
+    return _masked(risk.value_and_gradient, ~fixed), w0
+
+
+def _quasi_newton(minimize, l1_fallback=None):
+    """The adapter of a smooth quasi-Newton solver; with an L1 term (``options["l1"]`` >
+    0), ``l1_fallback`` runs instead (L-BFGS hands over to its orthant-wise form)."""
     def run(risk, w0, options):
-        return minimize(risk.value_and_gradient, w0,
-                        **_pick(options, "max_iter", "tol", "verbose", "callback"))
+        if options.get("l1", 0.0) > 0:
+            return l1_fallback(risk, w0, options)
+        fun, w0 = _smooth_part(risk, w0, options)
+        return minimize(fun, w0, **_pick(options, "max_iter", "tol", "verbose", "callback"))
     return run
+
+
+def _run_owlqn(risk, w0, options):
+    return minimize_owlqn(
+        risk.value_and_gradient, w0, l1=options.get("l1", 0.0), fixed=options.get("fixed"),
+        **_pick(options, "max_iter", "tol", "verbose", "callback"))
 
 
 register_solver(
@@ -89,9 +116,14 @@ register_solver(
     "perceptron", _run_perceptron, losses={"perceptron"}, warm_start=True,
     description="the (averaged) structured perceptron")
 register_solver(
-    "lbfgs", _quasi_newton(minimize_lbfgs), losses={"smooth"}, warm_start=True,
+    "lbfgs", _quasi_newton(minimize_lbfgs, l1_fallback=_run_owlqn), losses={"smooth"},
+    warm_start=True, l1=True,
     description="L-BFGS with a strong-Wolfe line search (two-loop recursion in compiled "
-                "code)")
+                "code); with an L1 term, its orthant-wise form OWL-QN")
 register_solver(
     "lbfgsb", _quasi_newton(minimize_lbfgsb), losses={"smooth"}, warm_start=True,
     description="scipy's L-BFGS-B without bounds")
+register_solver(
+    "owlqn", _run_owlqn, losses={"smooth"}, warm_start=True, l1=True,
+    description="orthant-wise L-BFGS (OWL-QN) with a projected backtracking line search, "
+                "for an L1 term beside the smooth risk")

@@ -1,0 +1,141 @@
+"""Elastic-net penalties and the seen (feature, label) pairs for quasi-Newton estimators.
+
+The estimators trained by quasi-Newton on a smooth loss (:class:`~skstruct.CRF`,
+:class:`~skstruct.SparseMAPClassifier`) minimize
+
+    F(w) = (1 / Σ_i s_i) Σ_i s_i ℓ_i(w) + alpha (l1_ratio ‖w‖₁ + (1 − l1_ratio) / 2 ‖w‖²),
+
+optionally with the weights of the (feature, label) pairs never seen in training held
+at zero. The L2 part goes to :class:`~skstruct.optim.RegularizedRisk`, the L1 part and the
+held coordinates to the solver (``options["l1"]``, ``options["fixed"]``).
+"""
+
+import warnings
+from numbers import Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from .optim import RegularizedRisk, check_solver, run_solver
+
+__all__ = ["ElasticNetQuasiNewtonMixin", "seen_pairs"]
+
+#: Parameter constraints of the two options, merged into an estimator's own.
+ELASTIC_NET_CONSTRAINTS = {
+    "l1_ratio": [Interval(Real, 0, 1, closed="both")],
+    "feature_label_pairs": [StrOptions({"all", "seen"})],
+}
+
+_LABELLED_KINDS = ("sequence", "multiclass", "multilabel")
+
+
+def seen_pairs(X, y_encoded, n_outputs, kind_name):
+    """Which (feature, label) pairs occur in the training data.
+
+    Parameters
+    ----------
+    X : ndarray or scipy.sparse matrix of shape (n_rows, n_features)
+        Token (sequences) or sample (multiclass, multilabel) features.
+    y_encoded : ndarray of shape (n_rows,) or (n_rows, n_outputs)
+        Class indices of the rows, or the 0/1 indicator matrix (multilabel).
+    n_outputs : int
+        Number of classes or labels.
+    kind_name : {"sequence", "multiclass", "multilabel"}
+
+    Returns
+    -------
+    ndarray of bool of shape (n_features, n_outputs)
+        Entry [f, k] is True when some row with label k (multilabel: with label k on)
+        has feature f nonzero. Explicitly stored zeros do not count.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [1.0, 2.0]])
+    >>> seen_pairs(X, np.array([0, 1]), 2, "multiclass").tolist()
+    [[True, True], [False, True]]
+    """
+    n_rows = X.shape[0]
+    if sp.issparse(X):
+        present = sp.csr_matrix(X, copy=True)
+        present.data = (present.data != 0).astype(np.float64)
+    else:
+        present = sp.csr_matrix((np.asarray(X) != 0).astype(np.float64))
+    if kind_name == "multilabel":
+        labels = sp.csr_matrix((np.asarray(y_encoded) != 0).astype(np.float64))
+    else:
+        labels = sp.csr_matrix(
+            (np.ones(n_rows), (np.arange(n_rows), np.asarray(y_encoded, dtype=np.int64))),
+            shape=(n_rows, n_outputs))
+    counts = (present.T @ labels).toarray()
+    return counts > 0
+
+
+def unseen_pairs_mask(kind, features, batch, y_encoded, classes):
+    """Boolean mask over the flat parameters: True for the unary weights of unseen pairs.
+
+    Transitions, start and end scores and intercepts are never held.
+    """
+    if kind.name not in _LABELLED_KINDS:
+        raise ValueError(
+            f"feature_label_pairs='seen' needs outputs with labels (sequences, multiclass, "
+            f"multilabel); {kind.name} outputs have one weight per feature, all of which "
+            "are kept. Use feature_label_pairs='all'.")
+    n_outputs = len(classes)
+    unseen = ~seen_pairs(batch.X, y_encoded, n_outputs, kind.name)
+    if kind.name == "sequence":
+        zeros = np.zeros(n_outputs)
+        flat = features.pack(unseen, np.zeros((n_outputs, n_outputs)), zeros, zeros)
+    else:
+        flat = features.pack(unseen, np.zeros(n_outputs))
+    return np.asarray(flat, dtype=bool)
+
+
+class ElasticNetQuasiNewtonMixin:
+    """``_fit_quasi_newton`` with ``l1_ratio`` and ``feature_label_pairs``.
+
+    The same steps as :class:`~skstruct._linear_model.LinearStructuredModel`'s, with the
+    L2 strength ``alpha * (1 - l1_ratio)`` in the risk and the L1 strength
+    ``alpha * l1_ratio`` and the held pairs passed to the solver. With ``l1_ratio=0`` and
+    all pairs the solver receives exactly what it received before these options existed.
+    Sets ``n_nonzero_`` besides the base class's fitted attributes.
+    """
+
+    def _fit_quasi_newton(self, X, y, sample_weight, loss, needs):
+        l1_strength = self.alpha * self.l1_ratio
+        check_solver(self.solver, "smooth", warm_start=self.warm_start, l1=l1_strength > 0)
+        kind, batch, classes, y_encoded, weights = self._validate_training_data(
+            X, y, sample_weight
+        )
+        decoder = self._make_decoder(kind, needs, y_encoded, batch)
+        features = kind.feature_map(batch.n_features, classes)
+        fixed = None
+        if self.feature_label_pairs == "seen":
+            fixed = unseen_pairs_mask(kind, features, batch, y_encoded, classes)
+        cost = getattr(loss, "cost", None)
+        if cost is not None:
+            # Fail now, with the decoder's message, if the cost cannot enter the scores.
+            first = slice(batch.output_offsets[0], batch.output_offsets[1])
+            probe = features.scores(batch.take([0]), np.zeros(features.n_params))
+            decoder.cost_augmented(probe, y_encoded[first], cost)
+        w0 = self._initial_params(features, kind, classes, batch.n_features)
+        l2_strength = self.alpha if self.l1_ratio == 0 else self.alpha * (1 - self.l1_ratio)
+        risk = RegularizedRisk(features, batch, y_encoded, decoder, loss, l2_strength, weights)
+        options = dict(max_iter=self.max_iter, tol=self.tol, verbose=self.verbose,
+                       callback=self.callback)
+        if l1_strength > 0:
+            options["l1"] = l1_strength
+        if fixed is not None:
+            options["fixed"] = fixed
+        result = run_solver(self.solver, risk, w0, options)
+        if not result.converged:
+            warnings.warn(
+                f"{type(self).__name__} did not converge in {self.max_iter} iterations "
+                f"({result.message}); increase max_iter or tol.",
+                ConvergenceWarning,
+            )
+        self._finish_fit(kind, classes, batch, features, decoder, result)
+        self.n_nonzero_ = int(np.count_nonzero(result.w))
+        return self
