@@ -114,6 +114,7 @@ def test_with_l1_and_warm_start(rng):
 def test_sparsemap_classifier_multiclass_and_multilabel(rng):
     X = rng.random((120, 8)) * (rng.random((120, 8)) < 0.4)
     y = np.argmax(X[:, :3], axis=1)
+    X[:, 6] *= y == 0  # a feature seen with class 0 only
     clf = SparseMAPClassifier(alpha=0.01, feature_label_pairs="seen", max_iter=100).fit(X, y)
     expected = seen_pairs(X, y, 3, "multiclass").T
     assert 0 < (~expected).sum()
