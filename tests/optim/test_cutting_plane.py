@@ -61,19 +61,6 @@ def _fit_both_ways(monkeypatch, make_model, X, y, sample_weight):
                                atol=1e-10)
 
 
-@pytest.fixture(scope="module")
-def sequences():
-    rng = np.random.default_rng(0)
-    lengths = rng.integers(1, 8, size=24)
-    states = np.array(["O", "A", "B"])
-    X, y = [], []
-    for length in lengths:
-        dense = rng.normal(size=(length, 6))
-        X.append(sp.csr_matrix(np.where(dense > 0.2, dense, 0.0)))
-        y.append(states[rng.integers(0, 3, size=length)])
-    return X, y, rng.uniform(0.5, 2.0, size=len(lengths))
-
-
 @pytest.mark.parametrize("loss,rescaling", [
     ("hamming", "margin"), ("hamming", "slack"), ("f1", "margin"), ("f1", "slack"),
     ("zero_one", "margin"), ("weighted_hamming", "margin")])
@@ -87,15 +74,6 @@ def test_chain_compiled_equals_batched(monkeypatch, sequences, loss, rescaling):
                              alpha=0.05, max_iter=8, tol=0.0)
 
     _fit_both_ways(monkeypatch, make_model, X, y, weights)
-
-
-@pytest.fixture(scope="module")
-def tabular():
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(40, 5))
-    classes = rng.integers(0, 4, size=40)
-    labels = (rng.random(size=(40, 4)) < 0.4).astype(int)
-    return X, classes, labels, rng.uniform(0.5, 2.0, size=40)
 
 
 @pytest.mark.parametrize("rescaling", ["margin", "slack"])

@@ -105,20 +105,6 @@ def _assert_same_model(compiled, python):
         np.testing.assert_allclose(a[name], b[name], rtol=0, atol=1e-9 * scale, err_msg=name)
 
 
-@pytest.fixture(scope="module")
-def sequences():
-    rng = np.random.default_rng(0)
-    lengths = rng.integers(1, 8, size=24)
-    states = np.array(["O", "A", "B"])
-    X, y = [], []
-    for length in lengths:
-        dense = rng.normal(size=(length, 6))
-        X.append(sp.csr_matrix(np.where(dense > 0.2, dense, 0.0)))
-        y.append(states[rng.integers(0, 3, size=length)])
-    weights = rng.uniform(0.5, 2.0, size=len(lengths))
-    return X, y, weights
-
-
 @pytest.mark.parametrize("solver,rescaling", [("subgradient", "margin"),
                                               ("subgradient", "slack"), ("bcfw", "margin")])
 @pytest.mark.parametrize("loss", list(CHAIN_LOSSES))
@@ -154,16 +140,6 @@ def test_chain_perceptron_averaging_off_and_warm_start(monkeypatch, sequences):
                                          warm_start=True).fit(X, y)
             models.append(model.fit(X, y))
     _assert_same_model(*models)
-
-
-@pytest.fixture(scope="module")
-def tabular():
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(40, 5))
-    classes = rng.integers(0, 4, size=40)
-    labels = (rng.random(size=(40, 4)) < 0.4).astype(int)
-    weights = rng.uniform(0.5, 2.0, size=40)
-    return X, classes, labels, weights
 
 
 @needs_tabular
