@@ -75,7 +75,10 @@ TaskLoss, default="hamming"
         ``warm_start=True`` with them is an error rather than a silent cold start.
     n_jobs : int, default=None
         Threads used by the compiled inference kernels (None: all cores; -1: all cores,
-        -2: all but one, ...). 0 is an error, as in joblib.
+        -2: all but one, ...). 0 is an error, as in joblib. The passes of the
+        incremental solvers run on one thread; with two or more, ``"bcfw"`` on a large
+        training set computes the duality gap of a pass on the others while the next
+        pass runs. The model does not depend on ``n_jobs``.
     callback : callable, default=None
         ``callback(n_pass, w, objective)`` after each pass; returning True stops.
 
