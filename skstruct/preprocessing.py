@@ -15,6 +15,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._dependency_features import ArcVectorizer, _check_dtype
+from ._vectorizing import column_table, lookup_csr, split_rows
 
 __all__ = ["ArcVectorizer", "SequenceVectorizer", "sentences_to_features", "word_features"]
 
@@ -115,29 +116,6 @@ def _bad_token_error(X, backend):
                     kind = ValueError if real else TypeError  # NaN/inf, or a bad type
                     return kind(f"feature {key!r} of sequence {i} token {j} {problem}.")
     return None
-
-
-def _split_rows(X, lengths):
-    """Drop the stored zeros of CSR ``X`` and split its rows into blocks of ``lengths`` rows.
-
-    The blocks are built from views of ``X.data`` and ``X.indices``, which is
-    cheaper than slicing ``X[start:stop]`` for every block.
-    """
-    X.eliminate_zeros()
-    bounds = np.zeros(len(lengths) + 1, dtype=np.intp)
-    np.cumsum(lengths, out=bounds[1:])
-    data, indices, indptr = X.data, X.indices, X.indptr
-    n_features = X.shape[1]
-    blocks = []
-    for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        lo, hi = indptr[start], indptr[stop]
-        blocks.append(
-            sp.csr_matrix(
-                (data[lo:hi], indices[lo:hi], indptr[start : stop + 1] - lo),
-                shape=(stop - start, n_features),
-            )
-        )
-    return blocks
 
 
 def _learn_vocabulary(tokens, sort):
@@ -345,7 +323,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         lengths = _check_sequences(X)
         if lengths.sum() == 0:
             return [sp.csr_matrix((0, self.n_features_out_), dtype=self.dtype) for _ in X]
-        return _split_rows(self._vectorize(X, lengths), lengths)
+        return split_rows(self._vectorize(X, lengths), lengths)
 
     @_available_if(_has_feature_names)
     def get_feature_names_out(self, input_features=None):
@@ -397,13 +375,13 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
                 "feature_names_": names,
                 "vocabulary_": vectorizer.vocabulary_,
                 "n_features_out_": len(names),
-                "_index": (by_value, by_key),
+                "_index": (column_table(by_value, by_key), by_key),
             }
         matrix = self._vectorize(X, lengths, fitted)
         for name in ("feature_names_", "vocabulary_", "_index"):
             self.__dict__.pop(name, None)
         self.__dict__.update(fitted)
-        return _split_rows(matrix, lengths) if transform else None
+        return split_rows(matrix, lengths) if transform else None
 
     def _vectorize(self, X, lengths, fitted=None):
         """CSR matrix of all tokens of ``X``, checked: an error names the bad token.
@@ -412,14 +390,19 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         sets them only once ``X`` has been vectorized without error).
         """
         fitted = vars(self) if fitted is None else fitted
-        tokens = chain.from_iterable(X)
         if self.backend == "hash":
-            matrix = self._guarded(X, fitted["vectorizer_"].transform, tokens)
+            matrix = self._guarded(X, fitted["vectorizer_"].transform, chain.from_iterable(X))
         else:
-            matrix = self._guarded(
-                X, self._lookup, tokens, int(lengths.sum()), fitted["_index"],
-                fitted["n_features_out_"],
-            )
+            tokens = list(chain.from_iterable(X))
+            table, by_key = fitted["_index"]
+            matrix = None
+            if set(map(type, tokens)) == {dict}:
+                matrix = lookup_csr(tokens, table, by_key, fitted["n_features_out_"], self.dtype)
+            if matrix is None:  # other mappings or value types, or bad input
+                matrix = self._guarded(
+                    X, self._lookup, tokens, len(tokens), fitted["_index"],
+                    fitted["n_features_out_"],
+                )
         if not np.isfinite(matrix.data).all():
             error = _bad_token_error(X, self.backend)
             raise error or ValueError("X contains NaN or infinite feature values.")

@@ -1,0 +1,234 @@
+"""Token feature dicts to one CSR matrix, and a CSR matrix to per-sequence blocks, fast.
+
+:class:`~skstruct.preprocessing.SequenceVectorizer` spends its time here. Every step
+iterates at C level (``map``, ``itertools.chain``, ``dict.get``, ``array.array``) or in
+numpy; Python code runs only once per feature that the column table misses (a number
+other than 0 or 1, an unseen string) and once per sequence when splitting.
+
+The column table ``{key: {value: column}}`` holds every fitted one-hot feature
+``"key=value"`` under its string value, and every fitted numeric feature ``key`` under
+the values ``True`` (its column) and ``False`` (:data:`DROP`). Python's dict equality
+makes ``1``, ``1.0`` and ``True`` one dict key, and ``0``, ``0.0``, ``-0.0`` and ``False``
+another, so a numeric feature whose value is 0 or 1 is found by the same two lookups as a
+string feature, and always has the value 1 when it is stored (0 is dropped, as
+DictVectorizer drops it when it removes stored zeros).
+"""
+
+from array import array
+from itertools import chain, repeat
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["DROP", "MISS", "column_table", "lookup_csr", "split_rows"]
+
+#: Table code of a feature that is not stored (a numeric feature of value 0).
+DROP = -1
+#: Code of a (key, value) pair absent from the table.
+MISS = -2
+
+#: Value types the table path handles exactly as the general path does; any other type
+#: (str or int subclasses, numpy scalars, lists of strings) sends the whole call to the
+#: general path.
+_TABLE_TYPES = frozenset({str, bool, int, float})
+
+_EMPTY = {}
+
+
+def column_table(by_value, by_key):
+    """The column table: string values of each key, plus ``True``/``False`` of numeric keys.
+
+    Parameters
+    ----------
+    by_value : dict of {key: {str: int}}
+        Column of the one-hot feature ``"key=value"``.
+    by_key : dict of {key: int}
+        Column of the numeric feature ``key``.
+
+    Returns
+    -------
+    table : dict of {key: {str or bool: int}}
+        ``table[key][value]`` is the column of ``"key=value"``; ``table[key][True]`` the
+        column of numeric ``key`` and ``table[key][False]`` is :data:`DROP`.
+    """
+    table = {key: dict(inner) for key, inner in by_value.items()}
+    for key, column in by_key.items():
+        inner = table.setdefault(key, {})
+        inner[True] = column
+        inner[False] = DROP
+    return table
+
+
+def _codes(tokens, table, n_items):
+    """Table code of every (key, value) item of every token, in token then dict order.
+
+    Returns
+    -------
+    codes : ndarray of shape (n_items,), dtype int64
+        Column, :data:`DROP` or :data:`MISS`.
+    """
+    keys = chain.from_iterable(map(dict.keys, tokens))
+    values = chain.from_iterable(map(dict.values, tokens))
+    inner_tables = map(table.get, keys, repeat(_EMPTY))
+    codes = list(map(dict.get, inner_tables, values, repeat(MISS)))
+    if len(codes) != n_items:  # a dict changed size while being read
+        raise RuntimeError("a token feature dict changed while it was being vectorized")
+    return np.frombuffer(array("q", codes), dtype=np.int64)
+
+
+def lookup_csr(tokens, table, by_key, n_features, dtype):
+    """CSR matrix of the tokens' features, columns from the fitted ``table``.
+
+    Same matrix as DictVectorizer's ``transform`` after ``sum_duplicates``: features
+    unseen in fit dropped, string values one-hot, numbers kept (zeros not stored),
+    booleans 1 or 0.
+
+    Parameters
+    ----------
+    tokens : list of n_tokens dict
+        The token feature dicts, all sequences one after the other.
+    table : dict
+        From :func:`column_table` (a table without numeric entries is valid too: numbers
+        then all take the slower path for misses).
+    by_key : dict of {key: int}
+        Column of each numeric feature.
+    n_features : int
+        Number of columns.
+    dtype : floating dtype
+        Type of the values.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix of shape (n_tokens, n_features), or None
+        Sorted column indices within each row, duplicates summed. None when a token is
+        not a ``dict`` or a value's type is not str, bool, int or float: the caller then
+        uses its general path, which also explains bad input.
+    """
+    try:
+        counts = np.frombuffer(array("q", map(len, tokens)), dtype=np.int64)
+        simple = _TABLE_TYPES.issuperset(map(type, chain.from_iterable(map(dict.values, tokens))))
+    except TypeError:  # a token that is not a dict
+        return None
+    if not simple:
+        return None
+    n_items = int(counts.sum())
+    codes = _codes(tokens, table, n_items)
+    data = np.ones(n_items, dtype=dtype)
+    misses = np.flatnonzero(codes == MISS)
+    if misses.size:
+        _resolve_misses(tokens, counts, misses, by_key, codes, data)
+    kept = codes >= 0
+    item_bounds = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum(counts, out=item_bounds[1:])
+    kept_before = np.zeros(n_items + 1, dtype=np.int64)
+    np.cumsum(kept, out=kept_before[1:])
+    indptr = kept_before[item_bounds]
+    matrix = sp.csr_matrix(
+        (data[kept], codes[kept].astype(np.int32), indptr), shape=(len(tokens), n_features)
+    )
+    matrix.sum_duplicates()
+    return matrix
+
+
+def _resolve_misses(tokens, counts, misses, by_key, codes, data):
+    """Fill ``codes`` and ``data`` at the items the table missed (in place).
+
+    An unseen string stays a miss (dropped); a number gets the column of its key, if the
+    key was numeric in fit, and its own value unless that is 0 (dropped).
+    """
+    first_item = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum(counts, out=first_item[1:])
+    token_of_miss = np.searchsorted(first_item, misses, side="right") - 1
+    number_items, number_columns, number_values = [], [], []
+    token_items, items_of = -1, None
+    for item, token in zip(misses.tolist(), token_of_miss.tolist()):
+        if token != token_items:
+            token_items, items_of = token, list(tokens[token].items())
+        key, value = items_of[item - first_item[token]]
+        if type(value) is str:
+            continue
+        column = by_key.get(key)
+        if column is not None and value:
+            number_items.append(item)
+            number_columns.append(column)
+            number_values.append(value)
+    if number_items:
+        codes[number_items] = number_columns
+        data[number_items] = np.array(number_values, dtype=data.dtype)
+
+
+def split_rows(X, lengths):
+    """Drop the stored zeros of CSR ``X`` and split its rows into blocks of ``lengths`` rows.
+
+    Each block is a CSR matrix whose ``data`` and ``indices`` are views of ``X``'s and
+    whose ``indptr`` is a view of one array computed for all blocks at once. The blocks
+    equal the matrices ``csr_matrix((data, indices, indptr), shape)`` builds, with the
+    index dtype it chooses; they are assembled directly (scipy's constructor checks and
+    copies every block, about 25 us each, the time of tagging 20 tokens) once the first
+    block, built by the constructor, confirms the attributes that scipy's CSR matrices
+    hold; otherwise all are built by the constructor.
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix of shape (n_tokens, n_features)
+    lengths : ndarray of shape (n_sequences,)
+        Rows of each block; ``lengths.sum() == n_tokens``.
+
+    Returns
+    -------
+    blocks : list of n_sequences csr_matrix of shape (lengths[i], n_features)
+    """
+    X.eliminate_zeros()
+    n_sequences, n_features = len(lengths), X.shape[1]
+    bounds = np.zeros(n_sequences + 1, dtype=np.int64)
+    np.cumsum(lengths, out=bounds[1:])
+    index_dtype = np.int32 if max(X.nnz, n_features) <= np.iinfo(np.int32).max else np.int64
+    data, indices = X.data, X.indices.astype(index_dtype, copy=False)
+    # Block i's indptr is local[ext_bounds[i]:ext_bounds[i + 1]]: lengths[i] + 1 entries.
+    ext_bounds = bounds + np.arange(n_sequences + 1)
+    rows = np.arange(ext_bounds[-1]) - np.repeat(np.arange(n_sequences), lengths + 1)
+    local = (X.indptr[rows] - np.repeat(X.indptr[bounds[:-1]], lengths + 1)).astype(index_dtype)
+    nnz = X.indptr[bounds].tolist()
+    ext = ext_bounds.tolist()
+    shapes = [(int(n), n_features) for n in lengths]
+    if n_sequences == 0:
+        return []
+    first_piece = (data[:nnz[1]], indices[:nnz[1]], local[:ext[1]], shapes[0])
+    first = _csr_by_constructor(*first_piece)
+    if not _assembly_matches(first, first_piece):
+        return [first] + [
+            _csr_by_constructor(data[nnz[i]:nnz[i + 1]], indices[nnz[i]:nnz[i + 1]],
+                                local[ext[i]:ext[i + 1]], shapes[i])
+            for i in range(1, n_sequences)
+        ]
+    maxprint, new, cls = first.maxprint, sp.csr_matrix.__new__, sp.csr_matrix
+    blocks = [first]
+    for i in range(1, n_sequences):
+        block = new(cls)
+        block.__dict__ = {"_shape": shapes[i], "maxprint": maxprint,
+                          "indices": indices[nnz[i]:nnz[i + 1]],
+                          "indptr": local[ext[i]:ext[i + 1]], "data": data[nnz[i]:nnz[i + 1]]}
+        blocks.append(block)
+    return blocks
+
+
+def _csr_by_constructor(data, indices, indptr, shape):
+    return sp.csr_matrix((data, indices, indptr), shape=shape)
+
+
+_CSR_ATTRIBUTES = frozenset({"_shape", "maxprint", "indices", "indptr", "data"})
+
+
+def _assembly_matches(block, piece):
+    """Whether the constructor's ``block`` holds ``piece`` in exactly the known attributes.
+
+    True when scipy stores a CSR matrix as the attributes :data:`_CSR_ATTRIBUTES` and
+    kept the arrays of ``piece`` with their dtypes (it may copy a view that is small next
+    to its base): blocks assembled from those attributes then equal the constructor's.
+    """
+    data, indices, indptr, shape = piece
+    return set(vars(block)) == _CSR_ATTRIBUTES and block._shape == shape and all(
+        mine.dtype == theirs.dtype and np.array_equal(mine, theirs)
+        for mine, theirs in ((block.data, data), (block.indices, indices),
+                             (block.indptr, indptr))
+    )
