@@ -5,7 +5,8 @@ minimizes, with value and gradient with respect to the part scores.
 
 Task losses are plain definitions (:mod:`._base`, :mod:`._counting`, :mod:`._task`) that
 declare how they decompose; the decoders import them, never the other way round. The
-training losses (:mod:`._training`) call the decoder they are given and import no
+training losses (:mod:`._training`, and the smoothed structural hinges of
+:mod:`._smoothed`) call the decoder they are given and import no
 decoder module.
 """
 
@@ -18,6 +19,12 @@ from ._counting import (
     RecallLoss,
 )
 from ._base import TaskLoss
+from ._smoothed import (
+    EntropySmoothedHingeLoss,
+    InexactTopKWarning,
+    L2SmoothedHingeLoss,
+    SmoothedHingeLoss,
+)
 from ._task import HammingLoss, ZeroOneLoss, check_task_loss
 from ._training import (
     CRFLoss,
@@ -30,13 +37,17 @@ from ._training import (
 __all__ = [
     "CRFLoss",
     "CountingLoss",
+    "EntropySmoothedHingeLoss",
     "FBetaLoss",
     "HammingLoss",
+    "InexactTopKWarning",
     "IoULoss",
+    "L2SmoothedHingeLoss",
     "LabelCountLoss",
     "PerceptronLoss",
     "PrecisionLoss",
     "RecallLoss",
+    "SmoothedHingeLoss",
     "SparseMAPLoss",
     "StructuredHingeLoss",
     "TaskLoss",
