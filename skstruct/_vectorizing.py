@@ -15,7 +15,8 @@ DictVectorizer drops it when it removes stored zeros).
 """
 
 from array import array
-from itertools import chain, repeat
+from itertools import chain, islice, repeat
+from operator import getitem, is_not
 
 import numpy as np
 import scipy.sparse as sp
@@ -134,22 +135,24 @@ def _resolve_misses(tokens, counts, misses, by_key, codes, data):
     """Fill ``codes`` and ``data`` at the items the table missed (in place).
 
     An unseen string stays a miss (dropped); a number gets the column of its key, if the
-    key was numeric in fit, and its own value unless that is 0 (dropped).
+    key was numeric in fit, and its own value unless that is 0 (dropped). The missed
+    values are fetched at C level; Python code runs once per missed number.
     """
-    first_item = np.zeros(len(tokens) + 1, dtype=np.int64)
-    np.cumsum(counts, out=first_item[1:])
-    token_of_miss = np.searchsorted(first_item, misses, side="right") - 1
+    starts = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+    token_of_miss = np.searchsorted(starts, misses, side="right") - 1
+    miss_tokens = list(map(tokens.__getitem__, token_of_miss.tolist()))
+    positions = (misses - starts[token_of_miss]).tolist()
+    values = list(map(getitem, map(list, map(dict.values, miss_tokens)), positions))
+    numbers = np.flatnonzero(np.fromiter(map(is_not, map(type, values), repeat(str)), dtype=bool,
+                                         count=len(values)))
     number_items, number_columns, number_values = [], [], []
-    token_items, items_of = -1, None
-    for item, token in zip(misses.tolist(), token_of_miss.tolist()):
-        if token != token_items:
-            token_items, items_of = token, list(tokens[token].items())
-        key, value = items_of[item - first_item[token]]
-        if type(value) is str:
-            continue
+    for k in numbers.tolist():
+        value = values[k]
+        key = next(islice(miss_tokens[k], positions[k], None))
         column = by_key.get(key)
         if column is not None and value:
-            number_items.append(item)
+            number_items.append(int(misses[k]))
             number_columns.append(column)
             number_values.append(value)
     if number_items:
