@@ -18,6 +18,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from numba import njit
 
 from ..utils._capabilities import check_capability
 from ._task import check_task_loss
@@ -29,6 +30,7 @@ __all__ = [
     "L2SmoothedHingeLoss",
     "SmoothedHingeLoss",
     "project_sorted_onto_simplex",
+    "project_sorted_row",
 ]
 
 
@@ -131,6 +133,46 @@ def project_sorted_onto_simplex(values, valid=None):
     return weights, threshold + values[:, 0], support
 
 
+@njit(cache=True, nogil=True)
+def project_sorted_row(values, n_listed, weights):
+    """Compiled projection of one sorted row onto the simplex, for per-example kernels.
+
+    The same projection as :func:`project_sorted_onto_simplex` on one row whose
+    ``n_listed`` first entries are listed (sorted, non-increasing); a compiled oracle
+    that gets the K best scores of one example (top-K Viterbi) calls it on ``z / μ``.
+
+    Parameters
+    ----------
+    values : ndarray of shape (K,), float64
+        Sorted non-increasing over the first ``n_listed`` entries; the rest are ignored.
+    n_listed : int, 1 <= n_listed <= K
+    weights : ndarray of shape (K,), float64
+        Written: the projection (0 beyond ``n_listed``).
+
+    Returns
+    -------
+    threshold : float
+        τ, with weights[i] = max(0, values[i] − τ).
+    support : int
+        The number of nonzero weights; the top-K oracle is certified exact when it is
+        below K.
+    """
+    top = values[0]
+    cumulative = 0.0
+    support = 1
+    support_sum = 0.0
+    for i in range(n_listed):
+        shifted = values[i] - top
+        cumulative += shifted
+        if 1.0 + (i + 1) * shifted > cumulative:
+            support = i + 1
+            support_sum = cumulative
+    threshold = (support_sum - 1.0) / support
+    for i in range(weights.shape[0]):
+        weights[i] = max(values[i] - top - threshold, 0.0) if i < n_listed else 0.0
+    return threshold + top, support
+
+
 class SmoothedHingeLoss(TrainingLoss):
     """Base class of the smoothed structural hinge losses (margin rescaling).
 
@@ -198,7 +240,7 @@ class EntropySmoothedHingeLoss(SmoothedHingeLoss):
     log-partition and the marginals (``decoder.marginals``) of the cost-augmented scores
     divided by μ. It is the softmax-margin CRF loss at temperature μ
     (``CRFLoss(cost=...)`` is μ = 1) and satisfies, with ℓ the structural hinge and
-    |Y| the number of outputs of the example,
+    :math:`|Y|` the number of outputs of the example,
 
     .. math::
 

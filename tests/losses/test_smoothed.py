@@ -38,7 +38,7 @@ from skstruct.losses import (
     TaskLoss,
     ZeroOneLoss,
 )
-from skstruct.losses._smoothed import project_sorted_onto_simplex
+from skstruct.losses._smoothed import project_sorted_onto_simplex, project_sorted_row
 
 FAMILIES = ("chain", "multiclass", "multilabel")
 STRENGTHS = (0.05, 0.3, 1.0, 4.0)
@@ -593,3 +593,14 @@ def test_sorted_projection_matches_bisection(values, n_invalid):
         np.isclose(row[0][valid[0]], threshold[0]))
     np.testing.assert_allclose(weights[0][valid[0]],
                                np.maximum(row[0][valid[0]] - threshold[0], 0.0), atol=1e-12)
+
+
+@given(values=st.lists(st.floats(-50, 50), min_size=1, max_size=8),
+       n_invalid=st.integers(0, 3))
+def test_compiled_row_projection_matches_the_batch_projection(values, n_invalid):
+    row = np.concatenate((np.sort(np.array(values))[::-1], np.full(n_invalid, -np.inf)))
+    weights, threshold, support = project_sorted_onto_simplex(row[None, :], row[None, :] > -np.inf)
+    compiled = np.full(row.shape, np.nan)
+    tau, size = project_sorted_row(row, len(values), compiled)
+    np.testing.assert_allclose(compiled, weights[0], rtol=0, atol=1e-12)
+    assert size == support[0] and tau == pytest.approx(threshold[0], abs=1e-12)
