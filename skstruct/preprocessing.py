@@ -4,6 +4,7 @@ into arc feature matrices for dependency parsers."""
 import math
 from collections.abc import Iterable, Mapping
 from itertools import chain, repeat
+from operator import add
 from numbers import Integral, Number
 
 import numpy as np
@@ -488,7 +489,14 @@ def _check_strings(values, name, item, sentence=None):
 
 
 def _word_features(words, pos, window):
-    """:func:`word_features` without input validation."""
+    """:func:`word_features` without input validation.
+
+    A token's dict is ``dict(zip(keys, values))``: its own values, then its left
+    neighbours', ``BOS``, its right neighbours', ``EOS``. The keys depend only on which
+    neighbours the token has, so the tokens at least ``window`` away from both ends share
+    one key tuple and their values are concatenations of per-token tuples, built at C
+    level (``map``); the at most ``2 * window`` others are built one by one.
+    """
     names = ("word.lower()", "word.istitle()", "word.isupper()")
     if pos is None:
         context = [(word.lower(), word.istitle(), word.isupper()) for word in words]
@@ -498,27 +506,43 @@ def _word_features(words, pos, window):
             (word.lower(), word.istitle(), word.isupper(), tag, tag[:2])
             for word, tag in zip(words, pos)
         ]
-    keys = {d: [f"{d:+d}:{name}" for name in names] for d in range(-window, window + 1)}
+    own_names = ("bias", "word[-3:]", "word[-2:]", "word.isdigit()") + names
+    own = [
+        (1.0, word[-3:], word[-2:], word.isdigit()) + ctx for word, ctx in zip(words, context)
+    ]
     n_tokens = len(words)
+    offset_names = {
+        d: tuple(f"{d:+d}:{name}" for name in names) for d in range(-window, window + 1)
+    }
+
+    def layout(lo, hi, first, last):
+        """Keys of a token with neighbours at offsets lo..-1 and 1..hi."""
+        left = tuple(chain.from_iterable(offset_names[d] for d in range(lo, 0)))
+        right = tuple(chain.from_iterable(offset_names[d] for d in range(1, hi + 1)))
+        return own_names + left + ("BOS",) * first + right + ("EOS",) * last
+
+    def values(i, lo, hi):
+        """Values of token ``i``, in the order of ``layout(lo, hi, ...)``."""
+        left = tuple(chain.from_iterable(context[i + lo:i]))
+        right = tuple(chain.from_iterable(context[i + 1:i + hi + 1]))
+        return own[i] + left + (True,) * (i == 0) + right + (True,) * (i == n_tokens - 1)
+
+    first_inner, stop_inner = window, n_tokens - window
+    n_inner = stop_inner - first_inner
+    if window == 0 or n_inner <= 0:
+        inner, first_inner, stop_inner = [], n_tokens, n_tokens
+    else:
+        rows = own[first_inner:stop_inner]
+        for k in range(window):  # left neighbours, farthest first
+            rows = list(map(add, rows, context[k:k + n_inner]))
+        for k in range(window + 1, 2 * window + 1):  # right neighbours
+            rows = list(map(add, rows, context[k:k + n_inner]))
+        inner = list(map(dict, map(zip, repeat(layout(-window, window, False, False)), rows)))
     features = []
-    for i, word in enumerate(words):
-        token = {
-            "bias": 1.0,
-            "word[-3:]": word[-3:],
-            "word[-2:]": word[-2:],
-            "word.isdigit()": word.isdigit(),
-        }
-        token.update(zip(names, context[i]))
-        for d in range(max(-window, -i), 0):
-            token.update(zip(keys[d], context[i + d]))
-        if i == 0:
-            token["BOS"] = True
-        for d in range(1, min(window, n_tokens - 1 - i) + 1):
-            token.update(zip(keys[d], context[i + d]))
-        if i == n_tokens - 1:
-            token["EOS"] = True
-        features.append(token)
-    return features
+    for i in chain(range(first_inner), range(stop_inner, n_tokens)):
+        lo, hi = max(-window, -i), min(window, n_tokens - 1 - i)
+        features.append(dict(zip(layout(lo, hi, i == 0, i == n_tokens - 1), values(i, lo, hi))))
+    return features[:first_inner] + inner + features[first_inner:]
 
 
 def _check_sentence(words, pos, sentence=None):

@@ -160,8 +160,8 @@ def test_empty_sequences_between_non_empty_ones_keep_their_place():
     blocks = vectorizer.transform(X)
     assert [b.shape[0] for b in blocks] == [0, 1, 0, 2, 0]
     assert blocks[1].toarray()[0, vectorizer.vocabulary_["w=the"]] == 1
-    np.testing.assert_array_equal(blocks[3].indices,
-                                  [vectorizer.vocabulary_["w=cat"], vectorizer.vocabulary_["w=sat"]])
+    cat, sat = vectorizer.vocabulary_["w=cat"], vectorizer.vocabulary_["w=sat"]
+    np.testing.assert_array_equal(blocks[3].indices, [cat, sat])
 
 
 @pytest.mark.parametrize("value", [np.float64(2.5), np.int64(3), np.float32(0.5)])
