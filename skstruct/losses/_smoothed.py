@@ -457,14 +457,14 @@ class L2SmoothedHingeLoss(SmoothedHingeLoss):
         """
         lengths = np.diff(scores.offsets)
         best = paths[..., 0]
-        total = None
-        for j in range(weights.shape[1]):
+        # rank 0 always has weight (the best output keeps a positive weight)
+        total = decoder.parts(scores, best).scale(weights[:, 0])
+        for j in range(1, weights.shape[1]):
             if not weights[:, j].any():
                 continue
             unlisted = np.repeat(~listed[:, j], lengths).reshape(best.shape)
             outputs = np.where(unlisted, best, paths[..., j])
-            term = decoder.parts(scores, outputs).scale(weights[:, j])
-            total = term if total is None else total + term
+            total -= decoder.parts(scores, outputs).scale(-weights[:, j])  # in place
         return total
 
     def __call__(self, decoder, scores, y_true, gold=None):

@@ -20,6 +20,7 @@ from skstruct.decoders import (
     ChainDecoder,
     ChainScores,
     MatchingDecoder,
+    MatchingScores,
     MulticlassDecoder,
     MulticlassScores,
     MultilabelDecoder,
@@ -100,7 +101,7 @@ def enumerated(scores, y, task_loss, max_outputs):
     brute = BruteForceDecoder()
     paths, theta = brute.top_k(scores, int(max_outputs))
     delta = np.stack([
-        task_loss(np.ravel(y), np.ravel(np.maximum(paths[..., j], 0)), scores.offsets)
+        task_loss(np.ravel(y), np.ravel(paths[..., j]), scores.offsets)
         for j in range(paths.shape[-1])
     ], axis=1)
     z = np.where(theta > -np.inf, theta + delta, -np.inf)
@@ -322,6 +323,38 @@ def test_oracle_returns_flags_without_recording():
     assert loss.n_examples_total_ == 0 and loss.exact_.shape == (0,)
     called, _ = loss(MulticlassDecoder(), scores, np.array([0, 1]))
     np.testing.assert_array_equal(values, called)
+
+
+@pytest.mark.parametrize("family", ["tree", "matching"])
+@pytest.mark.parametrize("mu", [0.1, 1.0])
+def test_both_losses_serve_every_family_the_brute_force_decoder_enumerates(family, mu):
+    """Written once on the decoder operations: trees and matchings through
+    BruteForceDecoder (their own decoders lack top_k, and matchings marginals)."""
+    rng = np.random.default_rng(8)
+    if family == "tree":
+        scores, y = _tree_instance(rng, [3, 1, 2], 1.0)
+    else:
+        shapes = [(2, 3), (3, 3), (1, 2)]
+        scores = MatchingScores.from_blocks([rng.normal(size=shape) for shape in shapes])
+        y = MatchingDecoder().map(
+            MatchingScores.from_blocks([rng.normal(size=shape) for shape in shapes]))
+    brute = BruteForceDecoder()
+    task_loss = HammingLoss()
+    _, theta, z, gold = enumerated(scores, y, task_loss, 27)
+    sizes = np.sum(theta > -np.inf, axis=1)
+    assert np.all(sizes >= 1) and sizes.max() < 27
+    entropy, entropy_gradient = EntropySmoothedHingeLoss(task_loss, strength=mu)(
+        brute, scores, y)
+    np.testing.assert_allclose(entropy, mu * logsumexp(z / mu, axis=1) - gold, rtol=1e-10)
+    loss = L2SmoothedHingeLoss(task_loss, strength=mu, top_k=27)
+    values, gradient = loss(brute, scores, y)
+    np.testing.assert_allclose(values, l2_reference(z, gold, mu), rtol=1e-10, atol=1e-12)
+    assert loss.exact_.all()
+    for g in (entropy_gradient, gradient):
+        assert np.all(np.isfinite(g.unary))
+    _directional_check(loss, brute, scores, y, rng)
+    _directional_check(EntropySmoothedHingeLoss(task_loss, strength=mu), brute, scores, y,
+                       rng)
 
 
 # -- gradients -----------------------------------------------------------------------
