@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..losses._counting import mismatch_count_form
-from ..utils._parallel import threads_for
+from ..utils._parallel import dynamic_schedule, threads_for
 from . import _chain_kernels as kernels
 from ._base import (
     Decoder,
@@ -389,9 +389,11 @@ class ChainDecoder(Decoder):
             log_space = not spread <= kernels.SCALED_RANGE_LIMIT
         else:
             log_space = bool(self.log_space)
-        kernel = kernels.forward_backward_log if log_space else kernels.forward_backward_scaled
         with threads_for(3 * scores.unary.size * scores.n_states):
-            return kernel(*scores._kernel_args(), with_marginals)
+            if log_space:
+                return kernels.forward_backward_log(*scores._kernel_args(), with_marginals)
+            with dynamic_schedule():
+                return kernels.forward_backward_scaled(*scores._kernel_args(), with_marginals)
 
     def log_partition(self, scores):
         """log Σ_y exp θ_y of every sequence.

@@ -21,14 +21,24 @@ log_z = -inf from every kernel (never NaN), zero marginals, -inf as its best sco
 import numpy as np
 from numba import njit, prange
 
+from ..utils._parallel import MAX_CHUNKS, TOKENS_PER_CHUNK, token_chunks
+
 #: Largest spread (max - min) of transition or end scores for which the scaled kernel is
 #: used. Intermediate quantities of the scaled recursions are bounded by exp(2 * spread),
 #: far from overflow at this limit; beyond it the log-space kernel is used.
 SCALED_RANGE_LIMIT = 200.0
 
 _NJIT = dict(cache=True, nogil=True)
+
+#: Rows of the scaled forward-backward are padded to a multiple of this many states, so
+#: that its loops over states run in blocks of constant length (whole vectors).
+BLOCK = 8
 # Reassociation lets the sums over states vectorize; no flag assumes finite values.
 _FAST = {"reassoc", "contract", "arcp", "nsz"}
+# Fused multiply-adds only: with reassociation the compiler vectorizes the sums of the
+# block products over rows (a horizontal sum per block) instead of keeping the block's
+# eight sums in one register.
+_CONTRACT = {"contract"}
 
 
 @njit(**_NJIT)
@@ -118,9 +128,231 @@ def viterbi(unary, offsets, trans, start, end):
     return labels, best
 
 
+@njit(inline="always")
+def padded_width(n_states):
+    """``n_states`` rounded up to a multiple of ``BLOCK``: the row length of the scaled
+    forward-backward's work arrays."""
+    return (n_states + BLOCK - 1) // BLOCK * BLOCK
+
+
+@njit(**_NJIT)
+def scaled_pairwise(trans, start, end, width):
+    """The pairwise factors of the scaled forward-backward, padded to ``width`` states.
+
+    Returns
+    -------
+    expo : ndarray of shape (width, width)
+        exp(trans - trans_max); zero in the padding.
+    expo_t : ndarray of shape (width, width)
+        Its transpose (rows of it are the columns of ``expo``, read contiguously).
+    start_padded : ndarray of shape (width,)
+        ``start``, then -inf.
+    exp_end : ndarray of shape (width,)
+        exp(end - end_max), then zeros.
+    trans_max, end_max : float
+        The shifts (0 when a maximum is -inf), so that no exponential overflows.
+    """
+    n_states = trans.shape[0]
+    trans_max = _finite_or_zero(trans.max())
+    end_max = _finite_or_zero(end.max())
+    expo = np.zeros((width, width))
+    expo_t = np.zeros((width, width))
+    for i in range(n_states):
+        for j in range(n_states):
+            e = np.exp(trans[i, j] - trans_max)
+            expo[i, j] = e
+            expo_t[j, i] = e
+    start_padded = np.full(width, -np.inf)
+    exp_end = np.zeros(width)
+    for j in range(n_states):
+        start_padded[j] = start[j]
+        exp_end[j] = np.exp(end[j] - end_max)
+    return expo, expo_t, start_padded, exp_end, trans_max, end_max
+
+
+@njit(inline="always")
+def _combine_rows(coef, matrix, n_rows, o):
+    """Σ_i coef[i] * matrix[i, o:o + BLOCK] for i < n_rows, as BLOCK scalars.
+
+    One block of a vector-matrix product. Eight named accumulators (not a slice of an
+    array) stay in one vector register: the compiler neither reloads nor stores them
+    between rows, and needs no check that the output overlaps the inputs.
+    """
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    for i in range(n_rows):
+        c = coef[i]
+        row = matrix[i]
+        s0 += c * row[o]
+        s1 += c * row[o + 1]
+        s2 += c * row[o + 2]
+        s3 += c * row[o + 3]
+        s4 += c * row[o + 4]
+        s5 += c * row[o + 5]
+        s6 += c * row[o + 6]
+        s7 += c * row[o + 7]
+    return s0, s1, s2, s3, s4, s5, s6, s7
+
+
+@njit(inline="always")
+def _store_block(out, o, values):
+    """out[o:o + BLOCK] = values (a tuple from :func:`_combine_rows`)."""
+    out[o], out[o + 1], out[o + 2], out[o + 3] = values[0], values[1], values[2], values[3]
+    out[o + 4], out[o + 5], out[o + 6], out[o + 7] = values[4], values[5], values[6], values[7]
+
+
+@njit(inline="always")
+def _add_outer(out, coef, n_rows, scale, vector, o):
+    """out[i, o:o + BLOCK] += scale * coef[i] * vector[o:o + BLOCK] for i < n_rows."""
+    v0, v1, v2, v3 = vector[o], vector[o + 1], vector[o + 2], vector[o + 3]
+    v4, v5, v6, v7 = vector[o + 4], vector[o + 5], vector[o + 6], vector[o + 7]
+    for i in range(n_rows):
+        c = scale * coef[i]
+        row = out[i]
+        row[o] += c * v0
+        row[o + 1] += c * v1
+        row[o + 2] += c * v2
+        row[o + 3] += c * v3
+        row[o + 4] += c * v4
+        row[o + 5] += c * v5
+        row[o + 6] += c * v6
+        row[o + 7] += c * v7
+
+
+@njit(fastmath=_CONTRACT, **_NJIT)
+def scaled_forward_backward_one(rows, first, length, n_states, expo, expo_t, start, exp_end,
+                                trans_max, end_max, alpha, norm, beta, weight, labels, scale,
+                                pair, with_marginals):
+    """Log-partition and marginals of one chain by rescaled forward-backward, in place.
+
+    The dynamic program every scaled forward-backward shares (the decoder's batches and
+    the compiled CRF objective). Rows are ``width`` long (a multiple of ``BLOCK``), so the
+    loops over states run in whole blocks of constant length and vectorize.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (>= first + length, width)
+        In: the unary scores of the chain at rows ``first:first + length``, -inf in the
+        columns ``n_states:width``. Out, with marginals: ``scale * (p(y_t = j) - [j ==
+        labels[t]])`` (without the second term when ``labels`` is empty), 0 in the
+        padding; without marginals: overwritten.
+    first, length : int
+        The chain's rows (length >= 1).
+    n_states : int
+    expo, expo_t, start, exp_end, trans_max, end_max
+        From :func:`scaled_pairwise`.
+    alpha : ndarray of shape (>= length, width)
+        Scratch: the forward probabilities, each row summing to one.
+    norm : ndarray of shape (>= length,)
+        Scratch: the forward normalizers.
+    beta, weight : ndarray of shape (width,)
+        Scratch.
+    labels : ndarray of shape (length,) or (0,), int
+        Gold labels whose indicators are subtracted from the marginals.
+    scale : float
+        Factor of the marginals and of ``pair``.
+    pair : ndarray of shape (width, width)
+        With marginals, ``scale * Σ_t alpha_{t-1}[i] * weight_t[j]`` is ADDED to it: the
+        expected transition counts are ``expo * pair`` (elementwise), so the caller may sum
+        many chains before that product.
+    with_marginals : bool
+
+    Returns
+    -------
+    float
+        log Z, or -inf when no labeling has a finite score (the outputs are then
+        meaningless: the caller zeroes them).
+
+    Notes
+    -----
+    Forward: α̂_t ∝ (α̂_{t-1} expo) ⊙ φ_t with φ_t = exp(unary_t - max unary_t), each α̂_t
+    normalized by its sum n_t; log Z adds the shifts and log n_t. Backward with the same
+    normalizers: β̂_{L-1} = exp_end / c, β̂_{t-1} = expo (φ_t ⊙ β̂_t / n_t), and
+    p(y_t = j) = α̂_t[j] β̂_t[j]. About 3 S² multiply-adds a token, none of them an
+    exponential (S per token).
+    """
+    width = rows.shape[1]
+    n_blocks = width // BLOCK
+    top = -np.inf
+    for j in range(width):
+        v = start[j] + rows[first, j]
+        rows[first, j] = v
+        top = max(top, v)
+    if top == -np.inf:
+        return -np.inf
+    for j in range(width):
+        alpha[0, j] = np.exp(rows[first, j] - top)
+    total = 0.0
+    for j in range(width):
+        total += alpha[0, j]
+    inv = 1.0 / total
+    for j in range(width):
+        alpha[0, j] *= inv
+    log_z = top + np.log(total)
+    for t in range(1, length):
+        r = first + t
+        top = -np.inf
+        for j in range(width):
+            top = max(top, rows[r, j])
+        if top == -np.inf:
+            return -np.inf
+        for j in range(width):
+            rows[r, j] = np.exp(rows[r, j] - top)
+        previous = alpha[t - 1]
+        current = alpha[t]
+        for block in range(n_blocks):
+            o = block * BLOCK
+            _store_block(current, o, _combine_rows(previous, expo, n_states, o))
+        total = 0.0
+        for j in range(width):
+            v = alpha[t, j] * rows[r, j]
+            alpha[t, j] = v
+            total += v
+        if not total > 0.0:
+            return -np.inf
+        norm[t] = total
+        inv = 1.0 / total
+        for j in range(width):
+            alpha[t, j] *= inv
+        log_z += top + trans_max + np.log(total)
+    closing = 0.0
+    for j in range(width):
+        closing += alpha[length - 1, j] * exp_end[j]
+    if not closing > 0.0:
+        return -np.inf
+    log_z += end_max + np.log(closing)
+    if not with_marginals:
+        return log_z
+    inv = 1.0 / closing
+    for j in range(width):
+        beta[j] = exp_end[j] * inv
+    for t in range(length - 1, 0, -1):
+        r = first + t
+        inv = 1.0 / norm[t]
+        for j in range(width):
+            weight[j] = rows[r, j] * beta[j] * inv
+            rows[r, j] = scale * alpha[t, j] * beta[j]
+        previous = alpha[t - 1]
+        for block in range(n_blocks):
+            o = block * BLOCK
+            _add_outer(pair, previous, n_states, scale, weight, o)
+            _store_block(beta, o, _combine_rows(weight, expo_t, n_states, o))
+    for j in range(width):
+        rows[first, j] = scale * alpha[0, j] * beta[j]
+    if labels.shape[0] > 0:
+        for t in range(length):
+            rows[first + t, labels[t]] -= scale
+    return log_z
+
+
 @njit(parallel=True, fastmath=_FAST, **_NJIT)
 def forward_backward_scaled(unary, offsets, trans, start, end, with_marginals):
-    """Log-partition and marginals with per-position rescaling.
+    """Log-partition and marginals with per-position rescaling
+    (:func:`scaled_forward_backward_one` per sequence).
+
+    Sequences run in chunks of about equal token counts (``token_chunks``), one chunk
+    per parallel iteration: under :func:`~skstruct.utils._parallel.dynamic_schedule` the
+    threads take chunks as they finish. The kernel has no other parallel loop (no
+    whole-array expression), so that schedule applies to the chunks only.
 
     Returns
     -------
@@ -132,89 +364,58 @@ def forward_backward_scaled(unary, offsets, trans, start, end, with_marginals):
     """
     n_tokens, n_states = unary.shape
     n_seq = offsets.shape[0] - 1
-    trans_max = _finite_or_zero(trans.max())
-    end_max = _finite_or_zero(end.max())
-    expo = np.exp(trans - trans_max)
-    exp_end = np.exp(end - end_max)
-    alpha = np.empty((n_tokens, n_states))
-    phi = np.empty((n_tokens, n_states))
-    norm = np.empty(n_tokens)
+    width = padded_width(n_states)
+    expo, expo_t, start_padded, exp_end, trans_max, end_max = scaled_pairwise(
+        trans, start, end, width)
+    bounds = token_chunks(offsets, chunk_count_of(offsets))
     log_z = np.empty(n_seq)
+    # np.empty, not np.zeros: no whole-array operation outside the loop over chunks (it
+    # would be a parallel loop of its own, cut into single elements under the dynamic
+    # schedule); every chunk writes all of its rows
     marg = np.empty((n_tokens if with_marginals else 0, n_states))
-    trans_marg = np.zeros((n_seq if with_marginals else 0, n_states, n_states))
-    for seq in prange(n_seq):
-        a, b = offsets[seq], offsets[seq + 1]
-        # forward: alpha[t] sums to one; log_z collects the log scale factors
-        top = start[0] + unary[a, 0]
-        for j in range(1, n_states):
-            top = max(top, start[j] + unary[a, j])
-        total = 0.0
-        if top > -np.inf:
-            for j in range(n_states):
-                phi[a, j] = np.exp(start[j] + unary[a, j] - top)
-                total += phi[a, j]
-        norm[a] = total
-        feasible = total > 0.0
-        for j in range(n_states):
-            alpha[a, j] = phi[a, j] / total if feasible else 0.0
-        acc_log = top + np.log(total) if feasible else -np.inf
-        for t in range(a + 1, b):
-            if not feasible:
-                break
-            top = unary[t, 0]
-            for j in range(1, n_states):
-                top = max(top, unary[t, j])
-            for j in range(n_states):
-                alpha[t, j] = 0.0
+    trans_marg = np.empty((n_seq if with_marginals else 0, n_states, n_states))
+    no_labels = np.empty(0, dtype=np.int64)
+    for chunk in prange(bounds.shape[0] - 1):
+        longest = 1
+        for seq in range(bounds[chunk], bounds[chunk + 1]):
+            longest = max(longest, offsets[seq + 1] - offsets[seq])
+        rows = np.empty((longest, width))
+        alpha = np.empty((longest, width))
+        norm = np.empty(longest)
+        beta = np.empty(width)
+        weight = np.empty(width)
+        pair = np.empty((width, width))
+        for seq in range(bounds[chunk], bounds[chunk + 1]):
+            a, b = offsets[seq], offsets[seq + 1]
+            for t in range(b - a):
+                for j in range(n_states):
+                    rows[t, j] = unary[a + t, j]
+                for j in range(n_states, width):
+                    rows[t, j] = -np.inf
+            for i in range(width):
+                for j in range(width):
+                    pair[i, j] = 0.0
+            lz = scaled_forward_backward_one(
+                rows, 0, b - a, n_states, expo, expo_t, start_padded, exp_end, trans_max,
+                end_max, alpha, norm, beta, weight, no_labels, 1.0, pair, with_marginals)
+            log_z[seq] = lz
+            if not with_marginals:
+                continue
+            feasible = lz > -np.inf
+            for t in range(b - a):
+                for j in range(n_states):
+                    marg[a + t, j] = rows[t, j] if feasible else 0.0
             for i in range(n_states):
-                a_i = alpha[t - 1, i]
                 for j in range(n_states):
-                    alpha[t, j] += a_i * expo[i, j]
-            total = 0.0
-            if top > -np.inf:
-                for j in range(n_states):
-                    phi[t, j] = np.exp(unary[t, j] - top)
-                    alpha[t, j] *= phi[t, j]
-                    total += alpha[t, j]
-            norm[t] = total
-            feasible = total > 0.0
-            if feasible:
-                for j in range(n_states):
-                    alpha[t, j] /= total
-                acc_log += top + trans_max + np.log(total)
-        closing = 0.0
-        if feasible:
-            for j in range(n_states):
-                closing += alpha[b - 1, j] * exp_end[j]
-        if not closing > 0.0:
-            # no labeling of finite score: every one has a part scored -inf
-            log_z[seq] = -np.inf
-            if with_marginals:
-                marg[a:b] = 0.0
-            continue
-        log_z[seq] = acc_log + end_max + np.log(closing)
-        if not with_marginals:
-            continue
-        # backward with the forward scale factors, so that marg = alpha * beta
-        beta = np.empty(n_states)
-        weight = np.empty(n_states)
-        for j in range(n_states):
-            beta[j] = exp_end[j] / closing
-            marg[b - 1, j] = alpha[b - 1, j] * beta[j]
-        for t in range(b - 1, a, -1):
-            inv = 1.0 / norm[t]
-            for j in range(n_states):
-                weight[j] = phi[t, j] * beta[j] * inv
-            for i in range(n_states):
-                s = 0.0
-                a_i = alpha[t - 1, i]
-                for j in range(n_states):
-                    p = expo[i, j] * weight[j]
-                    s += p
-                    trans_marg[seq, i, j] += a_i * p
-                beta[i] = s
-                marg[t - 1, i] = a_i * s
+                    trans_marg[seq, i, j] = expo[i, j] * pair[i, j] if feasible else 0.0
     return log_z, marg, trans_marg
+
+
+@njit(inline="always")
+def chunk_count_of(offsets):
+    """:func:`~skstruct.utils._parallel.chunk_count` of a batch, from compiled code."""
+    n_seq = offsets.shape[0] - 1
+    return max(1, min(n_seq, MAX_CHUNKS, (offsets[n_seq] - offsets[0]) // TOKENS_PER_CHUNK))
 
 
 @njit(inline="always")

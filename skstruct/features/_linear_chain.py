@@ -3,7 +3,10 @@
 import numpy as np
 import scipy.sparse as sp
 
-from ..decoders._chain import ChainScores
+from ..decoders._base import keeps_operations
+from ..decoders._chain import ChainDecoder, ChainScores
+from ..losses._training import CRFLoss
+from ._chain_crf import ChainCRFObjective
 from ._compiled import compiled_rows
 from ._sparse import matmul, transpose_matmul
 
@@ -77,6 +80,36 @@ class LinearChainFeatures:
         """
         s = self.n_states
         return compiled_rows(batch.X, batch.offsets, self.n_features, s, False, s * s + 2 * s)
+
+    def compiled_objective(self, batch, y, decoder, loss, weights):
+        """The CRF objective of ``batch`` in two compiled passes, when it is exactly what
+        ``loss`` and ``decoder`` compute: the plain CRF log loss (:class:`CRFLoss`
+        without a cost, not overridden), :class:`ChainDecoder`'s own forward-backward with
+        ``log_space`` "auto" or False, and sparse token features.
+
+        Parameters
+        ----------
+        batch : SequenceBatch
+        y : ndarray of shape (n_tokens,), int
+            Encoded gold labels.
+        decoder : Decoder
+        loss : TrainingLoss
+        weights : ndarray of shape (n_sequences,)
+            Normalized example weights.
+
+        Returns
+        -------
+        ChainCRFObjective or None
+            None when the generic evaluation is needed.
+        """
+        plain_crf = (isinstance(loss, CRFLoss) and type(loss).__call__ is CRFLoss.__call__
+                     and loss.cost is None)
+        scaled = (isinstance(decoder, ChainDecoder) and keeps_operations(decoder, ChainDecoder)
+                  and type(decoder)._forward_backward is ChainDecoder._forward_backward
+                  and (decoder.log_space == "auto" or decoder.log_space is False))
+        if not (plain_crf and scaled and sp.issparse(batch.X)):
+            return None
+        return ChainCRFObjective(batch.X, batch.offsets, y, self.n_states, weights)
 
     def transpose(self, batch, grad):
         """Gradient with respect to w from a gradient with respect to the part scores.

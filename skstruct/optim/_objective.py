@@ -44,6 +44,8 @@ class RegularizedRisk:
         # Losses whose inner solver can start from its previous solution (SparseMAP's
         # active sets) get a place for it that lives as long as this objective.
         self._warm_start = {} if getattr(loss, "warm_startable", False) else None
+        self._compiled = None
+        self._compiled_checked = False
 
     @property
     def n_params(self):
@@ -155,8 +157,31 @@ class RegularizedRisk:
             return self.loss(self.decoder, scores, self.y, gold=gold)
         return self.loss(self.decoder, scores, self.y, gold=gold, warm_start=self._warm_start)
 
+    def compiled_objective(self):
+        """The feature map's compiled evaluation of this objective, or None.
+
+        A feature map may offer ``compiled_objective(batch, y, decoder, loss, weights)``
+        returning an object whose ``value_and_gradient(w, alpha)`` gives (ℓ_i, F, ∇F)
+        exactly as the generic composition would, or None at a ``w`` it cannot handle
+        (the generic composition then runs). Built on the first evaluation, kept after.
+        """
+        if not self._compiled_checked:
+            factory = getattr(self.features, "compiled_objective", None)
+            if factory is not None:
+                self._compiled = factory(self.batch, self.y, self.decoder, self.loss,
+                                         self._weights)
+            self._compiled_checked = True
+        return self._compiled
+
+    def _compiled_evaluation(self, w, alpha):
+        compiled = self.compiled_objective()
+        return None if compiled is None else compiled.value_and_gradient(w, alpha)
+
     def data_term(self, w):
         """Per-example losses ℓ_i and the weighted gradient of the data term."""
+        compiled = self._compiled_evaluation(w, 0.0)
+        if compiled is not None:
+            return compiled[0], compiled[2]
         scores = self.features.scores(self.batch, w)
         values, grad_parts = self._loss(scores)
         if self._uniform:
@@ -187,6 +212,9 @@ class RegularizedRisk:
         value : float
         gradient : ndarray of shape (n_params,)
         """
+        compiled = self._compiled_evaluation(w, self.alpha)
+        if compiled is not None:
+            return compiled[1], compiled[2]
         values, grad = self.data_term(w)
         value = float(self._weights @ values) + 0.5 * self.alpha * float(w @ w)
         return value, grad + self.alpha * w

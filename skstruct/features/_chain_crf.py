@@ -1,0 +1,317 @@
+"""The CRF objective of linear chains in two compiled passes.
+
+F(w) = Σ_i ω_i [log Z_i(w) − θ_{ȳ_i}(w)] + (α/2) ‖w‖², with θ the chain scores of
+:class:`~skstruct.features.LinearChainFeatures` (unary scores X W, transition, start and
+end scores). The generic path (:class:`~skstruct.optim.RegularizedRisk`) computes it as
+a sparse product, a batched forward-backward that stores every marginal, indicator parts,
+and a transposed product; here the same numbers come from two compiled passes over the
+batch:
+
+1. chunks of sequences (about equal token counts, many more chunks than threads, taken by
+   the threads as they finish): the unary scores of a sequence are computed into its rows
+   of one (n_tokens, width) buffer while they are hot, its gold score is read from them,
+   the rescaled forward-backward (``scaled_forward_backward_one``, the decoder's own
+   dynamic program) turns them in place into G_t = ω_i (p_t − e_{ȳ_t}), and the
+   transition, start and end gradients are summed per chunk;
+2. Xᵀ G in a fixed number of lanes (contiguous token ranges, at most 8), each reading its
+   rows of G in order and adding x_tp G_t to the rows of its own copy of ∇_W;
+3. blocks of ∇_W: the lanes' copies summed in lane order, plus α W.
+
+Every sum runs in an order that depends on the batch only, so the value and gradient are
+the same on any number of threads. (Reading G by the columns of X instead, one row of
+∇_W at a time with no copies, took twice as long: the rows of G it gathers are scattered
+over 40 MB, where the lanes read G in order and their writes hit the rows of frequent
+features, which stay in cache.)
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from ..decoders._chain_kernels import (
+    BLOCK,
+    SCALED_RANGE_LIMIT,
+    padded_width,
+    scaled_forward_backward_one,
+    scaled_pairwise,
+)
+from ..utils._parallel import chunk_count, dynamic_schedule, threads_for, token_chunks
+
+__all__ = ["ChainCRFObjective"]
+
+_NJIT = dict(cache=True, nogil=True)
+# Fused multiply-adds only (see ``_chain_kernels``): the block sums stay in registers.
+_CONTRACT = {"contract"}
+
+#: Most lanes of the transposed product, and the most memory their copies of ∇_W take.
+MAX_LANES = 8
+LANE_MEMORY_LIMIT = 256 * 2**20
+
+#: Entries of ∇_W per block when the lanes are summed.
+ENTRIES_PER_BLOCK = 65536
+
+
+class ChainCRFObjective:
+    """Value and gradient of the regularized CRF objective of a chain batch.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix of shape (n_tokens, n_features)
+        Token features, stacked.
+    offsets : ndarray of shape (n_sequences + 1,), int64
+    y : ndarray of shape (n_tokens,), int
+        Encoded gold labels.
+    n_states : int
+    weights : ndarray of shape (n_sequences,)
+        Normalized example weights ω_i (summing to one).
+
+    Notes
+    -----
+    Works with the rescaled forward-backward only: :meth:`value_and_gradient` returns
+    None when the transition or end scores spread more than ``SCALED_RANGE_LIMIT`` (or
+    forbid a part), or when a sequence has no labeling of finite score, and the caller
+    takes the generic path, which chooses log space or raises.
+
+    Memory: one (n_tokens, width) buffer of float64, width = ``n_states`` rounded up to
+    a multiple of 8, and up to ``MAX_LANES`` copies of W (at most ``LANE_MEMORY_LIMIT``
+    bytes together), all kept between evaluations.
+    """
+
+    def __init__(self, X, offsets, y, n_states, weights):
+        X = X.tocsr()
+        if not X.has_canonical_format:
+            X = X.copy()
+            X.sum_duplicates()
+        self.n_features = X.shape[1]
+        self.n_states = int(n_states)
+        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        self.y = np.ascontiguousarray(y, dtype=np.int64)
+        self.weights = np.ascontiguousarray(weights, dtype=np.float64)
+        self.binary = bool(np.all(X.data == 1.0))
+        self.rows = _csr_arrays(X)
+        n_tokens = X.shape[0]
+        n_seq = self.offsets.shape[0] - 1
+        self.bounds = token_chunks(self.offsets, chunk_count(n_tokens, n_seq))
+        n_unary = self.n_features * self.n_states
+        n_lanes = max(1, min(MAX_LANES, n_tokens,
+                             LANE_MEMORY_LIMIT // max(1, 8 * n_unary)))
+        # lanes of about equal stored entries, cut at token boundaries
+        self.lanes = token_chunks(self.rows[2], n_lanes)
+        self.blocks = np.linspace(0, n_unary, max(1, n_unary // ENTRIES_PER_BLOCK) + 1
+                                  ).astype(np.int64)
+        width = padded_width(self.n_states)
+        self._buffer = np.empty((n_tokens, width))
+        self._lane_grads = np.empty((self.lanes.shape[0] - 1, n_unary))
+        self._pair = np.empty((self.bounds.shape[0] - 1, width + 2, width))
+        self._gold_transitions = _gold_transitions(self.y, self.offsets, self.n_states,
+                                                   self.weights)
+        self.n_params = self.n_features * self.n_states + self.n_states ** 2 + 2 * self.n_states
+        self._work = 3 * n_tokens * self.n_states ** 2
+
+    def in_scaled_range(self, w):
+        """Whether the rescaled forward-backward is exact at ``w`` (as the decoder's "auto")."""
+        s = self.n_states
+        base = self.n_features * s
+        pairwise = (w[base:base + s * s], w[base + s * s + s:])
+        return all(np.isfinite(x).all() and np.ptp(x) <= SCALED_RANGE_LIMIT
+                   for x in pairwise)
+
+    def value_and_gradient(self, w, alpha):
+        """F(w) and ∇F(w), or None outside the scaled regime (see the class notes).
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_params,)
+        alpha : float
+            L2 strength α.
+
+        Returns
+        -------
+        values : ndarray of shape (n_sequences,)
+            The losses ℓ_i(w) = log Z_i − θ_{ȳ_i}.
+        value : float
+            F(w) = Σ_i ω_i ℓ_i + (α/2) ‖w‖².
+        gradient : ndarray of shape (n_params,)
+        """
+        if not self.in_scaled_range(w):
+            return None
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        grad = np.empty_like(w)
+        values = np.empty(self.offsets.shape[0] - 1)
+        with threads_for(self._work), dynamic_schedule():
+            _sequence_pass(*self.rows, self.binary, self.offsets, self.y, self.weights, w,
+                           self.n_features, self.n_states, self.bounds, self._buffer,
+                           values, self._pair)
+            if not np.isfinite(values).all():
+                return None
+            _scatter_pass(*self.rows, self.binary, self._buffer, self.n_states,
+                          self.lanes, self._lane_grads)
+            _sum_lanes(self._lane_grads, self.blocks, w, float(alpha), grad)
+        _pair_gradient(self._pair, self._buffer.shape[1], self.n_states, self._gold_transitions,
+                       w, float(alpha), self.n_features, grad)
+        value = float(self.weights @ values) + 0.5 * alpha * float(w @ w)
+        return values, value, grad
+
+
+def _csr_arrays(matrix):
+    """(data, indices, indptr) of a CSR matrix, as float64, int32 or int64, int64."""
+    indices = matrix.indices
+    if indices.dtype not in (np.int32, np.int64):
+        indices = indices.astype(np.int64)
+    return (np.ascontiguousarray(matrix.data, dtype=np.float64),
+            np.ascontiguousarray(indices),
+            np.ascontiguousarray(matrix.indptr, dtype=np.int64))
+
+
+def _gold_transitions(y, offsets, n_states, weights):
+    """Σ_i ω_i (gold transition counts of sequence i), shape (n_states, n_states)."""
+    s = n_states
+    follows = np.ones(y.shape[0], dtype=bool)
+    follows[offsets[:-1]] = False
+    t = np.flatnonzero(follows)
+    token_weight = np.repeat(weights, np.diff(offsets))
+    counts = np.bincount(y[t - 1] * s + y[t], weights=token_weight[t], minlength=s * s)
+    return counts.reshape(s, s)
+
+
+def _pair_gradient(pair, width, n_states, gold, w, alpha, n_features, grad):
+    """The transition, start and end entries of ∇F from the chunks' sums, in chunk order
+    (the first and last rows of G hold the gold indicators already)."""
+    s = n_states
+    base = n_features * s
+    total = pair[0].copy()
+    for chunk in range(1, pair.shape[0]):
+        total += pair[chunk]
+    trans = w[base:base + s * s].reshape(s, s)
+    expo = np.exp(trans - trans.max())
+    grad[base:base + s * s] = ((expo * total[:s, :s] - gold).ravel()
+                               + alpha * w[base:base + s * s])
+    grad[base + s * s:base + s * s + s] = total[width, :s] + alpha * w[base + s * s:base + s * s + s]
+    grad[base + s * s + s:] = total[width + 1, :s] + alpha * w[base + s * s + s:]
+
+
+@njit(inline="always")
+def _score_block(out, data, indices, lo, hi, binary, w, n_states, o):
+    """out[o:o + BLOCK] = Σ_{lo <= p < hi} x_p W[indices[p], o:o + BLOCK], W read from the
+    flat ``w`` with rows of ``n_states``; eight named sums stay in registers."""
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    for p in range(lo, hi):
+        x = 1.0 if binary else data[p]
+        q = indices[p] * n_states + o
+        s0 += x * w[q]
+        s1 += x * w[q + 1]
+        s2 += x * w[q + 2]
+        s3 += x * w[q + 3]
+        s4 += x * w[q + 4]
+        s5 += x * w[q + 5]
+        s6 += x * w[q + 6]
+        s7 += x * w[q + 7]
+    out[o], out[o + 1], out[o + 2], out[o + 3] = s0, s1, s2, s3
+    out[o + 4], out[o + 5], out[o + 6], out[o + 7] = s4, s5, s6, s7
+
+
+@njit(parallel=True, fastmath=_CONTRACT, **_NJIT)
+def _sequence_pass(data, indices, indptr, binary, offsets, y, weights, w, n_features,
+                   n_states, bounds, rows, values, pair):
+    """Pass 1: scores, forward-backward and G = ω (p − e_ȳ) of every sequence, by chunks.
+
+    Parameters
+    ----------
+    data, indices, indptr : CSR arrays of X (n_tokens, n_features)
+    binary : bool
+        Every stored value is 1.0 (the products skip reading ``data``).
+    offsets, y, weights
+        As in :class:`ChainCRFObjective`.
+    w : ndarray of shape (n_params,)
+    bounds : ndarray of shape (n_chunks + 1,)
+        Chunks of sequences (``token_chunks``).
+    rows : ndarray of shape (n_tokens, width)
+        Output: G, 0 in the padding columns.
+    values : ndarray of shape (n_sequences,)
+        Output: log Z_i − θ_{ȳ_i} (-inf or NaN flags a sequence the scaled recursion
+        cannot handle).
+    pair : ndarray of shape (n_chunks, width + 2, width)
+        Output per chunk: rows 0..width-1 the transition sums to multiply by ``expo``,
+        row ``width`` Σ G of first tokens, row ``width + 1`` Σ G of last tokens.
+    """
+    s = n_states
+    width = rows.shape[1]
+    n_blocks = width // BLOCK
+    base = n_features * s
+    trans = w[base:base + s * s].reshape((s, s))
+    start = w[base + s * s:base + s * s + s]
+    end = w[base + s * s + s:base + s * s + 2 * s]
+    expo, expo_t, start_padded, exp_end, trans_max, end_max = scaled_pairwise(
+        trans, start, end, width)
+    for chunk in prange(bounds.shape[0] - 1):
+        first_seq, stop_seq = bounds[chunk], bounds[chunk + 1]
+        longest = 1
+        for seq in range(first_seq, stop_seq):
+            longest = max(longest, offsets[seq + 1] - offsets[seq])
+        alpha = np.empty((longest, width))
+        norm = np.empty(longest)
+        beta = np.empty(width)
+        weight = np.empty(width)
+        acc = pair[chunk]
+        for i in range(acc.shape[0]):
+            for j in range(width):
+                acc[i, j] = 0.0
+        for seq in range(first_seq, stop_seq):
+            a, b = offsets[seq], offsets[seq + 1]
+            # unary scores X_t W, read W by whole blocks: the reads past a row of W stay
+            # inside w (the pair parameters follow) and land in the padding, reset below
+            for t in range(a, b):
+                for block in range(n_blocks):
+                    _score_block(rows[t], data, indices, indptr[t], indptr[t + 1], binary,
+                                 w, s, block * BLOCK)
+                for j in range(s, width):
+                    rows[t, j] = -np.inf
+            gold = start[y[a]] + end[y[b - 1]] + rows[a, y[a]]
+            for t in range(a + 1, b):
+                gold += rows[t, y[t]] + trans[y[t - 1], y[t]]
+            log_z = scaled_forward_backward_one(
+                rows, a, b - a, s, expo, expo_t, start_padded, exp_end, trans_max, end_max,
+                alpha, norm, beta, weight, y[a:b], weights[seq], acc, True)
+            values[seq] = log_z - gold
+            for j in range(width):
+                acc[width, j] += rows[a, j]
+                acc[width + 1, j] += rows[b - 1, j]
+
+
+@njit(parallel=True, **_NJIT)
+def _scatter_pass(data, indices, indptr, binary, rows, n_states, lanes, lane_grads):
+    """Pass 2: lane_grads[l] = Σ_{t in lane l} x_tᵀ G_t (each lane in token order).
+
+    Parameters
+    ----------
+    data, indices, indptr : CSR arrays of X (n_tokens, n_features)
+    rows : ndarray of shape (n_tokens, width)
+        G from :func:`_sequence_pass`.
+    lanes : ndarray of shape (n_lanes + 1,)
+        Lane ``l`` holds tokens ``lanes[l]:lanes[l + 1]``.
+    lane_grads : ndarray of shape (n_lanes, n_features * n_states)
+        Output.
+    """
+    s = n_states
+    for lane in prange(lanes.shape[0] - 1):
+        out = lane_grads[lane]
+        for i in range(out.shape[0]):
+            out[i] = 0.0
+        for t in range(lanes[lane], lanes[lane + 1]):
+            g = rows[t]
+            for p in range(indptr[t], indptr[t + 1]):
+                x = 1.0 if binary else data[p]
+                o = indices[p] * s
+                for j in range(s):
+                    out[o + j] += x * g[j]
+
+
+@njit(parallel=True, **_NJIT)
+def _sum_lanes(lane_grads, blocks, w, alpha, grad):
+    """Pass 3: grad[:n] = Σ_l lane_grads[l] (in lane order) + α w[:n], by blocks."""
+    n_lanes = lane_grads.shape[0]
+    for block in prange(blocks.shape[0] - 1):
+        for i in range(blocks[block], blocks[block + 1]):
+            v = lane_grads[0, i]
+            for lane in range(1, n_lanes):
+                v += lane_grads[lane, i]
+            grad[i] = v + alpha * w[i]

@@ -1,0 +1,144 @@
+"""The compiled CRF objective of chains equals the generic composition, on any number of
+threads, and hands back to it where the rescaled recursion does not apply."""
+
+import numba
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skstruct.decoders import ChainDecoder
+from skstruct.decoders import _chain_kernels as kernels
+from skstruct.features import LinearChainFeatures
+from skstruct.features._chain_crf import ChainCRFObjective
+from skstruct.losses import CRFLoss
+from skstruct.optim import RegularizedRisk
+from skstruct.utils._parallel import chunk_count, dynamic_schedule, token_chunks
+from skstruct.utils._sequences import SequenceBatch
+
+
+def _problem(rng, n_seq=300, n_features=40, n_states=5, binary=True, max_length=30):
+    lengths = rng.integers(1, max_length, size=n_seq)
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    n_tokens = int(offsets[-1])
+    X = sp.random(n_tokens, n_features, density=0.15, format="csr", random_state=rng)
+    if binary:
+        X.data[:] = 1.0
+    y = rng.integers(0, n_states, size=n_tokens)
+    return SequenceBatch(X, offsets), y, n_states
+
+
+def _risks(batch, y, n_states, alpha, sample_weight):
+    features = LinearChainFeatures(batch.n_features, n_states)
+    make = lambda: RegularizedRisk(features, batch, y, ChainDecoder(), CRFLoss(),  # noqa: E731
+                                   alpha, sample_weight)
+    compiled, generic = make(), make()
+    generic._compiled_checked = True  # never builds the compiled objective
+    assert isinstance(compiled.compiled_objective(), ChainCRFObjective)
+    return features, compiled, generic
+
+
+@pytest.mark.parametrize("binary", [True, False])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_compiled_objective_equals_generic_composition(binary, weighted):
+    rng = np.random.default_rng(0)
+    batch, y, n_states = _problem(rng, binary=binary)
+    weights = rng.uniform(0.1, 3.0, batch.n_sequences) if weighted else np.ones(
+        batch.n_sequences)
+    features, compiled, generic = _risks(batch, y, n_states, 1e-3, weights)
+    for scale in (0.0, 0.3, 3.0):
+        w = scale * rng.normal(size=features.n_params)
+        value, grad = compiled.value_and_gradient(w)
+        ref_value, ref_grad = generic.value_and_gradient(w)
+        np.testing.assert_allclose(value, ref_value, rtol=1e-12)
+        np.testing.assert_allclose(grad, ref_grad, rtol=1e-10, atol=1e-12)
+        values, data_grad = compiled.data_term(w)
+        ref_values, ref_data_grad = generic.data_term(w)
+        assert values.shape == ref_values.shape == (batch.n_sequences,)
+        np.testing.assert_allclose(values, ref_values, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(data_grad, ref_data_grad, rtol=1e-10, atol=1e-12)
+
+
+def test_compiled_objective_is_the_same_on_one_and_two_threads():
+    rng = np.random.default_rng(1)
+    batch, y, n_states = _problem(rng, n_seq=2000, n_features=200, n_states=7)
+    features, compiled, _ = _risks(batch, y, n_states, 1e-4, np.ones(batch.n_sequences))
+    w = 0.5 * rng.normal(size=features.n_params)
+    # the batch is large enough for several chunks, lanes and threads
+    objective = compiled.compiled_objective()
+    assert objective.bounds.shape[0] - 1 > 4 and objective.lanes.shape[0] - 1 > 1
+    previous = numba.get_num_threads()
+    results = []
+    try:
+        for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+            numba.set_num_threads(threads)
+            results.append(compiled.value_and_gradient(w))
+    finally:
+        numba.set_num_threads(previous)
+    assert results[0][0] == results[1][0]
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
+def test_compiled_objective_hands_wide_transition_scores_to_the_generic_path():
+    rng = np.random.default_rng(2)
+    batch, y, n_states = _problem(rng, n_seq=40)
+    features, compiled, generic = _risks(batch, y, n_states, 0.0, np.ones(batch.n_sequences))
+    w = rng.normal(size=features.n_params)
+    _, transition, _, _ = features.unpack(w)
+    transition[0, 0] = 500.0  # spread above SCALED_RANGE_LIMIT: log space
+    assert compiled.compiled_objective().value_and_gradient(w, 0.0) is None
+    value, grad = compiled.value_and_gradient(w)
+    ref_value, ref_grad = generic.value_and_gradient(w)
+    assert value == ref_value
+    np.testing.assert_array_equal(grad, ref_grad)
+
+
+def test_compiled_objective_is_not_used_for_a_cost_or_a_log_space_decoder():
+    rng = np.random.default_rng(3)
+    batch, y, n_states = _problem(rng, n_seq=10)
+    features = LinearChainFeatures(batch.n_features, n_states)
+    weights = np.full(batch.n_sequences, 0.1)
+    assert features.compiled_objective(batch, y, ChainDecoder(), CRFLoss("hamming"),
+                                       weights) is None
+    assert features.compiled_objective(batch, y, ChainDecoder(log_space=True), CRFLoss(),
+                                       weights) is None
+    dense = SequenceBatch(batch.X.toarray(), batch.offsets)
+    assert features.compiled_objective(dense, y, ChainDecoder(), CRFLoss(), weights) is None
+
+
+@pytest.mark.parametrize("n_chunks", [1, 2, 7, 50, 1000])
+def test_token_chunks_cover_the_sequences_in_nonempty_balanced_chunks(n_chunks):
+    rng = np.random.default_rng(4)
+    lengths = rng.integers(1, 60, size=300)
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    bounds = token_chunks(offsets, n_chunks)
+    expected = min(n_chunks, 300)
+    assert bounds.shape == (expected + 1,)
+    assert bounds[0] == 0 and bounds[-1] == 300
+    assert np.all(np.diff(bounds) >= 1)
+    tokens = np.diff(offsets[bounds])
+    # every chunk within one longest sequence of its share
+    assert np.all(np.abs(tokens - offsets[-1] / expected) <= lengths.max() + 1)
+
+
+def test_chunk_count_depends_on_the_batch_only():
+    assert chunk_count(0, 0) == 1
+    assert chunk_count(10, 3) == 1
+    assert chunk_count(211727, 8936) == 211727 // 2048
+    assert chunk_count(10**9, 5) == 5
+
+
+def test_scaled_forward_backward_over_many_chunks_matches_log_space():
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(1, 50, size=3000)
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    n_states = 22
+    unary = 3 * rng.normal(size=(offsets[-1], n_states))
+    trans, start, end = (rng.normal(size=(n_states, n_states)), rng.normal(size=n_states),
+                         rng.normal(size=n_states))
+    assert kernels.chunk_count_of(offsets) > 10
+    with dynamic_schedule():
+        scaled = kernels.forward_backward_scaled(unary, offsets, trans, start, end, True)
+    logs = kernels.forward_backward_log(unary, offsets, trans, start, end, True)
+    assert len(scaled) == len(logs) == 3
+    for a, b in zip(scaled, logs):
+        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-11)
