@@ -8,6 +8,7 @@ runs for ``c1 > 0``. The two-loop recursion and inner products are L-BFGS's
 """
 
 import numpy as np
+from numba import njit
 
 from ._lbfgs import _CachedObjective, _inner, _two_loop
 from ._progress import Progress
@@ -38,29 +39,74 @@ def pseudo_gradient(w, grad, l1):
     >>> pseudo_gradient(np.array([1.0, 0.0, 0.0, 0.0]), np.array([0.5, 0.5, 2.0, -2.0]), 1.0)
     array([ 1.5,  0. ,  1. , -1. ])
     """
-    pg = grad + l1 * np.sign(w)
-    at_zero = w == 0
-    right, left = grad + l1, grad - l1
-    pg[at_zero] = np.where(right[at_zero] < 0, right[at_zero],
-                           np.where(left[at_zero] > 0, left[at_zero], 0.0))
-    return pg
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    grad = np.ascontiguousarray(grad, dtype=np.float64)
+    out = np.empty_like(grad)
+    _pseudo_gradient_into(w, grad, float(l1), out)
+    return out
 
 
-def _l1_norm(w):
-    return float(np.abs(w).sum())
+@njit(cache=True, nogil=True)
+def _pseudo_gradient_into(w, grad, l1, out):
+    """``out`` = the pseudo-gradient; returns (max |out_j|, ‖out‖²) from the same pass.
+
+    Written without branches on the signs (selects instead), which are unpredictable.
+    """
+    largest, squares = 0.0, 0.0
+    for j in range(w.shape[0]):
+        g, wj = grad[j], w[j]
+        sign = (wj > 0.0) - (wj < 0.0)
+        at_zero = max(g - l1, 0.0) + min(g + l1, 0.0)
+        v = g + l1 * sign if wj != 0.0 else at_zero
+        out[j] = v
+        largest = max(largest, abs(v))
+        squares += v * v
+    return largest, squares
 
 
-def _project(point, orthant):
-    """``point`` with every coordinate whose sign differs from ``orthant`` set to zero."""
-    point[np.sign(point) != orthant] = 0.0
-    return point
+@njit(cache=True, nogil=True)
+def _keep_descent_coordinates(direction, pg):
+    """Zero the entries of ``direction`` that do not descend along −pg (d_j pg_j ≥ 0)."""
+    for j in range(direction.shape[0]):
+        d = direction[j]
+        direction[j] = d if d * pg[j] < 0.0 else 0.0
+
+
+@njit(cache=True, nogil=True)
+def _orthant_point(w, direction, pg, step, project, out):
+    """``out`` = w + step d, projected on the orthant of w (sign(w_j), or sign(−pg_j) where
+    w_j = 0) when ``project``: coordinates that leave it are zero. Returns ‖out‖₁ and
+    pgᵀ(out − w), from the same pass."""
+    norm, slope = 0.0, 0.0
+    for j in range(w.shape[0]):
+        wj, gj = w[j], pg[j]
+        p = wj + step * direction[j]
+        if project:
+            # p stays when it has the sign of the orthant: of w_j, or of −pg_j at zero
+            reference = wj if wj != 0.0 else -gj
+            p = p if p * reference > 0.0 else 0.0
+        out[j] = p
+        norm += abs(p)
+        slope += gj * (p - wj)
+    return norm, slope
+
+
+@njit(cache=True, nogil=True)
+def _zero_where(values, fixed):
+    for j in range(values.shape[0]):
+        if fixed[j]:
+            values[j] = 0.0
 
 
 def _masked(fun, free):
     """``fun`` with the gradient zeroed outside ``free`` (those coordinates never move)."""
+    fixed = np.ascontiguousarray(~np.asarray(free, dtype=bool))
+
     def masked(w):
         value, grad = fun(w)
-        return value, np.where(free, grad, 0.0)
+        grad = np.array(grad, dtype=np.float64)
+        _zero_where(grad, fixed)
+        return value, grad
     return masked
 
 
@@ -144,24 +190,21 @@ def minimize_owlqn(
     objective = _CachedObjective(fun)
     progress = Progress(verbose, callback, printer)
     smooth, grad = objective.evaluate(w)
-    value = smooth + l1 * _l1_norm(w)
+    value = smooth + l1 * float(np.abs(w).sum())
+    pg = np.empty_like(w)
     pairs = []
     message, converged = "maximum number of iterations reached", False
     for _ in range(max_iter):
-        pg = pseudo_gradient(w, grad, l1) if l1 > 0 else grad
-        if np.max(np.abs(pg), initial=0.0) <= tol:
+        largest, squares = _pseudo_gradient_into(w, grad, l1, pg)
+        if largest <= tol:
             message, converged = "pseudo-gradient below tol", True
             break
         direction = _two_loop(pg, pairs)
         if l1 > 0:
-            direction[direction * pg >= 0] = 0.0
+            _keep_descent_coordinates(direction, pg)
         if not pairs:
             direction /= max(1.0, np.sqrt(_inner(direction, direction)))
-        orthant = np.sign(w)
-        if l1 > 0:
-            at_zero = orthant == 0
-            orthant[at_zero] = np.sign(-pg[at_zero])
-        found = _backtracking(objective, w, direction, orthant, pg, value, l1)
+        found = _backtracking(objective, w, direction, pg, value, l1)
         if found is None:
             message, converged = "line search failed (the objective may be at its optimum)", True
             break
@@ -174,7 +217,7 @@ def minimize_owlqn(
             if len(pairs) > memory:
                 pairs.pop(0)
         previous_value, value, w, grad = value, new_value, w_new, new_grad
-        columns = {"|pgrad|": float(np.sqrt(_inner(pg, pg)))}
+        columns = {"|pgrad|": float(np.sqrt(squares))}
         if l1 > 0:
             columns["nonzero"] = int(np.count_nonzero(w))
         if progress.report(w, value, **columns):
@@ -194,18 +237,18 @@ def minimize_owlqn(
     )
 
 
-def _backtracking(objective, w, direction, orthant, pg, value, l1, max_halvings=40):
-    """The first projected point along ``direction`` that decreases F enough.
+def _backtracking(objective, w, direction, pg, value, l1, max_halvings=40):
+    """The first orthant-projected point along ``direction`` that decreases F enough.
 
     Returns (point, F(point)), or None when no step of the 40 halvings is accepted.
     """
     step = 1.0
+    project = l1 > 0
     for _ in range(max_halvings):
-        point = w + step * direction
-        if l1 > 0:
-            point = _project(point, orthant)
-        new_value = objective.value(point) + l1 * _l1_norm(point)
-        if new_value <= value + 1e-4 * _inner(pg, point - w):
+        point = np.empty_like(w)
+        norm, slope = _orthant_point(w, direction, pg, step, project, point)
+        new_value = objective.value(point) + l1 * norm
+        if new_value <= value + 1e-4 * slope:
             return point, new_value
         step *= 0.5
     return None
