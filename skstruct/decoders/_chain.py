@@ -374,7 +374,7 @@ class ChainDecoder(Decoder):
             When a sequence has no labeling with a finite score.
         """
         self._check_scores(scores)
-        with threads_for(scores.unary.size * scores.n_states):
+        with threads_for(scores.unary.size * scores.n_states), dynamic_schedule():
             labels, best = kernels.viterbi(*scores._kernel_args())
         check_feasible(best, "sequence")
         return (labels, best) if return_score else labels

@@ -49,11 +49,12 @@ def viterbi_one(unary, trans, start, end, delta, back, labels):
     ----------
     unary : ndarray of shape (length, n_states)
         Unary scores of the sequence (length >= 1).
-    trans : ndarray of shape (n_states, n_states)
+    trans : ndarray of shape (n_states, width), width >= n_states
+        Transition scores; columns past ``n_states`` (padding) must be -inf.
     start, end : ndarray of shape (n_states,)
-    delta : ndarray of shape (>= length, n_states), float64
+    delta : ndarray of shape (>= length, width), float64
         Scratch: best prefix scores.
-    back : ndarray of shape (>= length, n_states), integer
+    back : ndarray of shape (>= length, width), integer
         Scratch: back-pointers.
     labels : ndarray of shape (length,), int64
         Output: the best labels.
@@ -69,23 +70,28 @@ def viterbi_one(unary, trans, start, end, delta, back, labels):
     The loop over previous states is outside the loop over current states, so the inner
     loop reads rows of ``trans`` and ``delta`` contiguously and vectorizes (selects, no
     branch); it visits the candidates in the same order as a scan over previous states
-    with a strict ``>``, so the result is that scan's.
+    with a strict ``>``, so the result is that scan's. A ``width`` that is a multiple of
+    16 leaves no scalar remainder to that loop (the batch kernel pads to it).
     """
     length, n_states = unary.shape
+    width = trans.shape[1]
     for j in range(n_states):
         delta[0, j] = start[j] + unary[0, j]
+    for j in range(n_states, width):
+        delta[0, j] = -np.inf
     for t in range(1, length):
         top = delta[t]
         arg = back[t]
         previous = delta[t - 1]
         first = previous[0]
-        for j in range(n_states):
-            top[j] = first + trans[0, j]
+        row = trans[0]
+        for j in range(width):
+            top[j] = first + row[j]
             arg[j] = 0
         for i in range(1, n_states):
             d = previous[i]
             row = trans[i]
-            for j in range(n_states):
+            for j in range(width):
                 v = d + row[j]
                 better = v > top[j]
                 top[j] = v if better else top[j]
@@ -105,9 +111,17 @@ def viterbi_one(unary, trans, start, end, delta, back, labels):
     return best
 
 
+#: Rows of the batch Viterbi are padded to a multiple of this many states.
+VITERBI_BLOCK = 16
+
+
 @njit(parallel=True, **_NJIT)
 def viterbi(unary, offsets, trans, start, end):
-    """Best label sequence of every chain (:func:`viterbi_one` per sequence, in parallel).
+    """Best label sequence of every chain (:func:`viterbi_one` per sequence).
+
+    Sequences run in chunks of about equal token counts, one chunk per parallel
+    iteration (see :func:`forward_backward_scaled`), with scratch of the chunk's longest
+    sequence; transitions padded with -inf columns to a multiple of ``VITERBI_BLOCK``.
 
     Returns
     -------
@@ -117,15 +131,33 @@ def viterbi(unary, offsets, trans, start, end):
     """
     n_tokens, n_states = unary.shape
     n_seq = offsets.shape[0] - 1
-    delta = np.empty((n_tokens, n_states))
-    back = np.empty((n_tokens, n_states), dtype=np.int32)
+    width = (n_states + VITERBI_BLOCK - 1) // VITERBI_BLOCK * VITERBI_BLOCK
+    padded = _padded_transitions(trans, width)
+    bounds = token_chunks(offsets, chunk_count_of(offsets))
     labels = np.empty(n_tokens, dtype=np.int64)
     best = np.empty(n_seq)
-    for seq in prange(n_seq):
-        a, b = offsets[seq], offsets[seq + 1]
-        best[seq] = viterbi_one(unary[a:b], trans, start, end, delta[a:b], back[a:b],
-                                labels[a:b])
+    for chunk in prange(bounds.shape[0] - 1):
+        longest = 1
+        for seq in range(bounds[chunk], bounds[chunk + 1]):
+            longest = max(longest, offsets[seq + 1] - offsets[seq])
+        delta = np.empty((longest, width))
+        back = np.empty((longest, width), dtype=np.int32)
+        for seq in range(bounds[chunk], bounds[chunk + 1]):
+            a, b = offsets[seq], offsets[seq + 1]
+            best[seq] = viterbi_one(unary[a:b], padded, start, end, delta, back,
+                                    labels[a:b])
     return labels, best
+
+
+@njit(**_NJIT)
+def _padded_transitions(trans, width):
+    """``trans`` (n_states, n_states) with -inf columns up to ``width``."""
+    n_states = trans.shape[0]
+    padded = np.full((n_states, width), -np.inf)
+    for i in range(n_states):
+        for j in range(n_states):
+            padded[i, j] = trans[i, j]
+    return padded
 
 
 @njit(inline="always")
