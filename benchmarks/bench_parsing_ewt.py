@@ -21,13 +21,23 @@ Run::
     python benchmarks/bench_parsing_ewt.py --parsers ssvm --python-passes 1
     python benchmarks/bench_parsing_ewt.py --max-train 2000 --max-iter 30    # quicker
 
+The training features are an :class:`~skstruct.utils._trees.ArcFeatureBatch`
+(``ArcVectorizer.transform_batch``: no values, int32 indices, 0.98 GB on EWT) unless
+``--features list`` (the list of per-sentence float64 CSR matrices of ``transform``,
+2.8 GB, which the estimators stack into a second copy).
+
 Writes the markdown table to ``--results`` (default ``results/parsing_ewt.md`` next to
-this file) unless ``--results ''``.
+this file) unless ``--results ''``. The rows are kept in a JSON file next to it (same
+name, ``.json``): a run of some parsers replaces their rows and keeps the others, each
+row with the command, date and load average of the run that measured it.
 """
 
 import argparse
-import functools
+import datetime
+import json
+import os
 import platform
+import resource
 import time
 import warnings
 from pathlib import Path
@@ -41,6 +51,11 @@ from skstruct.decoders import TreeDecoder
 from skstruct.preprocessing import ArcVectorizer
 
 RESULTS = Path(__file__).parent / "results" / "parsing_ewt.md"
+#: The previous table (UAS, training seconds): full training set, 12 SSVM passes, 60
+#: L-BFGS iterations, 20 MAP calls per SparseMAP solve; the SSVM on a quiet machine.
+BEFORE = {"ssvm": (84.37, 48.4), "crf": (84.28, 335.0), "sparsemap": (83.94, 853.0),
+          "m-sparsemap": (83.86, 637.0)}
+FULL_TRAIN = 12544
 PARSERS = ("ssvm", "crf", "sparsemap", "m-sparsemap")
 NAMES = {
     "ssvm": "SSVM (Hamming, BCFW)",
@@ -77,14 +92,13 @@ def fit(model, X, y):
 def python_fallback_fit(model, X, y):
     """Fit with the compiled engine switched off (the Python loop over sentences)."""
     import skstruct.optim._bcfw as bcfw_module
-    from skstruct import _ssvm
 
-    original = _ssvm.minimize_bcfw
-    _ssvm.minimize_bcfw = functools.partial(bcfw_module.minimize_bcfw, _force_python=True)
+    original = bcfw_module.compiled_problem
+    bcfw_module.compiled_problem = lambda *args: None
     try:
         return fit(model, X, y)
     finally:
-        _ssvm.minimize_bcfw = original
+        bcfw_module.compiled_problem = original
 
 
 def main():
@@ -101,6 +115,8 @@ def main():
                         help="also fit the SSVM this many passes on the Python fallback")
     parser.add_argument("--alpha", type=float, default=None,
                         help="L2 strength (default: 1 / n_train_sentences)")
+    parser.add_argument("--features", choices=("batch", "list"), default="batch",
+                        help="ArcFeatureBatch (transform_batch) or a list of CSR matrices")
     parser.add_argument("--results", default=str(RESULTS),
                         help="markdown output ('' for none)")
     args = parser.parse_args()
@@ -109,14 +125,17 @@ def main():
     test = load_ud_english_ewt("test")
     start = time.perf_counter()
     vectorizer = ArcVectorizer().fit(train)
-    X_train, X_test = vectorizer.transform(train), vectorizer.transform(test)
+    transform = (vectorizer.transform_batch if args.features == "batch"
+                 else vectorizer.transform)
+    X_train, X_test = transform(train), transform(test)
     y_train = [sentence["head"] for sentence in train]
     y_test = [sentence["head"] for sentence in test]
     featurize = time.perf_counter() - start
     n_words = sum(len(h) for h in y_train)
-    nnz = sum(x.nnz for x in X_train)
+    nnz, feature_bytes = feature_size(X_train)
     print(f"{len(train)} training sentences ({n_words} words), {len(test)} test sentences; "
-          f"arc features in {featurize:.1f} s ({nnz / 1e6:.0f} M nonzeros)", flush=True)
+          f"arc features in {featurize:.1f} s ({nnz / 1e6:.0f} M nonzeros, "
+          f"{feature_bytes / 1e9:.2f} GB as {args.features})", flush=True)
     alpha = args.alpha if args.alpha is not None else 1.0 / len(train)
 
     # compile (or load from numba's cache) on a few sentences first: not timed
@@ -126,12 +145,19 @@ def main():
     rows = []
     for key in args.parsers:
         model = make_parser(key, args, alpha)
+        load_before = os.getloadavg()[0]
         seconds, cpu, converged = fit(model, X_train, y_train)
         uas = model.score(X_test, y_test)
-        rows.append((NAMES[key], uas, seconds, cpu, model.n_iter_, converged))
+        rows.append(dict(
+            key=key, name=NAMES[key], uas=uas, seconds=seconds, cpu=cpu,
+            n_iter=int(model.n_iter_), converged=converged,
+            load=[load_before, os.getloadavg()[0]], features=args.features,
+            feature_gb=feature_bytes / 1e9, peak_rss_gb=peak_rss_gb(),
+            date=datetime.date.today().isoformat(), command=command_line(args)))
         print(f"{NAMES[key]:24s} test UAS {100 * uas:6.2f}   training {seconds:7.1f} s, "
               f"CPU {cpu:7.1f} s ({model.n_iter_} iterations, {seconds / model.n_iter_:.2f} s "
-              "each)", flush=True)
+              f"each; load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}, peak RSS "
+              f"{peak_rss_gb():.2f} GB)", flush=True)
     fallback = None
     if args.python_passes:
         model = make_parser("ssvm", args, alpha).set_params(max_iter=args.python_passes)
@@ -140,35 +166,85 @@ def main():
         print(f"SSVM on the Python fallback: {seconds:.1f} s for {model.n_iter_} passes "
               f"({seconds / model.n_iter_:.2f} s each, CPU {cpu:.1f} s)", flush=True)
     if args.results:
-        Path(args.results).write_text(
-            report(args, rows, fallback, len(train), n_words, nnz, alpha))
+        path = Path(args.results)
+        setup = dict(n_train=len(train), n_words=n_words, nnz=nnz, alpha=alpha,
+                     sparsemap_max_iter=args.sparsemap_max_iter,
+                     machine=platform.processor() or platform.machine(),
+                     threads=numba.get_num_threads())
+        rows = merge_rows(path.with_suffix(".json"), rows, setup)
+        path.write_text(report(rows, fallback, setup))
 
 
-def report(args, rows, fallback, n_train, n_words, nnz, alpha):
-    command = "python benchmarks/bench_parsing_ewt.py " + " ".join(
+def path_notes():
+    """Notes written by hand about the last full run, appended to the table."""
+    return RESULTS.with_name("parsing_ewt_notes.md")
+
+
+def feature_size(X):
+    """Stored entries and bytes of the training features (a batch or a list of CSR)."""
+    if hasattr(X, "nbytes"):
+        return X.rows.nnz, X.nbytes
+    return (sum(x.nnz for x in X),
+            sum(x.data.nbytes + x.indices.nbytes + x.indptr.nbytes for x in X))
+
+
+def peak_rss_gb():
+    """Peak resident memory of this process so far, in GB (Linux reports kB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+
+
+def command_line(args):
+    return "python benchmarks/bench_parsing_ewt.py " + " ".join(
         f"--{k.replace('_', '-')} {' '.join(v) if isinstance(v, list) else v}"
         for k, v in vars(args).items() if v is not None and k != "results"
     )
+
+
+def merge_rows(path, rows, setup):
+    """The rows of this run with those of earlier runs on the same setup that it did not
+    re-run, in table order; saved to ``path`` (JSON)."""
+    previous = json.loads(path.read_text()) if path.exists() else {}
+    kept = previous.get("rows", {}) if previous.get("setup") == setup else {}
+    kept.update({row["key"]: row for row in rows})
+    path.write_text(json.dumps({"setup": setup, "rows": kept}, indent=1) + "\n")
+    return [kept[key] for key in PARSERS if key in kept]
+
+
+def report(rows, fallback, setup):
     lines = [
         "# Dependency parsing, UD English EWT (arc-factored linear parsers)",
         "",
-        f"Command: `{command}`",
-        "",
-        f"Training: {n_train} sentences ({n_words} words), {nnz / 1e6:.0f} M arc-feature "
-        f"nonzeros; test: the 2,077 test sentences (25,094 words). Non-projective "
-        f"`TreeDecoder`, first-order McDonald et al. (2005) features hashed to 2^22 "
-        f"columns, alpha = {alpha:.3g}; each SparseMAP solve stops after "
-        f"{args.sparsemap_max_iter} MAP calls per sentence. Machine: "
-        f"{platform.processor() or platform.machine()}, {numba.get_num_threads()} threads.",
+        f"Training: {setup['n_train']} sentences ({setup['n_words']} words), "
+        f"{setup['nnz'] / 1e6:.0f} M arc-feature nonzeros; test: the 2,077 test sentences "
+        f"(25,094 words). Non-projective `TreeDecoder`, first-order McDonald et al. (2005) "
+        f"features hashed to 2^22 columns, alpha = {setup['alpha']:.3g}; each SparseMAP "
+        f"solve stops after {setup['sparsemap_max_iter']} MAP calls per sentence. Machine: "
+        f"{setup['machine']}, {setup['threads']} threads.",
         "",
         "| loss | test UAS (punctuation included) | training time | iterations | time per "
-        "iteration | CPU time per iteration (all threads) |",
-        "|---|---|---|---|---|---|",
+        "iteration | CPU time per iteration (all threads) | features | load average "
+        "(start, end) | peak RSS |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, uas, seconds, cpu, n_iter, converged in rows:
-        lines.append(f"| {name} | {100 * uas:.2f} | {seconds:.0f} s | {n_iter}"
-                     f"{'' if converged else ' (not converged)'} | {seconds / n_iter:.2f} s | "
-                     f"{cpu / n_iter:.2f} s |")
+    for row in rows:
+        n_iter = row["n_iter"]
+        lines.append(
+            f"| {row['name']} | {100 * row['uas']:.2f} | {row['seconds']:.0f} s | {n_iter}"
+            f"{'' if row['converged'] else ' (not converged)'} | "
+            f"{row['seconds'] / n_iter:.2f} s | {row['cpu'] / n_iter:.2f} s | "
+            f"{row['features']} ({row['feature_gb']:.2f} GB) | "
+            f"{row['load'][0]:.1f}, {row['load'][1]:.1f} | {row['peak_rss_gb']:.1f} GB |")
+    lines += ["", "Before (the table this benchmark replaced: float64 CSR lists, scipy-layout "
+              "products; same features, alpha and iterations), training time and the ratio "
+              "before / now:", ""]
+    for row in rows:
+        before = BEFORE.get(row["key"])
+        if before is not None and setup["n_train"] == FULL_TRAIN:
+            lines.append(f"- {row['name']}: {before[1]:.1f} s (UAS {before[0]:.2f}), "
+                         f"{before[1] / row['seconds']:.2f}× faster now")
+    lines += ["", "Commands (date of the run):", ""]
+    for command in dict.fromkeys(f"`{row['command']}` ({row['date']})" for row in rows):
+        lines.append(f"- {command}")
     lines += [
         "",
         "The SSVM counts passes over the data (block-coordinate Frank–Wolfe; the time of a "
@@ -178,6 +254,9 @@ def report(args, rows, fallback, n_train, n_words, nnz, alpha):
         "86.90, m-SparseMAP 87.34; linear first-order features land lower.",
         "",
     ]
+    notes = path_notes()
+    if notes is not None and notes.exists():
+        lines += [notes.read_text().rstrip(), ""]
     if fallback is not None:
         seconds, cpu, n_iter = fallback
         lines += [

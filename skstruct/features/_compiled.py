@@ -28,8 +28,9 @@ class CompiledFeatures(NamedTuple):
 
     Attributes
     ----------
-    data : ndarray of shape (nnz,), float64
-        CSR values of the stacked feature rows of the whole batch.
+    data : ndarray of shape (nnz,) or (0,), float64
+        CSR values of the stacked feature rows of the whole batch; empty when ``binary``
+        and the rows came without values (the kernels read it only when not ``binary``).
     indices : ndarray of shape (nnz,), int32 or int64
         Their columns.
     indptr : ndarray of shape (n_rows + 1,), int64
@@ -104,21 +105,39 @@ def compiled_rows(X, row_offsets, n_features, n_unary, has_bias, n_pair):
     """A :class:`CompiledFeatures` from the feature rows ``X`` (dense or sparse).
 
     Dense rows are converted to CSR once (zeros dropped), so the kernels read one format.
-    ``binary`` is set when every stored value is 1.0.
+    ``binary`` is set when every stored value is 1.0; rows without values (an
+    :class:`~skstruct.utils._trees.ArcRows` whose values are all 1.0) give an empty
+    ``data``, which the kernels never read (entries repeated in a row add up, as in the
+    CSR form). Rows whose indices are positions in a ``column_order`` (an
+    :class:`~skstruct.utils._trees.ArcRows` from ``ArcVectorizer.transform_batch``) give
+    that order, composed with the dictionary's, as the engine's ``column_order``.
     """
-    X = sp.csr_matrix(X) if not sp.issparse(X) else X.tocsr()
-    if not X.has_canonical_format:
-        X = X.copy()
-        X.sum_duplicates()
+    positions = None
+    if getattr(X, "data", 0) is None or getattr(X, "binary", False):
+        # rows without values (an ArcRows of indicator features): nothing to read
+        data, binary = np.empty(0), True
+        positions = X.column_order
+    else:
+        X = X.tocsr() if hasattr(X, "tocsr") else sp.csr_matrix(X)  # in column order
+        if not X.has_canonical_format:
+            X = X.copy()
+            X.sum_duplicates()
+        data = np.ascontiguousarray(X.data, dtype=np.float64)
+        binary = bool(np.all(data == 1.0))
     indices = X.indices if X.indices.dtype in (np.int32, np.int64) else X.indices.astype(
         np.int64)
-    data = np.ascontiguousarray(X.data, dtype=np.float64)
     indices = np.ascontiguousarray(indices)
     indptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
     row_offsets = np.ascontiguousarray(row_offsets, dtype=np.int64)
     dictionary = {}
     if n_unary == 1 and indices.shape[0] > 0:
         dictionary = column_dictionary(indices, indptr, row_offsets, int(n_features))
+    if positions is not None:
+        # ``indices`` are positions in ``positions``: the engine's rows are those
+        # positions (in the dictionary's order when there is one), mapped to columns
+        order = dictionary.get("column_order")
+        dictionary["column_order"] = np.ascontiguousarray(
+            positions if order is None else positions[order], dtype=np.int64)
     return CompiledFeatures(
         data=data,
         indices=indices,
@@ -128,7 +147,7 @@ def compiled_rows(X, row_offsets, n_features, n_unary, has_bias, n_pair):
         n_unary=int(n_unary),
         has_bias=bool(has_bias),
         n_pair=int(n_pair),
-        binary=bool(np.all(data == 1.0)),
+        binary=binary,
         **dictionary,
     )
 

@@ -88,7 +88,7 @@ def score_example(feats, W, b, pair, scale, i, unary, pair_scores):
             for k in range(n_unary):
                 row[k] = 0.0
             for p in range(indptr[a + r], indptr[a + r + 1]):
-                x = data[p]
+                x = 1.0 if feats.binary else data[p]
                 f = indices[p]
                 for k in range(n_unary):
                     row[k] += x * W[f, k]
@@ -200,6 +200,7 @@ def _sparse_update(feats, i, n_rows, d_unary, d_pair, scale, W, b, pair, weight,
     colsum[:] = 0.0
     local_form = feats.local_slots.shape[0] > 0
     c0 = feats.column_offsets[i] if local_form else 0
+    binary = feats.binary  # x = 1.0: scale * x == scale, the same products
     for r in range(n_rows):
         if local_form:
             g = d_unary[r, 0]
@@ -207,7 +208,7 @@ def _sparse_update(feats, i, n_rows, d_unary, d_pair, scale, W, b, pair, weight,
             if g == 0.0:
                 continue
             for p in range(indptr[a + r], indptr[a + r + 1]):
-                x = scale * data[p]
+                x = scale if binary else scale * data[p]
                 f = feats.local_columns[c0 + feats.local_slots[p]]
                 W[f, 0] += x * g
                 if weight != 0.0:
@@ -224,7 +225,7 @@ def _sparse_update(feats, i, n_rows, d_unary, d_pair, scale, W, b, pair, weight,
         if count == 0:
             continue
         for p in range(indptr[a + r], indptr[a + r + 1]):
-            x = scale * data[p]
+            x = scale if binary else scale * data[p]
             f = indices[p]
             for c in range(count):
                 W[f, nz_k[c]] += x * nz_g[c]
@@ -462,7 +463,7 @@ def bcfw_pass(feats, orc, W, b, pair, lazy_W, lazy_b, lazy_pair, dual_unary, dua
                 continue
             for p in range(indptr[a + r], indptr[a + r + 1]):
                 f = indices[p]
-                x = data[p]
+                x = 1.0 if feats.binary else data[p]
                 t = slot[f]
                 if t < 0:
                     t = n_touched
