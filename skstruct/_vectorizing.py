@@ -16,7 +16,7 @@ DictVectorizer drops it when it removes stored zeros).
 
 from array import array
 from itertools import chain, islice, repeat
-from operator import getitem, is_not
+from operator import is_not
 
 import numpy as np
 import scipy.sparse as sp
@@ -60,21 +60,35 @@ def column_table(by_value, by_key):
     return table
 
 
-def _codes(tokens, table, n_items):
+#: Tokens read per chunk: a chunk's dicts and values are read twice (type check, then
+#: lookups) and stay in the cache in between.
+_CHUNK_TOKENS = 512
+
+
+def _codes(tokens, table):
     """Table code of every (key, value) item of every token, in token then dict order.
 
     Returns
     -------
-    codes : ndarray of shape (n_items,), dtype int64
-        Column, :data:`DROP` or :data:`MISS`.
+    codes : ndarray of shape (n_items,), dtype int64, or None
+        Column, :data:`DROP` or :data:`MISS`; None when a value's type is not one of
+        :data:`_TABLE_TYPES`.
+    values : list of n_items values
+        The values of the items, in the same order.
     """
-    keys = chain.from_iterable(map(dict.keys, tokens))
-    values = chain.from_iterable(map(dict.values, tokens))
-    inner_tables = map(table.get, keys, repeat(_EMPTY))
-    codes = list(map(dict.get, inner_tables, values, repeat(MISS)))
-    if len(codes) != n_items:  # a dict changed size while being read
-        raise RuntimeError("a token feature dict changed while it was being vectorized")
-    return np.frombuffer(array("q", codes), dtype=np.int64)
+    codes, values = array("q"), []
+    for start in range(0, len(tokens), _CHUNK_TOKENS):
+        chunk = tokens[start:start + _CHUNK_TOKENS]
+        chunk_values = list(chain.from_iterable(map(dict.values, chunk)))
+        if not _TABLE_TYPES.issuperset(map(type, chunk_values)):
+            return None, None
+        inner_tables = map(table.get, chain.from_iterable(map(dict.keys, chunk)), repeat(_EMPTY))
+        chunk_codes = list(map(dict.get, inner_tables, chunk_values, repeat(MISS)))
+        if len(chunk_codes) != len(chunk_values):  # a dict changed size while being read
+            raise RuntimeError("a token feature dict changed while it was being vectorized")
+        codes.fromlist(chunk_codes)
+        values += chunk_values
+    return np.frombuffer(codes, dtype=np.int64), values
 
 
 def lookup_csr(tokens, table, by_key, n_features, dtype):
@@ -107,17 +121,16 @@ def lookup_csr(tokens, table, by_key, n_features, dtype):
     """
     try:
         counts = np.frombuffer(array("q", map(len, tokens)), dtype=np.int64)
-        simple = _TABLE_TYPES.issuperset(map(type, chain.from_iterable(map(dict.values, tokens))))
+        codes, values = _codes(tokens, table)
     except TypeError:  # a token that is not a dict
         return None
-    if not simple:
+    if codes is None:
         return None
-    n_items = int(counts.sum())
-    codes = _codes(tokens, table, n_items)
+    n_items = len(values)
     data = np.ones(n_items, dtype=dtype)
     misses = np.flatnonzero(codes == MISS)
     if misses.size:
-        _resolve_misses(tokens, counts, misses, by_key, codes, data)
+        _resolve_misses(tokens, counts, values, misses, by_key, codes, data)
     kept = codes >= 0
     item_bounds = np.zeros(len(tokens) + 1, dtype=np.int64)
     np.cumsum(counts, out=item_bounds[1:])
@@ -131,28 +144,29 @@ def lookup_csr(tokens, table, by_key, n_features, dtype):
     return matrix
 
 
-def _resolve_misses(tokens, counts, misses, by_key, codes, data):
+def _resolve_misses(tokens, counts, values, misses, by_key, codes, data):
     """Fill ``codes`` and ``data`` at the items the table missed (in place).
 
     An unseen string stays a miss (dropped); a number gets the column of its key, if the
-    key was numeric in fit, and its own value unless that is 0 (dropped). The missed
-    values are fetched at C level; Python code runs once per missed number.
+    key was numeric in fit, and its own value unless that is 0 (dropped). Python code
+    runs once per missed number (its key is read from its token).
     """
+    missed = list(map(values.__getitem__, misses.tolist()))
+    is_number = np.fromiter(map(is_not, map(type, missed), repeat(str)), dtype=bool,
+                            count=len(missed))
+    numbers = misses[is_number]
+    if not numbers.size:
+        return
     starts = np.zeros(len(tokens) + 1, dtype=np.int64)
     np.cumsum(counts, out=starts[1:])
-    token_of_miss = np.searchsorted(starts, misses, side="right") - 1
-    miss_tokens = list(map(tokens.__getitem__, token_of_miss.tolist()))
-    positions = (misses - starts[token_of_miss]).tolist()
-    values = list(map(getitem, map(list, map(dict.values, miss_tokens)), positions))
-    numbers = np.flatnonzero(np.fromiter(map(is_not, map(type, values), repeat(str)), dtype=bool,
-                                         count=len(values)))
+    token_of = np.searchsorted(starts, numbers, side="right") - 1
     number_items, number_columns, number_values = [], [], []
-    for k in numbers.tolist():
-        value = values[k]
-        key = next(islice(miss_tokens[k], positions[k], None))
+    for item, token in zip(numbers.tolist(), token_of.tolist()):
+        key = next(islice(tokens[token], item - int(starts[token]), None))
+        value = values[item]
         column = by_key.get(key)
         if column is not None and value:
-            number_items.append(int(misses[k]))
+            number_items.append(item)
             number_columns.append(column)
             number_values.append(value)
     if number_items:

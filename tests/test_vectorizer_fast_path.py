@@ -94,10 +94,12 @@ def test_conll_test_set_has_unseen_features_and_misses(conll):
     vectorizer = SequenceVectorizer().fit(X_train)
     table, by_key = vectorizer._index
     tokens = list(chain.from_iterable(X_test))
-    codes = _vectorizing._codes(tokens, table, sum(map(len, tokens)))
+    codes, values = _vectorizing._codes(tokens, table)
+    assert len(codes) == len(values) == sum(map(len, tokens))
     assert (codes == _vectorizing.MISS).sum() > 100
     assert (codes == _vectorizing.DROP).sum() > 100  # booleans False
     assert (codes >= 0).sum() > 1000
+    assert len(tokens) > 2 * _vectorizing._CHUNK_TOKENS  # several chunks
 
 
 TRAIN = [
@@ -255,3 +257,15 @@ def test_fit_keeps_working_with_the_table(conll):
     for key, column in by_key.items():
         assert table[key][True] == column and table[key][False] == _vectorizing.DROP
     assert pickle.loads(pickle.dumps(vectorizer))._index == vectorizer._index
+
+
+def test_values_in_a_later_chunk_are_checked_and_resolved(conll):
+    """Type check and missed numbers work in every chunk, not only the first."""
+    X_train, X_test = conll
+    vectorizer = SequenceVectorizer().fit(X_train + [[{"n": 1.0}]])
+    late = [[{"n": 2.5, "w": "unseen-word"}, {"n": 0.0}]]
+    blocks = vectorizer.transform(X_test + late)
+    assert_same_blocks(blocks, general_path(vectorizer, X_test + late))
+    assert blocks[-1].toarray()[0, vectorizer.vocabulary_["n"]] == 2.5
+    with pytest.raises(TypeError, match=f"feature 'n' of sequence {len(X_test)} token 1"):
+        vectorizer.transform(X_test + [[{"n": 2.5}, {"n": np.True_}]])

@@ -1,0 +1,249 @@
+"""Tagging throughput from token feature dicts: skstruct's CRF versus CRFsuite.
+
+Both tag the CoNLL-2000 test set (2,012 sentences, 47,377 tokens) from the same token
+feature dicts (the sklearn-crfsuite tutorial features, built once by
+``sentences_to_features``), with models trained once at the start on the training set:
+sklearn-crfsuite's ``CRF`` (L-BFGS, ``c2``) and ``SequenceVectorizer`` + skstruct's
+``CRF``. Training runs only ``--iterations`` L-BFGS iterations (10 by default): tagging
+time does not depend on how far training went (CRFsuite keeps every attribute of the
+training set with ``c1 = 0``; skstruct's weights are dense), only the F1 does, so the F1
+printed is that of an unfinished model and is there as a sanity check.
+
+Timed, alternating in one process after a warm-up (``--repeats`` rounds, medians, wall
+and CPU time of this process):
+
+- ``crfsuite``: ``sklearn_crfsuite.CRF.predict(X)`` (turning the dicts into CRFsuite
+  items, then Viterbi), split into ``crfsuite items`` (``pycrfsuite.ItemSequence`` of
+  every sentence) and ``crfsuite tag`` (``Tagger.tag`` on those items);
+- ``skstruct``: ``CRF.predict(SequenceVectorizer.transform(X))``, split into its
+  ``transform`` and ``predict`` parts, and ``skstruct model only`` (``predict`` on the
+  vectorized test set, built once);
+- ``featurize``: ``sentences_to_features`` on the test sentences, the step both sides
+  share when tagging from words.
+
+Writes ``results/tagging_throughput.md`` and ``.json`` (runs stored under ``--label``).
+Run: ``python benchmarks/bench_tagging_throughput.py`` (needs ``pip install
+sklearn-crfsuite``); ``--quick`` for a short run on slices.
+"""
+
+import argparse
+import sys
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+
+import skstruct
+from _compare import Side, alternate, load_average, peer_import, ratio
+from _report import code_version, command_line, machine_summary, record_run
+from skstruct import CRF
+from skstruct.datasets import load_conll2000
+from skstruct.metrics import span_f1_score
+from skstruct.preprocessing import SequenceVectorizer, sentences_to_features
+
+STEM = "tagging_throughput"
+RESULTS = Path(__file__).parent / "results"
+
+
+def log(line):
+    print(line, file=sys.stderr, flush=True)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=10, help="L-BFGS iterations")
+    parser.add_argument("--c2", type=float, default=0.1)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--label", default="latest", help="name of this run in the JSON")
+    parser.add_argument("--output", default=str(RESULTS))
+    parser.add_argument("--quick", action="store_true",
+                        help="300 training and 200 test sentences, 3 repeats")
+    parser.add_argument("--no-peer", action="store_true", help="skip CRFsuite")
+    return parser.parse_args(argv)
+
+
+def skstruct_tagger(vectorizer, crf, X):
+    """Tag ``X`` (feature dicts); the result carries the time of each part."""
+
+    def run():
+        tic, cpu = time.perf_counter(), time.process_time()
+        Xv = vectorizer.transform(X)
+        mid, cpu_mid = time.perf_counter(), time.process_time()
+        y = crf.predict(Xv)
+        end, cpu_end = time.perf_counter(), time.process_time()
+        return {"y": y, "transform": (mid - tic, cpu_mid - cpu),
+                "predict": (end - mid, cpu_end - cpu_mid)}
+
+    return run
+
+
+def summarize(measured, n_tokens):
+    """Per side: medians of wall and CPU seconds, tokens per second (wall)."""
+    out = {}
+    for name, entry in measured.items():
+        out[name] = {"seconds": entry["seconds"], "cpu_seconds": entry["cpu_seconds"],
+                     "median": entry["median"], "cpu_median": entry["cpu_median"],
+                     "tokens_per_second": n_tokens / entry["median"]}
+        first = entry["results"][0]
+        if isinstance(first, dict) and "transform" in first:
+            for part in ("transform", "predict"):
+                walls = [r[part][0] for r in entry["results"]]
+                cpus = [r[part][1] for r in entry["results"]]
+                out[f"{name} {part}"] = {
+                    "seconds": walls, "cpu_seconds": cpus, "median": float(np.median(walls)),
+                    "cpu_median": float(np.median(cpus)),
+                    "tokens_per_second": n_tokens / float(np.median(walls))}
+    return out
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    repeats = 3 if args.quick else args.repeats
+    train, test = load_conll2000("train"), load_conll2000("test")
+    n_train, n_test = (300, 200) if args.quick else (len(train.words), len(test.words))
+    train_words, train_pos, train_target = train.words[:n_train], train.pos[:n_train], \
+        train.target[:n_train]
+    words, pos, target = test.words[:n_test], test.pos[:n_test], test.target[:n_test]
+    X_train = sentences_to_features(train_words, train_pos)
+    X_test = sentences_to_features(words, pos)
+    y_train = [list(t) for t in train_target]
+    n_tokens = sum(map(len, X_test))
+    load_before = load_average()
+
+    log(f"training on {len(X_train)} sentences, {args.iterations} iterations")
+    vectorizer = SequenceVectorizer()
+    crf = CRF(alpha=2 * args.c2 / len(X_train), max_iter=args.iterations, tol=0.0)
+    crf.fit(vectorizer.fit_transform(X_train), train_target)
+    Xv_test = vectorizer.transform(X_test)
+    sides = [Side("skstruct", skstruct_tagger(vectorizer, crf, X_test)),
+             Side("skstruct model only", lambda: crf.predict(Xv_test)),
+             Side("featurize", lambda: sentences_to_features(words, pos))]
+
+    sklearn_crfsuite, missing = (None, "--no-peer") if args.no_peer else (
+        peer_import("sklearn_crfsuite"))
+    if sklearn_crfsuite is not None:
+        import pycrfsuite
+
+        peer = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.0, c2=args.c2,
+                                    max_iterations=args.iterations,
+                                    all_possible_transitions=True)
+        peer.fit(X_train, y_train)
+        items = [pycrfsuite.ItemSequence(x) for x in X_test]
+        tagger = peer.tagger_
+        sides += [Side("crfsuite", lambda: peer.predict(X_test)),
+                  Side("crfsuite items", lambda: [pycrfsuite.ItemSequence(x) for x in X_test]),
+                  Side("crfsuite tag", lambda: [tagger.tag(x) for x in items])]
+
+    for side in sides:  # warm-up: compilation or cache loading, first calls
+        side()
+    log(f"timing {repeats} rounds, alternating")
+    measured = alternate(sides, repeats, log=log)
+    timings = summarize(measured, n_tokens)
+    f1 = {"skstruct": span_f1_score(target, measured["skstruct"]["results"][0]["y"])}
+    if "crfsuite" in measured:
+        f1["crfsuite"] = span_f1_score(target, measured["crfsuite"]["results"][0])
+
+    def speedup(numerator, denominator, key="median"):
+        if numerator not in timings or denominator not in timings:
+            return None
+        return ratio(timings[numerator][key], timings[denominator][key])
+
+    featurize = timings["featurize"]["median"]
+    from_words = None
+    if "crfsuite" in timings:
+        from_words = ratio(timings["crfsuite"]["median"] + featurize,
+                           timings["skstruct"]["median"] + featurize)
+    run = {
+        "command": command_line("benchmarks/bench_tagging_throughput.py"),
+        "code": code_version(skstruct),
+        "machine": machine_summary(),
+        "load_average": {"before": load_before, "after": load_average()},
+        "versions": {"skstruct": skstruct.__version__, "numpy": np.__version__,
+                     **({"sklearn-crfsuite": version("sklearn-crfsuite"),
+                         "python-crfsuite": version("python-crfsuite")}
+                        if sklearn_crfsuite is not None else {})},
+        "peer_missing": missing,
+        "iterations": args.iterations, "repeats": repeats,
+        "test_sentences": len(X_test), "test_tokens": n_tokens,
+        "train_sentences": len(X_train),
+        "timings": timings,
+        "speedup_from_dicts": speedup("crfsuite", "skstruct"),
+        "speedup_from_dicts_cpu": speedup("crfsuite", "skstruct", "cpu_median"),
+        "speedup_model_only": speedup("crfsuite tag", "skstruct model only"),
+        "speedup_from_words": from_words,
+        "chunk_f1": f1,
+    }
+    output = Path(args.output)
+    runs = record_run(output / f"{STEM}.json", args.label, run)
+    (output / f"{STEM}.md").write_text(report(runs))
+    print(report({args.label: run}))
+    return run
+
+
+ROWS = [
+    ("crfsuite", "CRFsuite `predict` from dicts"),
+    ("crfsuite items", "· dicts to `ItemSequence`"),
+    ("crfsuite tag", "· `Tagger.tag` on items (model only)"),
+    ("skstruct", "skstruct `transform` + `predict` from dicts"),
+    ("skstruct transform", "· `SequenceVectorizer.transform`"),
+    ("skstruct predict", "· `CRF.predict` on the matrices"),
+    ("skstruct model only", "`CRF.predict` on prebuilt matrices (model only), timed alone"),
+    ("featurize", "`sentences_to_features` (both sides, from words)"),
+]
+
+
+def report(runs):
+    lines = [
+        "# Tagging throughput from feature dicts: skstruct vs CRFsuite",
+        "",
+        "CoNLL-2000 test set, tutorial token features built once by "
+        "`sentences_to_features`; models trained once at the start (few L-BFGS iterations: "
+        "tagging time does not depend on them). Sides alternate in one process after a "
+        "warm-up; medians of the rounds, wall time (CPU time of the process in brackets). "
+        "Produced by `python benchmarks/bench_tagging_throughput.py`.",
+        "",
+    ]
+    for label, run in runs.items():
+        t = run["timings"]
+        load = run["load_average"]
+        lines += [
+            f"## {label}",
+            "",
+            f"Command: `{run['command']}`; code {run['code']}; "
+            f"{run['machine']['cpu']}, {run['machine']['cores']} cores; load average "
+            f"{load['before']:.2f} before, {load['after']:.2f} after; "
+            f"{run['test_tokens']:,} tokens, {run['iterations']} training iterations, "
+            f"{run['repeats']} rounds.",
+            "",
+            "| step | time | tokens/s |",
+            "|---|---|---|",
+        ]
+        for key, name in ROWS:
+            if key not in t:
+                continue
+            entry = t[key]
+            cpu = "" if entry["cpu_median"] is None else f" ({entry['cpu_median'] * 1e3:.0f} ms)"
+            lines.append(f"| {name} | {entry['median'] * 1e3:.0f} ms{cpu} | "
+                         f"{entry['tokens_per_second']:,.0f} |")
+
+        def fmt(x):
+            return "n/a" if x is None else f"{x:.2f}x"
+
+        f1 = ", ".join(f"{k} {100 * v:.2f}" for k, v in run["chunk_f1"].items())
+        lines += [
+            "",
+            f"- skstruct's throughput over CRFsuite's, from dicts: "
+            f"**{fmt(run['speedup_from_dicts'])}** wall, {fmt(run['speedup_from_dicts_cpu'])}"
+            f" CPU; model only: {fmt(run['speedup_model_only'])}; from words (featurization "
+            f"added to both): {fmt(run['speedup_from_words'])}.",
+            f"- Chunk F1 of these briefly trained models (sanity check only): {f1}.",
+            "",
+        ]
+        if run.get("peer_missing"):
+            lines += [f"- CRFsuite not run: {run['peer_missing']}.", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
