@@ -7,17 +7,26 @@ the same for the neighbouring words), L2 regularization only (CRFsuite ``c2``; s
 L-BFGS iteration budget, with both convergence tests disabled so that each runs exactly
 ``--iterations`` iterations. Both then tag the 2,012 test sentences.
 
-Reported, in one run: training time of each and the ratio, tagging throughput of each and
-the ratio, chunk F1 of each (conlleval's definition). Timings are medians over
-``--repeats`` runs. Writes ``results/crf_conll2000.md`` and ``.json`` next to this file.
+Reported, in one run: training time of each and the ratio in three machine states (all
+threads; one thread, ``numba.set_num_threads(1)``; all threads while a process started by
+the benchmark keeps one core busy), the two libraries alternating fit by fit, medians of
+``--repeats``, wall and CPU time; tagging throughput of each and the ratio; chunk F1 of
+each (conlleval's definition); and the share of each step of one objective evaluation
+(one thread, best CPU time of 5) in the generic composition and in the compiled passes.
+Writes ``results/crf_conll2000.md`` and ``.json`` next to this file.
 
-Run: ``python benchmarks/bench_crf_conll2000.py`` (needs ``pip install sklearn-crfsuite``).
+Run: ``python benchmarks/bench_crf_conll2000.py`` (needs ``pip install sklearn-crfsuite``);
+``--states all,one-thread,busy-core`` chooses the machine states.
 """
 
 import argparse
 import json
+import os
 import platform
+import subprocess
+import sys
 import time
+from contextlib import contextmanager
 from importlib.metadata import version
 from pathlib import Path
 
@@ -44,6 +53,103 @@ def median_time(function, repeats):
     return float(np.median(times)), result
 
 
+def alternating_medians(functions, repeats):
+    """Run the functions in turn ``repeats`` times; median wall and CPU time of each and
+    the last result of each."""
+    wall = {name: [] for name in functions}
+    cpu = {name: [] for name in functions}
+    results = {}
+    for _ in range(repeats):
+        for name, function in functions.items():
+            tic, tic_cpu = time.perf_counter(), time.process_time()
+            results[name] = function()
+            wall[name].append(time.perf_counter() - tic)
+            cpu[name].append(time.process_time() - tic_cpu)
+    return ({name: float(np.median(v)) for name, v in wall.items()},
+            {name: float(np.median(v)) for name, v in cpu.items()}, results)
+
+
+@contextmanager
+def machine_state(state):
+    """``all``: as is; ``one-thread``: kernels on one thread; ``busy-core``: another
+    process spins on one core meanwhile."""
+    previous = numba.get_num_threads()
+    spinner = None
+    if state == "one-thread":
+        numba.set_num_threads(1)
+    elif state == "busy-core":
+        spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        time.sleep(0.5)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
+        if spinner is not None:
+            spinner.kill()
+            spinner.wait()
+
+
+def objective_step_shares(Xv, target, alpha, repeats=5):
+    """CPU time of the steps of one objective evaluation on one thread, best of
+    ``repeats``: the generic composition and the compiled passes."""
+    from skstruct.features import _chain_crf
+    from skstruct.features._sparse import matmul, transpose_matmul
+    from skstruct.losses import CRFLoss
+    from skstruct.optim import RegularizedRisk
+    from skstruct.utils._parallel import dynamic_schedule
+
+    crf = CRF(alpha=alpha)
+    kind, batch, classes, y, weights = crf._validate_training_data(Xv, target, None)
+    decoder = crf._make_decoder(kind, [("marginals", "CRF training")], y, batch)
+    features = kind.feature_map(batch.n_features, classes)
+    risk = RegularizedRisk(features, batch, y, decoder, CRFLoss(), alpha, weights)
+    compiled = risk.compiled_objective()
+    w = np.random.default_rng(0).normal(scale=0.05, size=features.n_params)
+    W = features.unpack(w)[0]
+    scores = features.scores(batch, w)
+    grad_parts = risk._loss(scores)[1]
+    values, grad = np.empty(batch.n_sequences), np.empty_like(w)
+    c = compiled
+    generic = {
+        "X @ W": lambda: matmul(batch.X, W),
+        "forward-backward, loss and G": lambda: risk._loss(scores),
+        "X^T G and pairwise sums": lambda: features.transpose(batch, grad_parts),
+    }
+    passes = {
+        "X @ W, forward-backward, loss and G (pass 1)": lambda: _chain_crf._sequence_pass(
+            *c.rows, c.binary, c.offsets, c.y, c.weights, w, c.n_features, c.n_states,
+            c.bounds, c._buffer, values, c._pair),
+        "X^T G by lanes (pass 2)": lambda: _chain_crf._scatter_pass(
+            *c.rows, c.binary, c._buffer, c.n_states, c.lanes, c._lane_grads),
+        "lane sums + alpha w (pass 3)": lambda: _chain_crf._sum_lanes(
+            c._lane_grads, c.blocks, w, alpha, grad),
+    }
+    out = {}
+    with machine_state("one-thread"):
+        for label, steps, total in (
+                ("generic", generic, lambda: (setattr(risk, "_compiled", None),
+                                              risk.value_and_gradient(w),
+                                              setattr(risk, "_compiled", compiled))),
+                ("compiled", passes, lambda: risk.value_and_gradient(w))):
+            times = {}
+            for name, step in list(steps.items()) + [("total", total)]:
+                step()
+                best = np.inf
+                for _ in range(repeats):
+                    with dynamic_schedule() if "pass" in name else _nothing():
+                        tic = time.process_time()
+                        step()
+                        best = min(best, time.process_time() - tic)
+                times[name] = best
+            out[label] = times
+    return out
+
+
+@contextmanager
+def _nothing():
+    yield
+
+
 def crfsuite_model(c2, iterations):
     return sklearn_crfsuite.CRF(
         algorithm="lbfgs", c1=0.0, c2=c2, max_iterations=iterations,
@@ -56,6 +162,8 @@ def main():
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--c2", type=float, default=0.1)
     parser.add_argument("--repeats", type=int, default=3, help="training repeats")
+    parser.add_argument("--states", default="all,one-thread,busy-core",
+                        help="machine states, comma-separated: all, one-thread, busy-core")
     parser.add_argument("--data", default=None, help="folder with train.txt.gz, test.txt.gz "
                         "(default: the copy bundled with skstruct, the same files)")
     args = parser.parse_args()
@@ -81,9 +189,20 @@ def main():
 
     CRF(max_iter=2, tol=0.0).fit(  # compile (or load the cache) before timing
         SequenceVectorizer().fit_transform(X_train[:20]), train.target[:20])
-    crfsuite_fit, crfsuite = median_time(fit_crfsuite, args.repeats)
-    sk_fit, (vectorizer, crf, sk_solver) = median_time(fit_skstruct, args.repeats)
+    training = {}
+    for state in args.states.split(","):
+        with machine_state(state):
+            load = os.getloadavg()[0]
+            wall, cpu, fitted = alternating_medians(
+                {"crfsuite": fit_crfsuite, "skstruct": fit_skstruct}, args.repeats)
+        training[state] = {"wall": wall, "cpu": cpu, "load_average": load,
+                           "ratio": wall["skstruct"] / wall["crfsuite"]}
+        print(state, training[state], flush=True)
+    crfsuite = fitted["crfsuite"]
+    vectorizer, crf, sk_solver = fitted["skstruct"]
+    crfsuite_fit, sk_fit = wall["crfsuite"], wall["skstruct"]
     crfsuite_solver = sum(it["time"] for it in crfsuite.training_log_.iterations)
+    shares = objective_step_shares(vectorizer.transform(X_train), train.target, alpha)
 
     # --- tagging, from the token feature dicts ---
     crfsuite_tag, crfsuite_pred = median_time(lambda: crfsuite.predict(X_test), 5)
@@ -105,6 +224,8 @@ def main():
         "features_skstruct": int(crf.n_features_in_ * len(crf.classes_)),
         "features_crfsuite": int(crfsuite.training_log_.last_iteration["active_features"]),
         "fit_seconds": {"crfsuite": crfsuite_fit, "skstruct": sk_fit},
+        "training": training,
+        "objective_steps": shares,
         "solver_seconds": {"crfsuite": crfsuite_solver, "skstruct": sk_solver},
         "tag_tokens_per_second": {"crfsuite": n_test_tokens / crfsuite_tag,
                                   "skstruct": n_test_tokens / sk_tag},
@@ -124,6 +245,7 @@ def main():
                      "python-crfsuite": version("python-crfsuite"),
                      "numba": numba.__version__},
         "repeats": args.repeats,
+        "command": "python benchmarks/bench_crf_conll2000.py " + " ".join(sys.argv[1:]),
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "crf_conll2000.json").write_text(json.dumps(results, indent=2) + "\n")
@@ -148,7 +270,7 @@ def report(r):
         "",
         "| measure | CRFsuite | skstruct | skstruct advantage |",
         "|---|---|---|---|",
-        row("fit from feature dicts (s)", "fit_seconds", "{:.1f}", False),
+        row("fit from feature dicts (s), last machine state", "fit_seconds", "{:.1f}", False),
         row("solver only (s)", "solver_seconds", "{:.1f}", False),
         row("tagging from feature dicts (tokens/s)", "tag_tokens_per_second", "{:,.0f}", True),
         row("tagging, model only (tokens/s)", "tag_core_tokens_per_second", "{:,.0f}", True),
@@ -157,6 +279,29 @@ def report(r):
         f"{100 * (r['chunk_f1']['skstruct'] - r['chunk_f1']['crfsuite']):+.2f} points |",
         f"| token accuracy | {100 * r['token_accuracy']['crfsuite']:.2f} | "
         f"{100 * r['token_accuracy']['skstruct']:.2f} | |",
+        "",
+        "Training time by machine state (the two fits alternating, medians of "
+        f"{r['repeats']}; wall, with CPU time in parentheses; load average at the start):",
+        "",
+        "| machine state | load | CRFsuite | skstruct | skstruct / CRFsuite |",
+        "|---|---|---|---|---|",
+    ] + [
+        f"| {state} | {t['load_average']:.1f} | {t['wall']['crfsuite']:.1f} s "
+        f"({t['cpu']['crfsuite']:.1f} s) | {t['wall']['skstruct']:.1f} s "
+        f"({t['cpu']['skstruct']:.1f} s) | {t['ratio']:.2f}x |"
+        for state, t in r["training"].items()
+    ] + [
+        "",
+        "One objective evaluation on one thread (best CPU time of 5; share of the total):",
+        "",
+        "| path | step | CPU ms | share |",
+        "|---|---|---|---|",
+    ] + [
+        f"| {path} | {step} | {1e3 * t:.1f} | {100 * t / steps['total']:.0f} % |"
+        for path, steps in r["objective_steps"].items() for step, t in steps.items()
+    ] + [
+        "",
+        f"Command: `{r['command']}`.",
         "",
         "Notes.",
         "",
