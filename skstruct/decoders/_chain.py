@@ -390,10 +390,10 @@ class ChainDecoder(Decoder):
         else:
             log_space = bool(self.log_space)
         with threads_for(3 * scores.unary.size * scores.n_states):
-            if log_space:
-                return kernels.forward_backward_log(*scores._kernel_args(), with_marginals)
+            kernel = (kernels.forward_backward_log if log_space
+                      else kernels.forward_backward_scaled)
             with dynamic_schedule():
-                return kernels.forward_backward_scaled(*scores._kernel_args(), with_marginals)
+                return kernel(*scores._kernel_args(), with_marginals)
 
     def log_partition(self, scores):
         """log Σ_y exp θ_y of every sequence.
@@ -453,7 +453,7 @@ class ChainDecoder(Decoder):
         """
         self._check_scores(scores)
         k = check_k(k)
-        with threads_for(scores.unary.size * scores.n_states * k):
+        with threads_for(scores.unary.size * scores.n_states * k), dynamic_schedule():
             paths, top = kernels.top_k_viterbi(*scores._kernel_args(), k)
         check_feasible(top[:, 0], "sequence")
         return paths, top

@@ -477,46 +477,73 @@ def forward_backward_log(unary, offsets, trans, start, end, with_marginals):
     """
     n_tokens, n_states = unary.shape
     n_seq = offsets.shape[0] - 1
-    trans_t = np.ascontiguousarray(trans.T)
+    trans_t = _transposed(trans)
     log_alpha = np.empty((n_tokens, n_states))
     log_z = np.empty(n_seq)
     n_marg = n_tokens if with_marginals else 0
     log_beta = np.empty((n_marg, n_states))
     marg = np.empty((n_marg, n_states))
-    trans_marg = np.zeros((n_seq if with_marginals else 0, n_states, n_states))
-    for seq in prange(n_seq):
-        a, b = offsets[seq], offsets[seq + 1]
-        work = np.empty(n_states)
-        for j in range(n_states):
-            log_alpha[a, j] = start[j] + unary[a, j]
-        for t in range(a + 1, b):
+    # written in the loop (no whole-array expression: see forward_backward_scaled)
+    trans_marg = np.empty((n_seq if with_marginals else 0, n_states, n_states))
+    bounds = token_chunks(offsets, chunk_count_of(offsets))
+    for chunk in prange(bounds.shape[0] - 1):
+        for seq in range(bounds[chunk], bounds[chunk + 1]):
+            _forward_backward_log_one(unary, offsets, seq, trans, trans_t, start, end,
+                                      with_marginals, log_alpha, log_beta, log_z, marg,
+                                      trans_marg)
+    return log_z, marg, trans_marg
+
+
+@njit(**_NJIT)
+def _transposed(matrix):
+    """A C-contiguous copy of ``matrix.T``."""
+    out = np.empty((matrix.shape[1], matrix.shape[0]))
+    for i in range(matrix.shape[0]):
+        for j in range(matrix.shape[1]):
+            out[j, i] = matrix[i, j]
+    return out
+
+
+@njit(**_NJIT)
+def _forward_backward_log_one(unary, offsets, seq, trans, trans_t, start, end,
+                              with_marginals, log_alpha, log_beta, log_z, marg, trans_marg):
+    """Log-space forward-backward of sequence ``seq`` (see :func:`forward_backward_log`)."""
+    n_states = unary.shape[1]
+    a, b = offsets[seq], offsets[seq + 1]
+    if with_marginals:
+        for i in range(n_states):
             for j in range(n_states):
-                for i in range(n_states):
-                    work[i] = log_alpha[t - 1, i] + trans_t[j, i]
-                log_alpha[t, j] = _logsumexp_into(work, n_states) + unary[t, j]
+                trans_marg[seq, i, j] = 0.0
+    work = np.empty(n_states)
+    for j in range(n_states):
+        log_alpha[a, j] = start[j] + unary[a, j]
+    for t in range(a + 1, b):
         for j in range(n_states):
-            work[j] = log_alpha[b - 1, j] + end[j]
-        lz = _logsumexp_into(work, n_states)
-        log_z[seq] = lz
-        if not with_marginals:
-            continue
-        if lz == -np.inf:
-            marg[a:b] = 0.0
-            continue
-        for j in range(n_states):
-            log_beta[b - 1, j] = end[j]
-        for t in range(b - 1, a, -1):
             for i in range(n_states):
-                for j in range(n_states):
-                    work[j] = trans[i, j] + unary[t, j] + log_beta[t, j]
-                    trans_marg[seq, i, j] += np.exp(log_alpha[t - 1, i] + work[j] - lz)
-                log_beta[t - 1, i] = _logsumexp_into(work, n_states)
+                work[i] = log_alpha[t - 1, i] + trans_t[j, i]
+            log_alpha[t, j] = _logsumexp_into(work, n_states) + unary[t, j]
+    for j in range(n_states):
+        work[j] = log_alpha[b - 1, j] + end[j]
+    lz = _logsumexp_into(work, n_states)
+    log_z[seq] = lz
+    if not with_marginals:
+        return
+    if lz == -np.inf:
         for t in range(a, b):
             for j in range(n_states):
-                marg[t, j] = np.exp(log_alpha[t, j] + log_beta[t, j] - lz)
-    if not with_marginals:
-        marg = np.empty((0, n_states))
-    return log_z, marg, trans_marg
+                marg[t, j] = 0.0
+        return
+    for j in range(n_states):
+        log_beta[b - 1, j] = end[j]
+    for t in range(b - 1, a, -1):
+        for i in range(n_states):
+            for j in range(n_states):
+                work[j] = trans[i, j] + unary[t, j] + log_beta[t, j]
+                trans_marg[seq, i, j] += np.exp(log_alpha[t - 1, i] + work[j] - lz)
+            log_beta[t - 1, i] = _logsumexp_into(work, n_states)
+    for t in range(a, b):
+        for j in range(n_states):
+            marg[t, j] = np.exp(log_alpha[t, j] + log_beta[t, j] - lz)
 
 
 @njit(**_NJIT)
@@ -592,7 +619,8 @@ def top_k_viterbi(unary, offsets, trans, start, end, k):
     Each (position, state) keeps its ``k`` best prefixes; the ``k`` best extensions into a
     state are a ``k``-way merge of the predecessors' sorted lists, O(k * n_states) each.
     Only prefixes of finite score are kept, so a labeling with a part scored -inf is
-    never listed. One sequence per parallel iteration, by :func:`top_k_one`.
+    never listed. Chunks of sequences per parallel iteration, :func:`top_k_one` for
+    each sequence.
 
     Returns
     -------
@@ -603,9 +631,17 @@ def top_k_viterbi(unary, offsets, trans, start, end, k):
     """
     n_tokens, n_states = unary.shape
     n_seq = offsets.shape[0] - 1
-    paths = np.full((n_tokens, k), -1, dtype=np.int64)
-    scores = np.full((n_seq, k), -np.inf)
-    for seq in prange(n_seq):
-        a, b = offsets[seq], offsets[seq + 1]
-        top_k_one(unary[a:b], trans, start, end, k, paths[a:b], scores[seq])
+    # filled in the loop (no whole-array expression: see forward_backward_scaled)
+    paths = np.empty((n_tokens, k), dtype=np.int64)
+    scores = np.empty((n_seq, k))
+    bounds = token_chunks(offsets, chunk_count_of(offsets))
+    for chunk in prange(bounds.shape[0] - 1):
+        for seq in range(bounds[chunk], bounds[chunk + 1]):
+            a, b = offsets[seq], offsets[seq + 1]
+            for t in range(a, b):
+                for r in range(k):
+                    paths[t, r] = -1
+            for r in range(k):
+                scores[seq, r] = -np.inf
+            top_k_one(unary[a:b], trans, start, end, k, paths[a:b], scores[seq])
     return paths, scores
