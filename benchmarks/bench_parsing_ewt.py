@@ -155,7 +155,8 @@ def main():
             feature_gb=feature_bytes / 1e9, peak_rss_gb=peak_rss_gb(),
             date=datetime.date.today().isoformat(), command=command_line(args)))
         print(f"{NAMES[key]:24s} test UAS {100 * uas:6.2f}   training {seconds:7.1f} s, "
-              f"CPU {cpu:7.1f} s ({model.n_iter_} iterations, {seconds / model.n_iter_:.2f} s "
+              f"CPU {cpu:7.1f} s ({model.n_iter_} iterations, "
+              f"{seconds / max(1, model.n_iter_):.2f} s "
               f"each; load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}, peak RSS "
               f"{peak_rss_gb():.2f} GB)", flush=True)
     fallback = None
@@ -227,7 +228,7 @@ def report(rows, fallback, setup):
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        n_iter = row["n_iter"]
+        n_iter = max(1, row["n_iter"])
         lines.append(
             f"| {row['name']} | {100 * row['uas']:.2f} | {row['seconds']:.0f} s | {n_iter}"
             f"{'' if row['converged'] else ' (not converged)'} | "

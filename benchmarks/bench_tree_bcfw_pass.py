@@ -12,6 +12,10 @@ two callbacks is then one pass and one gap run side by side, the last interval t
 of the last pass alone. The first interval includes the one-time checks and stacking of
 the training data.
 
+The training features are an ``ArcFeatureBatch`` (``ArcVectorizer.transform_batch``: no
+values, columns in frequency order) unless ``--features list`` (per-sentence float64 CSR
+matrices); both give the same objectives.
+
 Run::
 
     python benchmarks/bench_tree_bcfw_pass.py            # 3 passes
@@ -46,7 +50,7 @@ def _gather(indices, indptr, w, out):
 
 def gather_floor(X, repeats=3):
     """Best seconds of one pass of w[column] reads over every stored entry of ``X``."""
-    A = sp.vstack(X).tocsr()
+    A = X.rows if hasattr(X, "rows") else sp.vstack(X).tocsr()
     w, out = np.random.default_rng(0).random(A.shape[1]), np.empty(A.shape[0])
     _gather(A.indices[:1], A.indptr[:2], w, out)
     times = []
@@ -61,9 +65,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--max-train", type=int, default=None)
+    parser.add_argument("--features", choices=("batch", "list"), default="batch")
     args = parser.parse_args()
     train = load_ud_english_ewt("train")[: args.max_train]
-    X = ArcVectorizer().fit(train).transform(train)
+    vectorizer = ArcVectorizer().fit(train)
+    X = (vectorizer.transform_batch if args.features == "batch"
+         else vectorizer.transform)(train)
     y = [sentence["head"] for sentence in train]
     StructuredSVM(decoder=TreeDecoder(), max_iter=1, alpha=ALPHA).fit(X[:20], y[:20])
     marks = []
@@ -85,7 +92,7 @@ def main():
         cpu = (marks[-1][1] - marks[0][1]) / between
         print(f"per pass, passes 2-{len(marks)} with their gaps: wall {wall:.2f} s  "
               f"cpu {cpu:.2f} s")
-    seconds, nnz = gather_floor(X)
+    seconds, nnz = gather_floor(X)  # the batch's columns in frequency order
     print(f"bare gather over {nnz:,} stored entries: {seconds:.2f} s")
 
 

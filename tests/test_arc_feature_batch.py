@@ -277,3 +277,26 @@ def test_engine_never_reads_values_of_binary_rows(monkeypatch):
     for clean, poisoned_model in zip(models[False], models[True], strict=True):
         assert np.all(np.isfinite(poisoned_model.coef_))
         assert np.array_equal(clean.coef_, poisoned_model.coef_)
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+def test_example_transpose_of_rows_gives_columns(ordered):
+    rng = np.random.default_rng(3)
+    X, lengths = _random_arcs(rng, binary=True, lengths=(4,))
+    words, rows = np.array([0, 4]), np.array([0, 16])
+    if ordered:
+        order = rng.permutation(50)
+        stored = ArcRows(np.argsort(order)[X.indices].astype(np.int32),
+                         X.indptr.astype(np.int64), 50, None, order)
+    else:
+        stored = ArcRows(X.indices, X.indptr.astype(np.int64), 50)
+    features = LinearArcFeatures(50, TreeScores)
+    g = TreeScores(rng.normal(size=16), words)
+    columns, values = features.example_transpose(TreeBatch(stored, rows, words), g)
+    expected_columns, expected_values = features.example_transpose(TreeBatch(X, rows, words),
+                                                                    g)
+    assert np.array_equal(columns, expected_columns)
+    np.testing.assert_allclose(values, expected_values, rtol=0, atol=1e-12)
+    dense = np.zeros(50)
+    dense[columns] = values
+    np.testing.assert_allclose(dense, X.T @ g.unary, rtol=0, atol=1e-12)
