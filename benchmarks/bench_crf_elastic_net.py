@@ -276,7 +276,9 @@ def report(run):
             f"its default stopping tests, all transitions; it ran {e['crfsuite_iterations']}. "
             f"skstruct: {e['our_iterations']} OWL-QN iterations, stopping tests off. "
             f"Load average {e['load_average'][0]:.1f} before, {e['load_average'][1]:.1f} "
-            "after.", "",
+            "after."
+            + (f" This part: `{e['command']}` at {e['code']}." if "command" in e else ""),
+            "",
             "| measure | CRFsuite | skstruct | ratio |", "|---|---|---|---|",
             f"| fit from feature dicts, wall (s) | {fit['crfsuite']:.1f} | "
             f"{fit['skstruct']:.1f} | {fit['skstruct'] / fit['crfsuite']:.2f}x |",
@@ -322,7 +324,9 @@ def report(run):
             f"## L2 only: all pairs vs seen pairs (c2 = {l2['c2']}, alpha = "
             f"{l2['alpha']:.4e}, {l2['iterations']} L-BFGS iterations)", "",
             f"Load average {l2['load_average'][0]:.1f} before, "
-            f"{l2['load_average'][1]:.1f} after.", "",
+            f"{l2['load_average'][1]:.1f} after."
+            + (f" This part: `{l2['command']}` at {l2['code']}." if "command" in l2 else ""),
+            "",
             "| feature_label_pairs | fit wall (s) | fit CPU (s) | chunk F1 | nonzero state "
             "weights | final objective |", "|---|---|---|---|---|---|",
             f"| all | {a['fit_seconds']:.1f} | {a['fit_cpu_seconds']:.1f} | "
@@ -365,13 +369,17 @@ def main():
                         "python-crfsuite": version("python-crfsuite")}}
     if "elastic" in args.parts:
         log("elastic net: CRFsuite vs skstruct")
-        run["elastic"] = run_elastic(data, args)
+        run["elastic"] = {**run_elastic(data, args), "command": run["command"],
+                          "code": run["code"]}
     if "l2" in args.parts:
         log("L2: all pairs vs seen pairs")
-        run["l2"] = run_l2(data, args)
+        run["l2"] = {**run_l2(data, args), "command": run["command"], "code": run["code"]}
     label = "latest" if not args.max_sentences else "quick check"
     runs = record_run(RESULTS / "crf_elastic_net.json", label, run, merge=True)
     text = report(runs[label])
+    if args.max_sentences:  # a quick check does not replace the committed report
+        print(text)
+        return
     (RESULTS / "crf_elastic_net.md").write_text(text)
     print(text)
 
