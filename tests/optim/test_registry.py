@@ -46,14 +46,14 @@ def test_names_per_family():
                                                             "cutting_plane"}
     assert solver_names("hinge_slack") == {"subgradient", "cutting_plane"}
     assert solver_names("perceptron") == {"perceptron"}
-    assert solver_names("smooth") == {"lbfgs", "lbfgsb"}
+    assert solver_names("smooth") == {"lbfgs", "lbfgsb", "owlqn"}
     with pytest.raises(ValueError, match="Unknown loss families"):
         solver_names("hinge")
 
 
 def test_every_solver_has_a_description_and_known_families():
     names = solver_names(*LOSS_FAMILIES)
-    assert len(names) == 6
+    assert len(names) == 7
     for name in names:
         spec = get_solver(name)
         assert spec.name == name
