@@ -19,11 +19,14 @@ N_FEATURES = 6
 
 
 def _dense_features(rng, n_rows, form):
-    """(n_rows, N_FEATURES) features: Gaussian ("dense") or indicator-like, mostly zero."""
+    """(n_rows, N_FEATURES) features: Gaussian ("dense") or one nonzero per row, mostly
+    zero. The nonzeros are not all 1.0: two identical rows can make two outputs score
+    exactly the same, and models equal to the last bit may then break the tie apart."""
     if form == "dense":
         return rng.normal(size=(n_rows, N_FEATURES))
     X = np.zeros((n_rows, N_FEATURES))
-    X[np.arange(n_rows), rng.integers(0, N_FEATURES, size=n_rows)] = 1.0
+    X[np.arange(n_rows), rng.integers(0, N_FEATURES, size=n_rows)] = rng.uniform(
+        0.5, 1.5, size=n_rows)
     return X
 
 
