@@ -235,14 +235,16 @@ def report(rows, fallback, setup):
             f"{row['seconds'] / n_iter:.2f} s | {row['cpu'] / n_iter:.2f} s | "
             f"{row['features']} ({row['feature_gb']:.2f} GB) | "
             f"{row['load'][0]:.1f}, {row['load'][1]:.1f} | {row['peak_rss_gb']:.1f} GB |")
-    lines += ["", "Before (the table this benchmark replaced: float64 CSR lists, scipy-layout "
-              "products; same features, alpha and iterations), training time and the ratio "
-              "before / now:", ""]
+    lines += ["", "Before (the previous table: float64 CSR lists, scipy-layout products; same "
+              "features, alpha and iterations), its training time and the ratio before / "
+              "now:", ""]
     for row in rows:
         before = BEFORE.get(row["key"])
         if before is not None and setup["n_train"] == FULL_TRAIN:
-            lines.append(f"- {row['name']}: {before[1]:.1f} s (UAS {before[0]:.2f}), "
-                         f"{before[1] / row['seconds']:.2f}× faster now")
+            lines.append(f"- {row['name']}: {before[1]:.1f} s (UAS {before[0]:.2f}); "
+                         f"before / now {before[1] / row['seconds']:.2f} in wall-clock "
+                         f"time (load average now {row['load'][0]:.1f} to "
+                         f"{row['load'][1]:.1f})")
     lines += ["", "Commands (date of the run):", ""]
     for command in dict.fromkeys(f"`{row['command']}` ({row['date']})" for row in rows):
         lines.append(f"- {command}")
