@@ -16,9 +16,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._dependency_features import ArcVectorizer, _check_dtype
+from .utils._trees import ArcFeatureBatch
 from ._vectorizing import column_table, lookup_csr, split_rows
 
-__all__ = ["ArcVectorizer", "SequenceVectorizer", "sentences_to_features", "word_features"]
+__all__ = ["ArcFeatureBatch", "ArcVectorizer", "SequenceVectorizer", "sentences_to_features", "word_features"]
 
 
 def _check_sequences(X):

@@ -74,12 +74,7 @@ PARSERS = {
 }
 
 
-@pytest.mark.parametrize("key", [
-    pytest.param(key, marks=pytest.mark.xfail(
-        strict=True, raises=AttributeError,
-        reason="BCFW's Python loop converts features that are not a scipy matrix to CSR "
-               "(optim/_bcfw.py _sparse_view): it must keep any X that is not an ndarray"))
-    if key == "ssvm-python" else key for key in PARSERS])
+@pytest.mark.parametrize("key", list(PARSERS))
 def test_same_model_from_the_batch_as_from_the_list(key, treebank, monkeypatch):
     vectorizer, train, y, test, y_test = treebank
     if key == "ssvm-python":  # BCFW's Python loop over sentences (no compiled engine)

@@ -1,14 +1,13 @@
 """Block-coordinate Frank–Wolfe on the dual of the structured SVM (margin rescaling)."""
 
 import copy
-from concurrent.futures import ThreadPoolExecutor
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from ._engine import compiled_problem, loss_rescaling
+from ._overlap import drive_passes, overlap_threads
 from ._progress import Progress
 from ._result import OptimizeResult
 
@@ -94,126 +93,48 @@ def minimize_bcfw(
     problem = None if (_force_python or not known) else compiled_problem(risk, rescaling)
     if problem is not None:
         run = problem.bcfw(risk.weights, lam, averaging)
-        gap_threads = numba.get_num_threads() - 1
-        if gap_threads >= 1 and _stored_entries(problem) >= OVERLAP_MIN_ENTRIES:
-            evaluate = _overlapped_gaps(problem, risk.weights, lam, gap_threads)
-        else:
-            evaluate = _gaps_in_turn(lambda w: problem.hinge_primal(w, risk.weights, lam),
-                                     lam)
+
+        def primal_of(w):
+            return problem.hinge_primal(w, risk.weights, lam)
     else:
         run = _PythonBCFW(risk, lam, averaging)
         primal_risk = _sparse_view(risk)
-        evaluate = _gaps_in_turn(lambda w: structured_hinge_primal(primal_risk, w)[0], lam)
+
+        def primal_of(w):
+            return structured_hinge_primal(primal_risk, w)[0]
     progress = Progress(verbose, callback, printer, unit="pass")
-    message, converged = "maximum number of passes reached", False
+    state = {"message": "maximum number of passes reached", "converged": False}
     gaps = []
-    w, steps = run.current()[0], run.step
-    with evaluate as gap_of:
-        if max_iter < 1:
-            return OptimizeResult(w=w, n_iter=0, converged=False, objective_curve=[],
-                                  message=message, n_evaluations=steps, duality_gaps=gaps)
-        run.run_pass(rng.permutation(n))
-        snapshot = (*run.current(), run.step)
-        pending = gap_of(snapshot)
-        for n_pass in range(1, max_iter + 1):
-            last = n_pass == max_iter
-            ahead = evaluate.concurrent and not last
-            if ahead:
-                run.run_pass(rng.permutation(n))  # while the gap of the previous pass is found
-            primal, gap = pending.result()
-            w, steps = snapshot[0], snapshot[2]
-            gaps.append(gap)
-            if progress.report(w, primal, gap=gap):
-                message, converged = "stopped by callback", True
-                break
-            if gap <= tol:
-                message, converged = "duality gap below tol", True
-                break
-            if last:
-                break
-            if not ahead:
-                run.run_pass(rng.permutation(n))
-            snapshot = (*run.current(), run.step)
-            pending = gap_of(snapshot)
+
+    def snapshot():
+        return (*run.current(), run.step)
+
+    def evaluate(snap):
+        """(P(w̄), P(w̄) − D) for a snapshot (w̄, Σ ℓ, steps): D = Σ ℓ − (λ/2) ‖w̄‖²."""
+        w, dual_sum, _ = snap
+        primal = primal_of(w)
+        return primal, primal - (dual_sum - 0.5 * lam * float(w @ w))
+
+    def on_value(snap, value):
+        primal, gap = value
+        gaps.append(gap)
+        if progress.report(snap[0], primal, gap=gap):
+            state.update(message="stopped by callback", converged=True)
+            return True
+        if gap <= tol:
+            state.update(message="duality gap below tol", converged=True)
+            return True
+        return False
+
+    snap = snapshot()
+    if max_iter >= 1:
+        snap = drive_passes(run, lambda: rng.permutation(n), snapshot, evaluate, on_value,
+                            max_iter, overlap_threads(problem))
     return OptimizeResult(
-        w=w, n_iter=progress.n_iter, converged=converged,
-        objective_curve=progress.curve, message=message, n_evaluations=steps,
+        w=snap[0], n_iter=progress.n_iter, converged=state["converged"],
+        objective_curve=progress.curve, message=state["message"], n_evaluations=snap[2],
         duality_gaps=gaps,
     )
-
-
-#: Stored feature entries from which the duality gap of a pass is computed in a second
-#: thread while the next pass runs (below, a pass takes well under a millisecond).
-OVERLAP_MIN_ENTRIES = 1_000_000
-
-
-def _stored_entries(problem):
-    features = problem.features
-    return int(features.indptr[-1]) * features.n_unary
-
-
-class _Done:
-    """A computed value with the interface of a future."""
-
-    def __init__(self, value):
-        self.value = value
-
-    def result(self):
-        return self.value
-
-
-class _gaps_in_turn:
-    """The primal objective and duality gap of a snapshot (w̄, Σ ℓ, steps), computed when
-    asked, in the calling thread."""
-
-    concurrent = False
-
-    def __init__(self, primal_of, lam):
-        self.primal_of, self.lam = primal_of, lam
-
-    def __enter__(self):
-        return self.submit
-
-    def __exit__(self, *exc):
-        return False
-
-    def submit(self, snapshot):
-        return _Done(_primal_and_gap(self.primal_of, self.lam, snapshot))
-
-
-class _overlapped_gaps(_gaps_in_turn):
-    """The same, computed in a second thread with ``threads`` compiled threads, so that
-    the next pass (one thread) runs meanwhile. The snapshot is a copy: the gap is the one
-    the sequential order gives, and the last pass of a fit that stops early is discarded.
-    """
-
-    concurrent = True
-
-    def __init__(self, problem, weights, lam, threads):
-        super().__init__(lambda w: problem.hinge_primal(w, weights, lam), lam)
-        self.threads = threads
-
-    def __enter__(self):
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skstruct-gap")
-        return self.submit
-
-    def __exit__(self, *exc):
-        self.pool.shutdown(wait=True)
-        return False
-
-    def submit(self, snapshot):
-        return self.pool.submit(self._in_worker, snapshot)
-
-    def _in_worker(self, snapshot):
-        numba.set_num_threads(self.threads)  # thread-local
-        return _primal_and_gap(self.primal_of, self.lam, snapshot)
-
-
-def _primal_and_gap(primal_of, lam, snapshot):
-    """(P(w̄), P(w̄) − D) for a snapshot (w̄, Σ ℓ, steps): D = Σ ℓ − (λ/2) ‖w̄‖²."""
-    w, dual_sum, _ = snapshot
-    primal = primal_of(w)
-    return primal, primal - (dual_sum - 0.5 * lam * float(w @ w))
 
 
 class _PythonBCFW:
@@ -272,8 +193,8 @@ def _sparse_view(risk):
     pixels or indicator features the CSR product does a fraction of the work.
     """
     X = risk.batch.X
-    if sp.issparse(X) or np.count_nonzero(X) > 0.5 * X.size:
-        return risk
+    if not isinstance(X, np.ndarray) or np.count_nonzero(X) > 0.5 * X.size:
+        return risk  # sparse already, or a feature form of its own
     view = copy.copy(risk)
     view.batch = risk.batch.with_features(sp.csr_matrix(X))
     return view

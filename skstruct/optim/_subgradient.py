@@ -10,6 +10,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ._engine import compiled_problem, loss_rescaling
+from ._overlap import drive_passes, overlap_threads
 from ._progress import Progress
 from ._result import OptimizeResult
 
@@ -85,22 +86,32 @@ def minimize_subgradient(
     else:
         run = _PythonSubgradient(risk, w, scales, lam, averaging, first_step)
     progress = Progress(verbose, callback, printer, unit="pass")
-    message, converged = "maximum number of passes reached", False
-    for _ in range(max_iter):
-        run.run_pass(rng.permutation(n))
-        current = run.current()
-        value = (risk.value(current) if problem is None
-                 else problem.hinge_primal(current, risk.weights, lam))
-        if progress.report(current, value):
-            message, converged = "stopped by callback", True
-            break
+    state = {"message": "maximum number of passes reached", "converged": False}
+
+    def snapshot():
+        return run.current(), run.step
+
+    def evaluate(snap):
+        return (risk.value(snap[0]) if problem is None
+                else problem.hinge_primal(snap[0], risk.weights, lam))
+
+    def on_value(snap, value):
+        if progress.report(snap[0], value):
+            state.update(message="stopped by callback", converged=True)
+            return True
         curve = progress.curve
         if tol > 0 and len(curve) > 1 and curve[-2] - value <= tol * abs(curve[-2]):
-            message, converged = "relative decrease below tol", True
-            break
+            state.update(message="relative decrease below tol", converged=True)
+            return True
+        return False
+
+    snap = snapshot()
+    if max_iter >= 1:
+        snap = drive_passes(run, lambda: rng.permutation(n), snapshot, evaluate, on_value,
+                            max_iter, overlap_threads(problem))
     return OptimizeResult(
-        w=run.current(), n_iter=progress.n_iter, converged=converged,
-        objective_curve=progress.curve, message=message, n_evaluations=run.step,
+        w=snap[0], n_iter=progress.n_iter, converged=state["converged"],
+        objective_curve=progress.curve, message=state["message"], n_evaluations=snap[1],
     )
 
 
