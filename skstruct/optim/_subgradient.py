@@ -62,7 +62,9 @@ def minimize_subgradient(
     w is kept as a w' with a scalar a, so the shrink (1 − η_t λ) is one multiplication,
     and the average lazily (see :func:`~skstruct.optim._engine_kernels.subgradient_pass`).
     The objective after each pass is then evaluated by the same compiled oracle
-    (parallel over examples, summed in example order).
+    (parallel over examples, summed in example order); on large problems with two or
+    more threads, in a second thread while the next pass runs (the same values and
+    model: see :func:`~skstruct.optim._overlap.drive_passes`).
 
     References
     ----------
