@@ -10,15 +10,13 @@ at zero. The L2 part goes to :class:`~skstruct.optim.RegularizedRisk`, the L1 pa
 held coordinates to the solver (``options["l1"]``, ``options["fixed"]``).
 """
 
-import warnings
 from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .optim import RegularizedRisk, check_solver, run_solver
+from .optim import check_solver
 
 __all__ = ["ElasticNetQuasiNewtonMixin", "seen_pairs"]
 
@@ -94,48 +92,29 @@ def unseen_pairs_mask(kind, features, batch, y_encoded, classes):
 
 
 class ElasticNetQuasiNewtonMixin:
-    """``_fit_quasi_newton`` with ``l1_ratio`` and ``feature_label_pairs``.
+    """``l1_ratio`` and ``feature_label_pairs`` for the quasi-Newton estimators.
 
-    The same steps as :class:`~skstruct._linear_model.LinearStructuredModel`'s, with the
-    L2 strength ``alpha * (1 - l1_ratio)`` in the risk and the L1 strength
+    Through the hooks of :class:`~skstruct._linear_model.LinearStructuredModel`: the L2
+    strength ``alpha * (1 - l1_ratio)`` in the risk and the L1 strength
     ``alpha * l1_ratio`` and the held pairs passed to the solver. With ``l1_ratio=0`` and
     all pairs the solver receives exactly what it received before these options existed.
     Sets ``n_nonzero_`` besides the base class's fitted attributes.
     """
 
     def _fit_quasi_newton(self, X, y, sample_weight, loss, needs):
-        l1_strength = self.alpha * self.l1_ratio
-        check_solver(self.solver, "smooth", warm_start=self.warm_start, l1=l1_strength > 0)
-        kind, batch, classes, y_encoded, weights = self._validate_training_data(
-            X, y, sample_weight
-        )
-        decoder = self._make_decoder(kind, needs, y_encoded, batch)
-        features = kind.feature_map(batch.n_features, classes)
-        fixed = None
+        check_solver(self.solver, "smooth", warm_start=self.warm_start,
+                     l1=self.alpha * self.l1_ratio > 0)
+        return super()._fit_quasi_newton(X, y, sample_weight, loss, needs)
+
+    def _penalty(self, kind, features, batch, y_encoded, classes):
+        options = {}
+        if self.alpha * self.l1_ratio > 0:
+            options["l1"] = self.alpha * self.l1_ratio
         if self.feature_label_pairs == "seen":
-            fixed = unseen_pairs_mask(kind, features, batch, y_encoded, classes)
-        cost = getattr(loss, "cost", None)
-        if cost is not None:
-            # Fail now, with the decoder's message, if the cost cannot enter the scores.
-            first = slice(batch.output_offsets[0], batch.output_offsets[1])
-            probe = features.scores(batch.take([0]), np.zeros(features.n_params))
-            decoder.cost_augmented(probe, y_encoded[first], cost)
-        w0 = self._initial_params(features, kind, classes, batch.n_features)
+            options["fixed"] = unseen_pairs_mask(kind, features, batch, y_encoded, classes)
         l2_strength = self.alpha if self.l1_ratio == 0 else self.alpha * (1 - self.l1_ratio)
-        risk = RegularizedRisk(features, batch, y_encoded, decoder, loss, l2_strength, weights)
-        options = dict(max_iter=self.max_iter, tol=self.tol, verbose=self.verbose,
-                       callback=self.callback)
-        if l1_strength > 0:
-            options["l1"] = l1_strength
-        if fixed is not None:
-            options["fixed"] = fixed
-        result = run_solver(self.solver, risk, w0, options)
-        if not result.converged:
-            warnings.warn(
-                f"{type(self).__name__} did not converge in {self.max_iter} iterations "
-                f"({result.message}); increase max_iter or tol.",
-                ConvergenceWarning,
-            )
-        self._finish_fit(kind, classes, batch, features, decoder, result)
+        return l2_strength, options
+
+    def _finish_fit(self, kind, classes, batch, features, decoder, result):
+        super()._finish_fit(kind, classes, batch, features, decoder, result)
         self.n_nonzero_ = int(np.count_nonzero(result.w))
-        return self

@@ -56,10 +56,11 @@ class LinearStructuredModel(StructuredEstimator):
             probe = features.scores(batch.take([0]), np.zeros(features.n_params))
             decoder.cost_augmented(probe, y_encoded[first], cost)
         w0 = self._initial_params(features, kind, classes, batch.n_features)
-        risk = RegularizedRisk(features, batch, y_encoded, decoder, loss, self.alpha, weights)
+        l2_strength, solver_options = self._penalty(kind, features, batch, y_encoded, classes)
+        risk = RegularizedRisk(features, batch, y_encoded, decoder, loss, l2_strength, weights)
         result = run_solver(self.solver, risk, w0, dict(
             max_iter=self.max_iter, tol=self.tol, verbose=self.verbose,
-            callback=self.callback))
+            callback=self.callback, **solver_options))
         if not result.converged:
             warnings.warn(
                 f"{type(self).__name__} did not converge in {self.max_iter} iterations "
@@ -68,6 +69,11 @@ class LinearStructuredModel(StructuredEstimator):
             )
         self._finish_fit(kind, classes, batch, features, decoder, result)
         return self
+
+    def _penalty(self, kind, features, batch, y_encoded, classes):
+        """The L2 strength of the risk and any further solver options (an L1 strength,
+        parameters held at zero): ``alpha`` and none here."""
+        return self.alpha, {}
 
     def _finish_fit(self, kind, classes, batch, features, decoder, result):
         """Store the fitted state; called once the solver returned (never half-written)."""
