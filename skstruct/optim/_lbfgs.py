@@ -94,6 +94,21 @@ def _two_loop_kernels(grad, pairs):
     return -q
 
 
+def _remember_pair(pairs, s, y):
+    """Append the curvature pair (s, y, 1 / sᵀy) to ``pairs`` (a deque bounded by the
+    memory) when sᵀy is safely positive, which keeps the inverse-Hessian estimate
+    positive definite."""
+    sy = _inner(s, y)
+    if sy > 1e-10 * np.sqrt(_inner(s, s) * _inner(y, y)):
+        pairs.append((s, y, 1.0 / sy))
+
+
+def _small_decrease(previous_value, value, tol):
+    """The stopping test of the quasi-Newton solvers: a relative decrease of the
+    objective of at most ``tol * 1e-3``."""
+    return previous_value - value <= tol * 1e-3 * max(abs(previous_value), abs(value), 1.0)
+
+
 def _backtracking(objective, w, direction, value, slope):
     """Armijo backtracking, the fallback when the Wolfe search fails."""
     step = 1.0
@@ -173,15 +188,12 @@ def minimize_lbfgs(
             break
         w_new = w + step * direction
         new_value, new_grad = objective.evaluate(w_new)
-        s, y = w_new - w, new_grad - grad
-        sy = _inner(s, y)
-        if sy > 1e-10 * np.sqrt(_inner(s, s) * _inner(y, y)):
-            pairs.append((s, y, 1.0 / sy))
+        _remember_pair(pairs, w_new - w, new_grad - grad)
         previous_value, value, w, grad = value, new_value, w_new, new_grad
         if progress.report(w, value, **{"|grad|": float(np.sqrt(_inner(grad, grad)))}):
             message, converged = "stopped by callback", True
             break
-        if previous_value - value <= tol * 1e-3 * max(abs(previous_value), abs(value), 1.0):
+        if _small_decrease(previous_value, value, tol):
             message, converged = "relative decrease below tol * 1e-3", True
             break
     return OptimizeResult(

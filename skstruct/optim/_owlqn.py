@@ -7,10 +7,12 @@ runs for ``c1 > 0``. The two-loop recursion and inner products are L-BFGS's
 (:mod:`skstruct.optim._lbfgs`).
 """
 
+from collections import deque
+
 import numpy as np
 from numba import njit
 
-from ._lbfgs import _CachedObjective, _inner, _two_loop
+from ._lbfgs import _CachedObjective, _inner, _remember_pair, _small_decrease, _two_loop
 from ._progress import Progress
 from ._result import OptimizeResult
 
@@ -192,7 +194,7 @@ def minimize_owlqn(
     smooth, grad = objective.evaluate(w)
     value = smooth + l1 * float(np.abs(w).sum())
     pg = np.empty_like(w)
-    pairs = []
+    pairs = deque(maxlen=memory)
     message, converged = "maximum number of iterations reached", False
     for _ in range(max_iter):
         largest, squares = _pseudo_gradient_into(w, grad, l1, pg)
@@ -210,12 +212,7 @@ def minimize_owlqn(
             break
         w_new, new_value = found
         new_grad = objective.gradient(w_new)
-        s, y = w_new - w, new_grad - grad
-        sy = _inner(s, y)
-        if sy > 1e-10 * np.sqrt(_inner(s, s) * _inner(y, y)):
-            pairs.append((s, y, 1.0 / sy))
-            if len(pairs) > memory:
-                pairs.pop(0)
+        _remember_pair(pairs, w_new - w, new_grad - grad)
         previous_value, value, w, grad = value, new_value, w_new, new_grad
         columns = {"|pgrad|": float(np.sqrt(squares))}
         if l1 > 0:
@@ -223,7 +220,7 @@ def minimize_owlqn(
         if progress.report(w, value, **columns):
             message, converged = "stopped by callback", True
             break
-        if previous_value - value <= tol * 1e-3 * max(abs(previous_value), abs(value), 1.0):
+        if _small_decrease(previous_value, value, tol):
             message, converged = "relative decrease below tol * 1e-3", True
             break
     return OptimizeResult(
