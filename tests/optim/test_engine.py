@@ -454,10 +454,11 @@ def test_bcfw_pass_through_the_column_dictionary_is_bit_identical(treebank, kind
     np.testing.assert_array_equal(through.current()[0], direct.current()[0])
 
 
-@pytest.mark.parametrize("n_features", [50, 2**22 + 3])
+@pytest.mark.parametrize("n_features", [50, 2**21, 2**22 + 3])
 def test_engine_rows_are_sorted_by_radix_and_by_comparison(n_features):
-    """Both sorts of an example's engine rows (two radix passes below 2**22 rows, a
-    comparison sort above) give ascending rows and slots that still point at them."""
+    """Both sorts of an example's engine rows (two radix passes below 2**22 rows, rows
+    above 2**11 needing both; a comparison sort above) give ascending rows and slots
+    that still point at them."""
     from skstruct.features._compiled import _to_engine_rows
 
     rng = np.random.default_rng(7)
