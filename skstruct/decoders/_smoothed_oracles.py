@@ -1,0 +1,400 @@
+"""Compiled per-example smoothed structural hinges, for the compiled per-example engine.
+
+For one example with part scores η (``unary`` rows and ``pair`` scores) and a task loss Δ
+that decomposes over parts, write θ_y = ⟨η, a_y⟩ and z_y = θ_y + Δ(y_i, y) for the
+cost-augmented score of output y. :func:`smoothed_oracle` returns the smoothed hinge
+
+.. math::
+
+    f_μ(η) = h_μ(z) − z_{y_i},
+    \\qquad h_μ(z) = \\max_{q ∈ \\triangle} \\big[⟨q, z⟩ − μ ω(q)\\big],
+
+and its gradient with respect to η, Σ_y q*_y a_y − a_{y_i}, for
+
+* entropy smoothing (ω = −H): h_μ(z) = μ log Σ_y exp(z_y / μ), q* ∝ exp(z / μ) (the
+  log-partition and marginals of the cost-augmented scores divided by μ);
+* ℓ2 smoothing (ω = ½‖·‖²) restricted to the K best cost-augmented outputs:
+  q* = the projection onto the simplex of their scores divided by μ
+  (:func:`~skstruct.losses._smoothed.project_sorted_row`), certified exact when it
+  leaves the K-th at zero weight or fewer than K outputs have a finite score.
+
+z_{y_i} = θ_{y_i} + Δ(y_i, y_i) is the gold output scored with the same augmented scores,
+as :class:`~skstruct.losses.EntropySmoothedHingeLoss` and
+:class:`~skstruct.losses.L2SmoothedHingeLoss` score it; every built-in decomposable loss
+has Δ(y_i, y_i) = 0, so this is max_μ[θ_y + Δ] − θ_{y_i}. These are the compiled
+counterparts of those two losses, one example at a time, for the incremental solvers
+(SVRG, Casimir-SVRG); with μ = 1, entropy smoothing and no costs (the oracle of plain
+MAP, rescaling None) the value is the CRF loss log Z − θ_{y_i}.
+
+The oracle reads the :class:`~skstruct.decoders._oracles.CompiledOracle` arrays that the
+decoders build for margin rescaling (or plain MAP, zero costs), family by family:
+
+* chain: the Hamming loss (plain, normalized, with class costs) from ``ints`` / ``floats``;
+  entropy by the rescaled forward–backward
+  (:func:`~skstruct.decoders._chain_kernels.scaled_forward_backward_one`), in log space
+  when the transition or end scores divided by μ spread beyond
+  ``SCALED_RANGE_LIMIT`` or forbid a part, as :class:`ChainDecoder` decides; ℓ2 by list
+  Viterbi (:func:`~skstruct.decoders._chain_kernels.top_k_one`).
+* multiclass: any loss (its matrix or mismatch values); softmax, or the K best classes.
+* multilabel: per-label costs (``costs_i`` rows of 2 L values, off then on); independent
+  sigmoids (the entropy over all 2^L label sets factorizes over labels), or the exact K
+  best label sets (:func:`~skstruct.decoders._independent_kernels.top_k_one`).
+* tree: entropy only (matrix-tree / inside–outside marginals); trees have no top-K
+  decoder, so ℓ2 raises.
+
+:func:`supports_smoothed` tells a solver, in Python, whether a compiled oracle has a
+smoothed form.
+"""
+
+import numpy as np
+from numba import njit
+
+from ._chain_kernels import (
+    SCALED_RANGE_LIMIT,
+    padded_width,
+    scaled_forward_backward_one,
+    scaled_pairwise,
+    top_k_one,
+)
+from ._chain_oracle import (
+    HAMMING,
+    LOSS,
+    NO_LOSS,
+    NORMALIZE,
+    SEARCH,
+    VITERBI,
+    _hamming_cost,
+    chain_add_parts,
+)
+from ._chain_oracle import CLASS_COSTS as _CHAIN_CLASS_COSTS
+from ._oracles import CHAIN, MAP, MARGIN, MULTICLASS, MULTILABEL, TREE
+from ._tabular_oracles import COSTS as _ML_COSTS
+from ..losses._smoothed import project_sorted_row
+
+__all__ = ["ENTROPY", "L2", "smoothed_oracle", "supports_smoothed"]
+
+_NJIT = dict(cache=True, nogil=True)
+
+#: Smoothing codes.
+ENTROPY = 0
+L2 = 1
+
+# The chain's parts are laid out by its shape alone: add_parts reads no parameters.
+_NO_INTS = np.zeros(0, dtype=np.int64)
+
+
+def supports_smoothed(compiled_oracle, smoothing):
+    """Whether :func:`smoothed_oracle` serves ``compiled_oracle`` with ``smoothing``.
+
+    Parameters
+    ----------
+    compiled_oracle : CompiledOracle or None
+        From a decoder's ``compiled_oracle(task_loss, rescaling, y, y_offsets)``.
+    smoothing : {0, 1} or {"entropy", "l2"}
+        :data:`ENTROPY` or :data:`L2`.
+
+    Returns
+    -------
+    bool
+        True for margin rescaling with a loss that decomposes over parts as the family
+        kernel adds it (chains: Hamming, normalized or with class costs; multiclass: any
+        loss; multilabel: per-label costs; trees: arc costs, entropy only), and for plain
+        MAP (no costs: the CRF loss); False for slack rescaling, count-statistic and 0/1
+        losses on chains and multilabel outputs (Δ does not decompose over parts), ℓ2 on
+        trees, and None.
+    """
+    smoothing = {"entropy": ENTROPY, "l2": L2}.get(smoothing, smoothing)
+    if compiled_oracle is None or smoothing not in (ENTROPY, L2):
+        return False
+    if compiled_oracle.rescaling not in (MAP, MARGIN):
+        return False
+    code, ints = compiled_oracle.code, compiled_oracle.ints
+    if code == CHAIN:
+        return bool(ints[LOSS] == NO_LOSS or (ints[LOSS] == HAMMING
+                                               and ints[SEARCH] == VITERBI))
+    if code == MULTICLASS:
+        return True
+    if code == MULTILABEL:
+        return compiled_oracle.rescaling == MAP or bool(ints[0] == _ML_COSTS)
+    if code == TREE:
+        return smoothing == ENTROPY
+    return False
+
+
+@njit(**_NJIT)
+def smoothed_oracle(code, smoothing, mu, top_k, unary, pair, y_i, costs_i, ints, floats,
+                    d_unary, d_pair):
+    """Value and part gradient of the smoothed structural hinge of one example.
+
+    Parameters
+    ----------
+    code : int
+        The family (:data:`~skstruct.decoders._oracles.CHAIN`, ``MULTICLASS``,
+        ``MULTILABEL``, ``TREE``).
+    smoothing : int
+        :data:`ENTROPY` (0) or :data:`L2` (1).
+    mu : float > 0
+        The smoothing strength μ.
+    top_k : int >= 1
+        K, the number of best cost-augmented outputs of ℓ2 smoothing (unused by entropy).
+    unary : ndarray of shape (n_rows, K_parts)
+        The part scores of the example's rows; -inf forbids a part.
+    pair : ndarray of shape (n_pair,)
+        The pair scores (chains: transitions row-major, start, end; empty otherwise).
+    y_i : ndarray of shape (n_outputs_i,), int64
+        The gold output.
+    costs_i : ndarray of shape (n_rows, K_costs) or (0, 0)
+        The example's rows of :attr:`CompiledOracle.costs` (multilabel: off then on
+        costs; tree: arc costs), (0, 0) when the family computes its costs from ``ints``
+        / ``floats``.
+    ints, floats : ndarray
+        The family parameters of the CompiledOracle (margin rescaling, or plain MAP for
+        zero costs).
+    d_unary : ndarray of shape (>= n_rows, K_parts)
+        Output: rows ``:n_rows`` are overwritten with the unary part of
+        Σ_y q*_y a_y − a_{y_i}; the other rows are not touched.
+    d_pair : ndarray of shape (n_pair,)
+        Output: overwritten with the pair part of that gradient.
+
+    Returns
+    -------
+    value : float
+        f_μ = h_μ(z) − z_{y_i}, z_y = θ_y + Δ(y_i, y) (module docstring). Entropy: in
+        [ℓ, ℓ + μ log |Y|] with ℓ the structural hinge, so ≥ 0 up to rounding; +inf when
+        the gold output has a forbidden part. ℓ2 (over the K best outputs): in
+        [ℓ − μ/2, ℓ] when exact, so it may be negative (down to −μ/2); the top-K value
+        is never above the exact one.
+    exact : bool
+        True unless ℓ2 smoothing's projection gives the K-th best output a positive
+        weight (then outputs beyond the K-th might deserve weight too), the certificate
+        of :class:`~skstruct.losses.L2SmoothedHingeLoss`; always True for entropy.
+
+    Raises
+    ------
+    ValueError
+        When no output has a finite score, for an unknown family or smoothing, for a
+        loss without a smoothed form (see :func:`supports_smoothed`), and for ℓ2 on
+        trees.
+    """
+    if smoothing != ENTROPY and smoothing != L2:
+        raise ValueError("smoothing must be 0 (entropy) or 1 (l2)")
+    if not mu > 0.0:
+        raise ValueError("the smoothing strength mu must be > 0")
+    if smoothing == L2 and top_k < 1:
+        raise ValueError("top_k must be >= 1")
+    if code == CHAIN:
+        return chain_smoothed(smoothing, mu, top_k, unary, pair, y_i, ints, floats,
+                              d_unary, d_pair)
+    raise ValueError("no compiled smoothed oracle for this family")
+
+
+# --------------------------------------------------------------------------------------
+# Chains
+
+
+@njit(**_NJIT)
+def _chain_augmented(unary, y_i, ints, floats):
+    """z's unary scores: unary + the Hamming cost of every (token, state)."""
+    length, n_states = unary.shape
+    augmented = np.empty((length, n_states))
+    loss = ints[LOSS]
+    if loss != NO_LOSS and not (loss == HAMMING and ints[SEARCH] == VITERBI):
+        raise ValueError("the smoothed chain oracle needs a Hamming loss under margin "
+                         "rescaling (or no loss)")
+    scale = 1.0 / length if ints[NORMALIZE] else 1.0
+    for t in range(length):
+        for s in range(n_states):
+            cost = 0.0 if loss == NO_LOSS else _hamming_cost(ints, floats, y_i[t], s, scale)
+            augmented[t, s] = unary[t, s] + cost
+    return augmented
+
+
+@njit(**_NJIT)
+def _chain_gold(augmented, pair, y_i):
+    """z_{y_i}: the gold labels scored with the augmented unary scores."""
+    length, n_states = augmented.shape
+    square = n_states * n_states
+    total = pair[square + y_i[0]] + pair[square + n_states + y_i[length - 1]]
+    for t in range(length):
+        total += augmented[t, y_i[t]]
+    for t in range(1, length):
+        total += pair[y_i[t - 1] * n_states + y_i[t]]
+    return total
+
+
+@njit(**_NJIT)
+def chain_smoothed(smoothing, mu, top_k, unary, pair, y_i, ints, floats, d_unary, d_pair):
+    """:func:`smoothed_oracle` of one chain (``unary`` (L, S), ``pair`` (S² + 2S,))."""
+    augmented = _chain_augmented(unary, y_i, ints, floats)
+    gold = _chain_gold(augmented, pair, y_i)
+    if smoothing == ENTROPY:
+        return _chain_entropy(augmented, pair, y_i, mu, d_unary, d_pair) - gold, True
+    value, exact = _chain_l2(augmented, pair, y_i, mu, top_k, d_unary, d_pair)
+    return value - gold, exact
+
+
+@njit(**_NJIT)
+def _scaled_range_ok(values):
+    """Whether ``values`` are finite with a spread within ``SCALED_RANGE_LIMIT``."""
+    low = np.inf
+    high = -np.inf
+    for v in values:
+        if not np.isfinite(v):
+            return False
+        low = min(low, v)
+        high = max(high, v)
+    return high - low <= SCALED_RANGE_LIMIT
+
+
+@njit(**_NJIT)
+def _chain_entropy(augmented, pair, y_i, mu, d_unary, d_pair):
+    """μ log Z(z / μ); marginals minus the gold indicators into d. Returns μ log Z."""
+    length, n_states = augmented.shape
+    square = n_states * n_states
+    inv_mu = 1.0 / mu
+    scaled_pair = np.empty(square + 2 * n_states)
+    for j in range(scaled_pair.shape[0]):
+        scaled_pair[j] = pair[j] * inv_mu
+    trans = scaled_pair[:square].reshape((n_states, n_states))
+    start = scaled_pair[square:square + n_states]
+    end = scaled_pair[square + n_states:]
+    if not (_scaled_range_ok(scaled_pair[:square]) and _scaled_range_ok(end)):
+        log_z = _log_forward_backward(augmented, inv_mu, trans, start, end, y_i, d_unary,
+                                      d_pair)
+        if log_z == -np.inf:
+            raise ValueError("no labeling of the sequence has a finite score")
+        return mu * log_z
+    width = padded_width(n_states)
+    expo, expo_t, start_padded, exp_end, trans_max, end_max = scaled_pairwise(
+        trans, start, end, width)
+    rows = np.empty((length, width))
+    for t in range(length):
+        for s in range(n_states):
+            rows[t, s] = augmented[t, s] * inv_mu
+        for s in range(n_states, width):
+            rows[t, s] = -np.inf
+    alpha = np.empty((length, width))
+    norm = np.empty(length)
+    beta = np.empty(width)
+    weight = np.empty(width)
+    counts = np.zeros((width, width))
+    log_z = scaled_forward_backward_one(
+        rows, 0, length, n_states, expo, expo_t, start_padded, exp_end, trans_max, end_max,
+        alpha, norm, beta, weight, y_i, 1.0, counts, True)
+    if log_z == -np.inf:
+        raise ValueError("no labeling of the sequence has a finite score")
+    for t in range(length):
+        for s in range(n_states):
+            d_unary[t, s] = rows[t, s]
+    for i in range(n_states):
+        for j in range(n_states):
+            d_pair[i * n_states + j] = expo[i, j] * counts[i, j]
+    for t in range(1, length):
+        d_pair[y_i[t - 1] * n_states + y_i[t]] -= 1.0
+    # rows 0 and L - 1 already hold p(y_0 = j) − [j = y_0] and p(y_{L-1} = j) − [...]
+    for j in range(n_states):
+        d_pair[square + j] = rows[0, j]
+        d_pair[square + n_states + j] = rows[length - 1, j]
+    return mu * log_z
+
+
+@njit(inline="always")
+def _logsumexp(values):
+    top = -np.inf
+    for v in values:
+        top = max(top, v)
+    if top == -np.inf:
+        return top
+    total = 0.0
+    for v in values:
+        total += np.exp(v - top)
+    return top + np.log(total)
+
+
+@njit(**_NJIT)
+def _log_forward_backward(augmented, inv_mu, trans, start, end, y_i, d_unary, d_pair):
+    """Log-space forward–backward of the scores (augmented * inv_mu, trans, start, end),
+    any finite or -inf scores; marginals minus the gold indicators into d. Returns
+    log Z (-inf when no labeling has a finite score; d is then left as it is)."""
+    length, n_states = augmented.shape
+    square = n_states * n_states
+    log_alpha = np.empty((length, n_states))
+    log_beta = np.empty((length, n_states))
+    work = np.empty(n_states)
+    for j in range(n_states):
+        log_alpha[0, j] = start[j] + augmented[0, j] * inv_mu
+    for t in range(1, length):
+        for j in range(n_states):
+            for i in range(n_states):
+                work[i] = log_alpha[t - 1, i] + trans[i, j]
+            log_alpha[t, j] = _logsumexp(work) + augmented[t, j] * inv_mu
+    for j in range(n_states):
+        work[j] = log_alpha[length - 1, j] + end[j]
+    log_z = _logsumexp(work)
+    if log_z == -np.inf:
+        return log_z
+    for j in range(n_states):
+        log_beta[length - 1, j] = end[j]
+    for j in range(square):
+        d_pair[j] = 0.0
+    for t in range(length - 1, 0, -1):
+        for i in range(n_states):
+            for j in range(n_states):
+                work[j] = trans[i, j] + augmented[t, j] * inv_mu + log_beta[t, j]
+                d_pair[i * n_states + j] += np.exp(log_alpha[t - 1, i] + work[j] - log_z)
+            log_beta[t - 1, i] = _logsumexp(work)
+    for t in range(length):
+        for j in range(n_states):
+            d_unary[t, j] = np.exp(log_alpha[t, j] + log_beta[t, j] - log_z)
+        d_unary[t, y_i[t]] -= 1.0
+    for t in range(1, length):
+        d_pair[y_i[t - 1] * n_states + y_i[t]] -= 1.0
+    for j in range(n_states):
+        d_pair[square + j] = d_unary[0, j]
+        d_pair[square + n_states + j] = d_unary[length - 1, j]
+    return log_z
+
+
+@njit(**_NJIT)
+def _project_listed(scores, mu, top_k):
+    """The weights of the listed scores (sorted, -inf beyond them), the ℓ2 part of the
+    value ⟨q, z⟩ − (μ/2)‖q‖², and the certificate. Raises when nothing is listed."""
+    n_listed = 0
+    while n_listed < top_k and scores[n_listed] > -np.inf:
+        n_listed += 1
+    if n_listed == 0:
+        raise ValueError("no output of the example has a finite score")
+    values = np.empty(top_k)
+    for r in range(n_listed):
+        values[r] = scores[r] / mu
+    weights = np.empty(top_k)
+    _, support = project_sorted_row(values, n_listed, weights)
+    value = 0.0
+    for r in range(n_listed):
+        value += weights[r] * (scores[r] - 0.5 * mu * weights[r])
+    return weights, n_listed, value, support < top_k
+
+
+@njit(**_NJIT)
+def _chain_l2(augmented, pair, y_i, mu, top_k, d_unary, d_pair):
+    """⟨q, z⟩ − (μ/2)‖q‖² over the K best labelings; Σ q_r a_r − a_{y_i} into d."""
+    length, n_states = augmented.shape
+    square = n_states * n_states
+    trans = pair[:square].reshape((n_states, n_states))
+    start = pair[square:square + n_states]
+    end = pair[square + n_states:square + 2 * n_states]
+    paths = np.full((length, top_k), -1, dtype=np.int64)
+    scores = np.full(top_k, -np.inf)
+    top_k_one(augmented, trans, start, end, top_k, paths, scores)
+    weights, n_listed, value, exact = _project_listed(scores, mu, top_k)
+    d_unary[:length] = 0.0
+    d_pair[:] = 0.0
+    labels = np.empty(length, dtype=np.int64)
+    for r in range(n_listed):
+        if weights[r] > 0.0:
+            for t in range(length):
+                labels[t] = paths[t, r]
+            chain_add_parts(labels, weights[r], d_unary[:length], d_pair, _NO_INTS)
+    chain_add_parts(y_i, -1.0, d_unary[:length], d_pair, _NO_INTS)
+    return value, exact
+
