@@ -66,7 +66,6 @@ from ._chain_oracle import (
     _hamming_cost,
     chain_add_parts,
 )
-from ._chain_oracle import CLASS_COSTS as _CHAIN_CLASS_COSTS
 from ._oracles import CHAIN, MAP, MARGIN, MULTICLASS, MULTILABEL, TREE
 from ._tabular_oracles import COSTS as _ML_COSTS
 from ..losses._smoothed import project_sorted_row
