@@ -6,11 +6,21 @@ EntropySmoothedHingeLoss / L2SmoothedHingeLoss (or of enumeration), the ℓ2 cer
 L2SmoothedHingeLoss.oracle, and the CRF loss for μ = 1 without costs.
 """
 
+import itertools
+
 import numpy as np
 import pytest
+from scipy.special import logsumexp, softmax
 
 from _chain_data import random_chain_scores
-from skstruct.decoders import ChainDecoder, ChainScores
+from skstruct.decoders import (
+    ChainDecoder,
+    ChainScores,
+    MulticlassDecoder,
+    MulticlassScores,
+    MultilabelDecoder,
+    MultilabelScores,
+)
 from skstruct.decoders._smoothed_oracles import (
     ENTROPY,
     L2,
@@ -201,3 +211,158 @@ def test_supports_smoothed_chain_losses():
     with pytest.raises(ValueError, match="Hamming"):
         _call(_chain_compiled(scores, y, ZeroOneLoss()), 0, ENTROPY, 1.0, 1,
               scores.unary, _chain_pair(scores), scores.offsets)
+
+
+# --------------------------------------------------------------------------------------
+# Multiclass and multilabel
+
+TABULAR_LOSSES = {
+    "hamming": lambda C: HammingLoss(),
+    "normalized": lambda C: HammingLoss(normalize=True),
+    "class_cost_vector": lambda C: HammingLoss(class_costs=np.arange(1.0, C + 1)),
+    "class_cost_matrix": lambda C: HammingLoss(
+        class_costs=np.abs(np.subtract.outer(np.arange(C), np.arange(C))) * 0.7),
+}
+
+
+def _tabular_unary(rng, n_samples, width, y, forbid, scale=2.0):
+    """Random scores; ``forbid`` sets some entries the gold output does not use to -inf
+    (multiclass: other classes; multilabel: labels that are off in the gold vector)."""
+    unary = scale * rng.normal(size=(n_samples, width))
+    if forbid:
+        mask = rng.random(unary.shape) < 0.3
+        if y.ndim == 1:
+            mask[np.arange(n_samples), y] = False
+        else:
+            mask &= y == 0
+        unary[mask] = -np.inf
+    return unary
+
+
+def _check_tabular(compiled, unary, smoothing, mu, top_k, values, gradient, exact=None):
+    n = unary.shape[0]
+    assert values.shape == (n,) and gradient.shape == unary.shape
+    offsets = np.arange(n + 1)
+    for i in range(n):
+        value, flag, d_unary, d_pair = _call(compiled, i, smoothing, mu, top_k, unary,
+                                             np.zeros(0), offsets)
+        assert value == pytest.approx(values[i], rel=1e-9, abs=1e-9)
+        np.testing.assert_allclose(d_unary[0], gradient[i], atol=1e-9)
+        assert d_pair.shape == (0,)
+        assert flag == (True if exact is None else exact[i])
+
+
+@pytest.mark.parametrize("loss_name", sorted(TABULAR_LOSSES))
+@pytest.mark.parametrize("forbid", [False, True])
+def test_multiclass_equals_the_smoothed_hinge_losses(loss_name, forbid):
+    rng = np.random.default_rng(6)
+    flags = []
+    for mu, top_k in ((0.05, 1), (0.3, 2), (1.0, 5), (4.0, 3), (10.0, 9)):
+        n_classes = int(rng.integers(2, 8))
+        y = rng.integers(0, n_classes, size=6)
+        unary = _tabular_unary(rng, 6, n_classes, y, forbid)
+        task_loss = TABULAR_LOSSES[loss_name](n_classes)
+        compiled = MulticlassDecoder().compiled_oracle(task_loss, "margin", y,
+                                                       np.arange(7))
+        assert supports_smoothed(compiled, ENTROPY) and supports_smoothed(compiled, L2)
+        scores = MulticlassScores(unary)
+        values, gradient = EntropySmoothedHingeLoss(task_loss, strength=mu)(
+            MulticlassDecoder(), scores, y)
+        _check_tabular(compiled, unary, ENTROPY, mu, 1, values, gradient.unary)
+        values, gradient, exact = L2SmoothedHingeLoss(task_loss, strength=mu,
+                                                      top_k=top_k).oracle(
+            MulticlassDecoder(), scores, y)
+        _check_tabular(compiled, unary, L2, mu, top_k, values, gradient.unary, exact)
+        flags.extend(exact)
+    assert any(flags) and not all(flags), "both certificates must occur"
+
+
+def test_multiclass_zero_one_loss_equals_enumeration():
+    # the 0/1 loss of one class is a loss matrix: smoothed by enumerating the classes
+    rng = np.random.default_rng(7)
+    n_classes, mu = 5, 0.7
+    y = rng.integers(0, n_classes, size=8)
+    unary = _tabular_unary(rng, 8, n_classes, y, forbid=True)
+    compiled = MulticlassDecoder().compiled_oracle(ZeroOneLoss(), "margin", y,
+                                                   np.arange(9))
+    z = unary + (np.arange(n_classes) != y[:, None])
+    gold = unary[np.arange(8), y]
+    values = mu * logsumexp(z / mu, axis=1) - gold
+    gradient = softmax(z / mu, axis=1) - np.eye(n_classes)[y]
+    _check_tabular(compiled, unary, ENTROPY, mu, 1, values, gradient)
+
+
+@pytest.mark.parametrize("loss_name", ["hamming", "normalized", "class_cost_vector"])
+@pytest.mark.parametrize("forbid", [False, True])
+def test_multilabel_equals_the_smoothed_hinge_losses(loss_name, forbid):
+    rng = np.random.default_rng(8)
+    flags = []
+    for mu, top_k in ((0.05, 1), (0.3, 2), (1.0, 5), (4.0, 3), (10.0, 40)):
+        n_labels = int(rng.integers(1, 7))
+        y = rng.integers(0, 2, size=(6, n_labels))
+        unary = _tabular_unary(rng, 6, n_labels, y, forbid)
+        task_loss = TABULAR_LOSSES[loss_name](2)
+        compiled = MultilabelDecoder().compiled_oracle(task_loss, "margin", y,
+                                                       np.arange(7))
+        assert supports_smoothed(compiled, ENTROPY) and supports_smoothed(compiled, L2)
+        scores = MultilabelScores(unary)
+        values, gradient = EntropySmoothedHingeLoss(task_loss, strength=mu)(
+            MultilabelDecoder(), scores, y)
+        _check_tabular(compiled, unary, ENTROPY, mu, 1, values, gradient.unary)
+        values, gradient, exact = L2SmoothedHingeLoss(task_loss, strength=mu,
+                                                      top_k=top_k).oracle(
+            MultilabelDecoder(), scores, y)
+        _check_tabular(compiled, unary, L2, mu, top_k, values, gradient.unary, exact)
+        flags.extend(exact)
+    assert any(flags) and not all(flags), "both certificates must occur"
+
+
+def test_multilabel_entropy_equals_enumeration_of_every_label_set():
+    rng = np.random.default_rng(9)
+    n_labels, mu = 4, 0.6
+    y = rng.integers(0, 2, size=(5, n_labels))
+    unary = _tabular_unary(rng, 5, n_labels, y, forbid=True)
+    task_loss = HammingLoss(class_costs=np.array([1.0, 2.5]))
+    compiled = MultilabelDecoder().compiled_oracle(task_loss, "margin", y, np.arange(6))
+    sets = np.array(list(itertools.product([0, 1], repeat=n_labels)))
+    values, gradient = [], []
+    for i in range(5):
+        theta = np.where(sets, unary[i], 0.0).sum(axis=1)
+        delta = np.where(sets != y[i], np.where(y[i] == 1, 2.5, 1.0), 0.0).sum(axis=1)
+        z = theta + delta
+        q = softmax(z / mu)
+        values.append(mu * logsumexp(z / mu) - np.where(y[i], unary[i], 0.0).sum())
+        gradient.append(q @ sets - y[i])
+    _check_tabular(compiled, unary, ENTROPY, mu, 1, np.array(values), np.array(gradient))
+
+
+@pytest.mark.parametrize("family", ["multiclass", "multilabel"])
+def test_tabular_entropy_at_mu_one_without_costs_is_the_crf_loss(family):
+    rng = np.random.default_rng(10)
+    if family == "multiclass":
+        decoder, y = MulticlassDecoder(), rng.integers(0, 4, size=6)
+        scores = MulticlassScores(_tabular_unary(rng, 6, 4, y, forbid=True))
+    else:
+        decoder, y = MultilabelDecoder(), rng.integers(0, 2, size=(6, 4))
+        scores = MultilabelScores(_tabular_unary(rng, 6, 4, y, forbid=True))
+    values, gradient = CRFLoss()(decoder, scores, y)
+    compiled = decoder.compiled_oracle(None, None, y, np.arange(7))
+    assert supports_smoothed(compiled, ENTROPY)
+    _check_tabular(compiled, scores.unary, ENTROPY, 1.0, 1, values, gradient.unary)
+
+
+def test_supports_smoothed_tabular_losses():
+    y = np.array([[0, 1, 1], [1, 0, 0]])
+    f1 = MultilabelDecoder().compiled_oracle(FBetaLoss(), "margin", y, np.arange(3))
+    zero_one = MultilabelDecoder().compiled_oracle(ZeroOneLoss(), "margin", y,
+                                                   np.arange(3))
+    slack = MultilabelDecoder().compiled_oracle(HammingLoss(), "slack", y, np.arange(3))
+    for compiled in (f1, zero_one, slack):
+        assert not supports_smoothed(compiled, ENTROPY)
+        assert not supports_smoothed(compiled, L2)
+    with pytest.raises(ValueError, match="per-label costs"):
+        _call(f1, 0, ENTROPY, 1.0, 1, np.zeros((2, 3)), np.zeros(0), np.arange(3))
+    classes = np.array([0, 2, 1])
+    slack = MulticlassDecoder().compiled_oracle(HammingLoss(), "slack", classes,
+                                                np.arange(4))
+    assert not supports_smoothed(slack, ENTROPY)
