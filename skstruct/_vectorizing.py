@@ -60,35 +60,40 @@ def column_table(by_value, by_key):
     return table
 
 
-#: Tokens read per chunk: a chunk's dicts and values are read twice (type check, then
-#: lookups) and stay in the cache in between.
-_CHUNK_TOKENS = 512
-
-
-def _codes(tokens, table):
+def _codes(tokens, counts, table):
     """Table code of every (key, value) item of every token, in token then dict order.
+
+    Two C-level passes over the items: the types of the values, then one lookup per
+    item written straight into the output array (no list of values or codes is built).
+
+    Parameters
+    ----------
+    tokens : list of dict
+    counts : ndarray of shape (n_tokens,), int64
+        ``len`` of every token.
+    table : dict
+        From :func:`column_table`.
 
     Returns
     -------
     codes : ndarray of shape (n_items,), dtype int64, or None
         Column, :data:`DROP` or :data:`MISS`; None when a value's type is not one of
         :data:`_TABLE_TYPES`.
-    values : list of n_items values
-        The values of the items, in the same order.
     """
-    codes, values = array("q"), []
-    for start in range(0, len(tokens), _CHUNK_TOKENS):
-        chunk = tokens[start:start + _CHUNK_TOKENS]
-        chunk_values = list(chain.from_iterable(map(dict.values, chunk)))
-        if not _TABLE_TYPES.issuperset(map(type, chunk_values)):
-            return None, None
-        inner_tables = map(table.get, chain.from_iterable(map(dict.keys, chunk)), repeat(_EMPTY))
-        chunk_codes = list(map(dict.get, inner_tables, chunk_values, repeat(MISS)))
-        if len(chunk_codes) != len(chunk_values):  # a dict changed size while being read
-            raise RuntimeError("a token feature dict changed while it was being vectorized")
-        codes.fromlist(chunk_codes)
-        values += chunk_values
-    return np.frombuffer(codes, dtype=np.int64), values
+    if not _TABLE_TYPES.issuperset(map(type, chain.from_iterable(map(dict.values, tokens)))):
+        return None
+    inner_tables = map(table.get, chain.from_iterable(map(dict.keys, tokens)), repeat(_EMPTY))
+    lookups = map(dict.get, inner_tables, chain.from_iterable(map(dict.values, tokens)),
+                  repeat(MISS))
+    n_items = int(counts.sum())
+    try:
+        codes = np.fromiter(lookups, dtype=np.int64, count=n_items)
+    except ValueError as error:  # fewer items than counted
+        raise RuntimeError("a token feature dict changed while it was being vectorized"
+                           ) from error
+    if next(lookups, None) is not None:  # more items than counted
+        raise RuntimeError("a token feature dict changed while it was being vectorized")
+    return codes
 
 
 def lookup_csr(tokens, table, by_key, n_features, dtype):
@@ -121,16 +126,16 @@ def lookup_csr(tokens, table, by_key, n_features, dtype):
     """
     try:
         counts = np.frombuffer(array("q", map(len, tokens)), dtype=np.int64)
-        codes, values = _codes(tokens, table)
+        codes = _codes(tokens, counts, table)
     except TypeError:  # a token that is not a dict
         return None
     if codes is None:
         return None
-    n_items = len(values)
+    n_items = codes.shape[0]
     data = np.ones(n_items, dtype=dtype)
     misses = np.flatnonzero(codes == MISS)
     if misses.size:
-        _resolve_misses(tokens, counts, values, misses, by_key, codes, data)
+        _resolve_misses(tokens, counts, misses, by_key, codes, data)
     kept = codes >= 0
     item_bounds = np.zeros(len(tokens) + 1, dtype=np.int64)
     np.cumsum(counts, out=item_bounds[1:])
@@ -144,26 +149,34 @@ def lookup_csr(tokens, table, by_key, n_features, dtype):
     return matrix
 
 
-def _resolve_misses(tokens, counts, values, misses, by_key, codes, data):
+def _resolve_misses(tokens, counts, misses, by_key, codes, data):
     """Fill ``codes`` and ``data`` at the items the table missed (in place).
 
     An unseen string stays a miss (dropped); a number gets the column of its key, if the
-    key was numeric in fit, and its own value unless that is 0 (dropped). Python code
-    runs once per missed number (its key is read from its token).
+    key was numeric in fit, and its own value unless that is 0 (dropped). The values of
+    the tokens with a miss are read again at C level; Python code runs once per missed
+    number (its key is read from its token).
     """
-    missed = list(map(values.__getitem__, misses.tolist()))
-    is_number = np.fromiter(map(is_not, map(type, missed), repeat(str)), dtype=bool,
-                            count=len(missed))
-    numbers = misses[is_number]
-    if not numbers.size:
-        return
     starts = np.zeros(len(tokens) + 1, dtype=np.int64)
     np.cumsum(counts, out=starts[1:])
-    token_of = np.searchsorted(starts, numbers, side="right") - 1
+    token_of = np.searchsorted(starts, misses, side="right") - 1
+    missed_tokens = np.unique(token_of)
+    token_values = list(chain.from_iterable(
+        map(dict.values, map(tokens.__getitem__, missed_tokens.tolist()))))
+    value_starts = np.zeros(missed_tokens.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts[missed_tokens], out=value_starts[1:])
+    positions = (value_starts[np.searchsorted(missed_tokens, token_of)]
+                 + misses - starts[token_of])
+    missed = list(map(token_values.__getitem__, positions.tolist()))
+    is_number = np.fromiter(map(is_not, map(type, missed), repeat(str)), dtype=bool,
+                            count=len(missed))
+    if not is_number.any():
+        return
     number_items, number_columns, number_values = [], [], []
-    for item, token in zip(numbers.tolist(), token_of.tolist()):
+    for j in np.flatnonzero(is_number).tolist():
+        item, token = int(misses[j]), int(token_of[j])
         key = next(islice(tokens[token], item - int(starts[token]), None))
-        value = values[item]
+        value = missed[j]
         column = by_key.get(key)
         if column is not None and value:
             number_items.append(item)

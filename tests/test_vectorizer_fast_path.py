@@ -94,12 +94,24 @@ def test_conll_test_set_has_unseen_features_and_misses(conll):
     vectorizer = SequenceVectorizer().fit(X_train)
     table, by_key = vectorizer._index
     tokens = list(chain.from_iterable(X_test))
-    codes, values = _vectorizing._codes(tokens, table)
-    assert len(codes) == len(values) == sum(map(len, tokens))
+    counts = np.array([len(token) for token in tokens], dtype=np.int64)
+    codes = _vectorizing._codes(tokens, counts, table)
+    assert len(codes) == sum(map(len, tokens))
     assert (codes == _vectorizing.MISS).sum() > 100
     assert (codes == _vectorizing.DROP).sum() > 100  # booleans False
     assert (codes >= 0).sum() > 1000
-    assert len(tokens) > 2 * _vectorizing._CHUNK_TOKENS  # several chunks
+
+
+def test_items_not_matching_the_counts_are_an_error():
+    """The lookups are counted: a token dict that changed size between the passes (another
+    thread writing to it) is an error, not a silently shifted matrix."""
+    table = _vectorizing.column_table({"w": {"a": 0}}, {})
+    tokens = [{"w": "a"}, {"w": "a"}]
+    counts = np.array([1, 1], dtype=np.int64)
+    with pytest.raises(RuntimeError, match="changed while"):
+        _vectorizing._codes(tokens, counts - np.array([0, 1]), table)
+    with pytest.raises(RuntimeError, match="changed while"):
+        _vectorizing._codes(tokens, counts + np.array([0, 1]), table)
 
 
 TRAIN = [
