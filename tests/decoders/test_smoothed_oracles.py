@@ -20,6 +20,8 @@ from skstruct.decoders import (
     MulticlassScores,
     MultilabelDecoder,
     MultilabelScores,
+    TreeDecoder,
+    TreeScores,
 )
 from skstruct.decoders._smoothed_oracles import (
     ENTROPY,
@@ -33,6 +35,7 @@ from skstruct.losses import (
     FBetaLoss,
     HammingLoss,
     L2SmoothedHingeLoss,
+    TaskLoss,
     ZeroOneLoss,
 )
 
@@ -366,3 +369,93 @@ def test_supports_smoothed_tabular_losses():
     slack = MulticlassDecoder().compiled_oracle(HammingLoss(), "slack", classes,
                                                 np.arange(4))
     assert not supports_smoothed(slack, ENTROPY)
+
+
+# --------------------------------------------------------------------------------------
+# Trees
+
+
+class HeadDistance(TaskLoss):
+    """A loss over arcs that decomposes over parts: a wrong head costs its distance."""
+
+    decomposition = "parts"
+
+    def __call__(self, y_true, y_pred, offsets):
+        cost = np.abs(np.asarray(y_true) - np.asarray(y_pred)).astype(np.float64)
+        return np.add.reduceat(cost, offsets[:-1])
+
+    def unary_costs(self, y_true, offsets, n_states):
+        return np.abs(np.arange(n_states)[None, :] - np.asarray(y_true)[:, None]) * 1.0
+
+
+TREE_LOSSES = {
+    "hamming": HammingLoss(),
+    "normalized": HammingLoss(normalize=True),
+    "head_distance": HeadDistance(),
+}
+
+
+def _tree_batch(rng, decoder, lengths, spread):
+    """Random arc scores (some arcs at -spread: ruled out in effect, and beyond the
+    linear-space range when ``spread`` is large) and gold trees the decoder allows."""
+    blocks = []
+    for n in lengths:
+        block = 2.0 * rng.normal(size=(n, n))
+        block[rng.random((n, n)) < 0.2] = -spread
+        blocks.append(block)
+    scores = TreeScores.from_blocks(blocks)
+    y = decoder.map(TreeScores.from_blocks([rng.normal(size=(n, n)) for n in lengths]))
+    return scores, y
+
+
+def _check_tree(scores, compiled, mu, values, gradient):
+    unary = scores.unary[:, None]
+    row_offsets = scores.unary_offsets
+    n = row_offsets.shape[0] - 1
+    assert values.shape == (n,)
+    for i in range(n):
+        value, flag, d_unary, d_pair = _call(compiled, i, ENTROPY, mu, 1, unary,
+                                             np.zeros(0), row_offsets)
+        assert value == pytest.approx(values[i], rel=1e-9, abs=1e-9)
+        np.testing.assert_allclose(d_unary[:, 0],
+                                   gradient[row_offsets[i]:row_offsets[i + 1]], atol=1e-9)
+        assert flag
+
+
+@pytest.mark.parametrize("projective", [False, True])
+@pytest.mark.parametrize("single_root", [False, True])
+@pytest.mark.parametrize("loss_name", sorted(TREE_LOSSES))
+def test_tree_entropy_equals_entropy_smoothed_hinge_loss(projective, single_root,
+                                                         loss_name):
+    rng = np.random.default_rng(11)
+    decoder = TreeDecoder(projective=projective, single_root=single_root)
+    task_loss = TREE_LOSSES[loss_name]
+    for mu, spread in ((0.05, 5.0), (0.5, 30.0), (1.0, 1000.0), (3.0, 5.0)):
+        scores, y = _tree_batch(rng, decoder, rng.integers(1, 7, size=3), spread)
+        compiled = decoder.compiled_oracle(task_loss, "margin", y, scores.offsets)
+        assert supports_smoothed(compiled, ENTROPY)
+        values, gradient = EntropySmoothedHingeLoss(task_loss, strength=mu)(
+            decoder, scores, y)
+        _check_tree(scores, compiled, mu, values, gradient.unary)
+
+
+@pytest.mark.parametrize("projective", [False, True])
+def test_tree_entropy_at_mu_one_without_costs_is_the_crf_loss(projective):
+    rng = np.random.default_rng(12)
+    decoder = TreeDecoder(projective=projective)
+    scores, y = _tree_batch(rng, decoder, [1, 4, 6], 1000.0)
+    values, gradient = CRFLoss()(decoder, scores, y)
+    compiled = decoder.compiled_oracle(None, None, y, scores.offsets)
+    assert supports_smoothed(compiled, ENTROPY)
+    _check_tree(scores, compiled, 1.0, values, gradient.unary)
+
+
+def test_tree_l2_is_not_supported_and_raises():
+    rng = np.random.default_rng(13)
+    decoder = TreeDecoder()
+    scores, y = _tree_batch(rng, decoder, [3], 5.0)
+    compiled = decoder.compiled_oracle(HammingLoss(), "margin", y, scores.offsets)
+    assert not supports_smoothed(compiled, L2)
+    with pytest.raises(ValueError, match="top-K"):
+        _call(compiled, 0, L2, 1.0, 5, scores.unary[:, None], np.zeros(0),
+              scores.unary_offsets)
