@@ -1,0 +1,150 @@
+"""Compile skstruct's most used kernels ahead of time into numba's on-disk cache.
+
+skstruct's kernels are compiled by numba the first time they run with given argument
+types, and kept in numba's on-disk cache (``cache=True``) for later processes. Run once,
+this module pays that compilation up front, on tiny inputs, through the same public calls
+as real use, so that the specializations compiled are the ones real calls look up:
+
+- ``pip install .`` runs it while building the wheel, so the installed package carries
+  the compiled kernels next to its sources (see ``doc/developers/compile_time.rst``);
+- where that did not happen (an editable install, a wheel built on another machine,
+  ``NUMBA_CACHE_DIR`` set to another place), ``python -m skstruct.warmup`` does it in place.
+
+Running it again is cheap: every kernel is then loaded from the cache.
+"""
+
+import argparse
+import sys
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from .utils._compile_report import CompileTimer
+
+__all__ = ["warm_up", "uncompiled_kernels"]
+
+_WORDS = [["He", "reckons", "the", "current", "account", "deficit", "."],
+          ["Chancellor", "Lawson", "said", "so", "on", "Sunday", "."],
+          ["It", "fell", "7.7", "%", "."]]
+_POS = [["PRP", "VBZ", "DT", "JJ", "NN", "NN", "."],
+        ["NNP", "NNP", "VBD", "RB", "IN", "NNP", "."],
+        ["PRP", "VBD", "CD", "NN", "."]]
+_CHUNKS = [["B-NP", "B-VP", "B-NP", "I-NP", "I-NP", "I-NP", "O"],
+           ["B-NP", "I-NP", "B-VP", "B-ADVP", "B-PP", "B-NP", "O"],
+           ["B-NP", "B-VP", "B-NP", "I-NP", "O"]]
+
+
+def _tagging_pipeline():
+    """The README quick start's path: token feature dicts, SequenceVectorizer, CRF."""
+    from sklearn.pipeline import make_pipeline
+
+    from . import CRF
+    from .preprocessing import SequenceVectorizer, sentences_to_features
+
+    X = sentences_to_features(_WORDS, _POS)
+    y = [np.array(tags) for tags in _CHUNKS]
+    model = make_pipeline(SequenceVectorizer(), CRF(alpha=1e-2, max_iter=3)).fit(X, y)
+    model.predict(X)
+
+
+def _crf_on_matrices():
+    """CRF on per-sequence CSR matrices and on dense arrays."""
+    from . import CRF
+
+    rng = np.random.default_rng(0)
+    dense = [rng.normal(size=(n, 6)) for n in (4, 3, 5)]
+    y = [np.array(["a", "b"] * 3)[:n] for n in (4, 3, 5)]
+    for X in ([sp.csr_matrix(x) for x in dense], dense):
+        CRF(alpha=1e-2, max_iter=3).fit(X, y).predict(X)
+
+
+def _chain_decoder():
+    """ChainDecoder: Viterbi, rescaled and log-space forward-backward, top-k."""
+    from .decoders import ChainDecoder, ChainScores
+
+    rng = np.random.default_rng(0)
+    scores = ChainScores(rng.normal(size=(5, 3)), [0, 2, 5], rng.normal(size=(3, 3)),
+                         np.zeros(3), np.zeros(3))
+    decoder = ChainDecoder()
+    decoder.map(scores)
+    decoder.marginals(scores)
+    ChainDecoder(log_space=True).marginals(scores)
+    decoder.top_k(scores, 3)
+
+
+#: (name, function) of each warm-up step, in the order they run.
+STEPS = [
+    ("tagging pipeline (SequenceVectorizer + CRF)", _tagging_pipeline),
+    ("CRF on CSR and dense matrices", _crf_on_matrices),
+    ("chain decoder (Viterbi, forward-backward, top-k)", _chain_decoder),
+]
+
+
+def warm_up(verbose=False):
+    """Run every warm-up step once, compiling (or loading) the kernels it uses.
+
+    Parameters
+    ----------
+    verbose : bool, default=False
+        Print one line per step: its name, the seconds numba spent compiling in it and the
+        number of kernel specializations compiled.
+
+    Returns
+    -------
+    report : list of tuple (str, float, int)
+        ``(step name, compile seconds, specializations compiled)`` for each step; a step
+        whose kernels all came from the cache has ``0`` specializations.
+    """
+    report = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, step in STEPS:
+            with CompileTimer() as timer:
+                step()
+            report.append((name, timer.seconds, len(timer.compiled)))
+            if verbose:
+                print(f"{name}: {timer.seconds:.1f} s compiling "
+                      f"({len(timer.compiled)} specializations)", flush=True)
+    return report
+
+
+def uncompiled_kernels():
+    """The compiled kernels of the imported skstruct modules with no specialization yet.
+
+    Returns
+    -------
+    names : list of str
+        ``module.function`` of each numba dispatcher defined in an imported ``skstruct``
+        module that holds no compiled (or cache-loaded) specialization in this process.
+    """
+    from numba.core.registry import CPUDispatcher
+
+    names = set()
+    for module_name, module in list(sys.modules.items()):
+        if not module_name.startswith("skstruct") or module is None:
+            continue
+        for value in vars(module).values():
+            if (isinstance(value, CPUDispatcher) and value.__module__ == module_name
+                    and not value.overloads):
+                names.add(f"{module_name}.{value.py_func.__qualname__}")
+    return sorted(names)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m skstruct.warmup",
+        description="Compile skstruct's most used kernels into numba's on-disk cache.")
+    parser.add_argument("--quiet", action="store_true", help="print nothing")
+    args = parser.parse_args(argv)
+    tic = time.perf_counter()
+    report = warm_up(verbose=not args.quiet)
+    if not args.quiet:
+        compiled = sum(n for _, _, n in report)
+        print(f"done in {time.perf_counter() - tic:.1f} s; {compiled} kernel "
+              f"specializations compiled, the others were already in the cache")
+
+
+if __name__ == "__main__":
+    main()
