@@ -459,3 +459,18 @@ def test_tree_l2_is_not_supported_and_raises():
     with pytest.raises(ValueError, match="top-K"):
         _call(compiled, 0, L2, 1.0, 5, scores.unary[:, None], np.zeros(0),
               scores.unary_offsets)
+
+
+def test_tree_entropy_falls_back_to_log_space_beyond_the_linear_range():
+    # every tree of these two tokens has one root arc, 1000 below the best arc into its
+    # token: the linear-space elimination underflows, the log-space one does not
+    block = np.array([[-1000.0, 0.0], [0.0, -1000.0]])
+    scores = TreeScores.from_blocks([block])
+    y = np.array([0, 0])
+    decoder = TreeDecoder()
+    compiled = decoder.compiled_oracle(HammingLoss(), "margin", y, scores.offsets)
+    for mu in (0.5, 1.0):
+        values, gradient = EntropySmoothedHingeLoss("hamming", strength=mu)(
+            decoder, scores, y)
+        assert np.isfinite(values).all()
+        _check_tree(scores, compiled, mu, values, gradient.unary)
