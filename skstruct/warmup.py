@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from .utils._compile_report import CompileTimer
 
-__all__ = ["warm_up", "uncompiled_kernels"]
+__all__ = ["CompileTimer", "kernel_signatures", "uncompiled_kernels", "warm_up"]
 
 _WORDS = [["He", "reckons", "the", "current", "account", "deficit", "."],
           ["Chancellor", "Lawson", "said", "so", "on", "Sunday", "."],
@@ -110,6 +110,29 @@ def warm_up(verbose=False):
     return report
 
 
+def kernel_signatures():
+    """The specializations held by each compiled kernel of the imported skstruct modules.
+
+    Returns
+    -------
+    signatures : dict of str to set of tuple
+        ``module.function`` of each numba dispatcher defined in an imported ``skstruct``
+        module, to the argument types of the specializations it holds in this process
+        (compiled or loaded from the cache).
+    """
+    from numba.core.registry import CPUDispatcher
+
+    signatures = {}
+    for module_name, module in list(sys.modules.items()):
+        if not module_name.startswith("skstruct") or module is None:
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, CPUDispatcher) and value.__module__ == module_name:
+                name = f"{module_name}.{value.py_func.__qualname__}"
+                signatures[name] = set(value.signatures)
+    return signatures
+
+
 def uncompiled_kernels():
     """The compiled kernels of the imported skstruct modules with no specialization yet.
 
@@ -117,19 +140,9 @@ def uncompiled_kernels():
     -------
     names : list of str
         ``module.function`` of each numba dispatcher defined in an imported ``skstruct``
-        module that holds no compiled (or cache-loaded) specialization in this process.
+        module that holds no specialization in this process.
     """
-    from numba.core.registry import CPUDispatcher
-
-    names = set()
-    for module_name, module in list(sys.modules.items()):
-        if not module_name.startswith("skstruct") or module is None:
-            continue
-        for value in vars(module).values():
-            if (isinstance(value, CPUDispatcher) and value.__module__ == module_name
-                    and not value.overloads):
-                names.add(f"{module_name}.{value.py_func.__qualname__}")
-    return sorted(names)
+    return sorted(name for name, held in kernel_signatures().items() if not held)
 
 
 def main(argv=None):

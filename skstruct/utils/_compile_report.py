@@ -56,12 +56,21 @@ class CompileTimer(event.Listener):
                 module = getattr(dispatcher.py_func, "__module__", "")
                 self.compiled.append((f"{module}.{name}", tuple(event.data["args"])))
 
-    def __enter__(self):
+    def start(self):
+        """Start counting; returns ``self``."""
         event.register("numba:compile", self)
         return self
 
-    def __exit__(self, *exc_info):
+    def stop(self):
+        """Stop counting; returns ``self``."""
         event.unregister("numba:compile", self)
+        return self
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc_info):
+        self.stop()
         return False
 
     def summary(self):

@@ -1,0 +1,59 @@
+"""The warm-up compiles what real calls use, and CompileTimer counts compilations once."""
+
+import numpy as np
+import pytest
+from numba import njit
+from sklearn.pipeline import make_pipeline
+
+from skstruct import CRF
+from skstruct.datasets import load_conll2000
+from skstruct.preprocessing import SequenceVectorizer, sentences_to_features
+from skstruct.warmup import STEPS, CompileTimer, kernel_signatures, main, warm_up
+
+
+def test_compile_timer_counts_outermost_compilations_inside_its_block_only():
+    @njit
+    def inner(x):
+        return x + 1.0
+
+    @njit
+    def outer(x):
+        return inner(x) * 2.0
+
+    @njit
+    def later(x):
+        return x - 1.0
+
+    with CompileTimer() as timer:
+        assert outer(1.0) == 4.0
+    later(1.0)
+    assert [name.rsplit(".", 1)[-1] for name, _ in timer.compiled] == ["outer"]
+    assert timer.seconds > 0
+    assert "1 kernel specialization in" in timer.summary()
+
+
+@pytest.mark.filterwarnings("ignore:.*did not converge")
+def test_warm_up_compiles_the_specializations_of_the_quick_start_path():
+    report = warm_up()
+    assert [name for name, _, _ in report] == [name for name, _ in STEPS]
+    warmed = kernel_signatures()
+    # Larger and different data than the warm-up's, through the quick start's calls: every
+    # kernel specialization they need must be one the warm-up made (compiled or loaded).
+    train = load_conll2000("train")
+    X = sentences_to_features(train.words[:60], train.pos[:60])
+    model = make_pipeline(SequenceVectorizer(), CRF(alpha=1e-3, max_iter=5))
+    model.fit(X, train.target[:60])
+    assert len(model.predict(X[:10])) == 10
+    new = {name: held - warmed.get(name, set())
+           for name, held in kernel_signatures().items()}
+    assert {name: added for name, added in new.items() if added} == {}
+    assert sum(len(held) for held in warmed.values()) >= 9
+
+
+def test_warm_up_command_line_is_quiet_when_asked(capsys):
+    main(["--quiet"])
+    assert capsys.readouterr().out == ""
+    main([])
+    out = capsys.readouterr().out
+    assert out.count("\n") == len(STEPS) + 1
+    assert np.all([name in out for name, _ in STEPS])
