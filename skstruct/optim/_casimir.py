@@ -73,7 +73,8 @@ def minimize_casimir(
         K of the ℓ2 smoothing.
     schedule : {"const", "adapt"}, default="const"
         ``"const"``: μ_k = μ and κ = L/(n + 1) − λ (L/(n + 1) when that is not positive),
-        the value of the paper's complexity bound. ``"adapt"``: κ = λ and
+        the value of the paper's complexity bound, with L the smoothness estimate, or
+        the L for which a given ``learning_rate`` is 1/(L + λ + κ). ``"adapt"``: κ = λ and
         μ_k = μ_0 c^k with c = √(1 − √q / 2), so that the smoothing error decreases as
         fast as Catalyst's rate.
     kappa : float, default=None
@@ -125,9 +126,12 @@ def minimize_casimir(
     l_mu = smoothness_estimate(problem, risk.weights)
     if kappa is None:
         if schedule == "const":
-            kappa = l_mu / mu0 / (n + 1) - lam
+            # L of the step 1/(L + λ + κ): the estimate, or the one a given step implies
+            smooth = (l_mu / mu0 if learning_rate == "auto"
+                      else (n + 1) / ((n + 2) * float(learning_rate)))
+            kappa = smooth / (n + 1) - lam
             if kappa <= 0:
-                kappa = l_mu / mu0 / (n + 1)
+                kappa = smooth / (n + 1)
         else:
             kappa = lam
     kappa = float(kappa)

@@ -68,12 +68,13 @@ def smoothed_problem(risk, smoothing, top_k, solver):
 def smoothness_estimate(problem, weights):
     """An estimate of L·μ, the smoothness of the data term times μ.
 
-    The mean over examples of s_i · 2 (Σ_r ‖x_r‖² (+ 1 per row with a bias) + 2 n_rows_i
-    when there are pair parameters): the squared norm of A_iᵀ(a_y − a_{y'}) for two
-    outputs that differ at every row, when the rows of an example share no feature. A
-    smoothed loss f_i = h_μ(A_iᵀ w) has a gradient of Lipschitz constant
-    ‖A_i‖² / μ at most; the mean rather than the largest value, and rows taken apart,
-    give the practical step size of SVRG (the paper tunes L instead).
+    The mean over examples of s_i · 2 (‖x_r‖² (+ 1 with a bias) + 2 with pair
+    parameters) averaged over the example's rows r: the squared norm of
+    A_iᵀ(a_y − a_{y'}) for two outputs that differ at one row (a unary part and, on a
+    chain, two transitions each). A smoothed loss f_i = h_μ(A_iᵀ w) has a gradient of
+    Lipschitz constant ‖A_i‖² / μ at most, which counts outputs that differ everywhere;
+    near the optimum the outputs that share the smoothing's weight differ at few rows,
+    and the per-row value gives the practical step size (the paper tunes L instead).
     """
     f = problem.features
     n = f.n_examples
@@ -85,12 +86,13 @@ def smoothness_estimate(problem, weights):
     row_norms = np.bincount(row_of_entry, weights=data * data, minlength=counts.shape[0])
     if f.has_bias:
         row_norms += 1.0
-    cumulative = np.concatenate([[0.0], np.cumsum(row_norms)])
-    per_example = cumulative[offsets[1:]] - cumulative[offsets[:-1]]
     if f.n_pair:
-        per_example += 2.0 * np.diff(offsets)
+        row_norms += 2.0
+    cumulative = np.concatenate([[0.0], np.cumsum(row_norms)])
+    rows = np.maximum(np.diff(offsets), 1)
+    per_row = (cumulative[offsets[1:]] - cumulative[offsets[:-1]]) / rows
     scales = n * np.asarray(weights, dtype=np.float64)
-    return max(float(np.mean(scales * 2.0 * per_example)), 1e-12)
+    return max(float(np.mean(scales * 2.0 * per_row)), 1e-12)
 
 
 class SmoothedProblem:
