@@ -6,7 +6,7 @@ element of a (4, 1024) array goes through 32 dependent ``v = v * a + b``, four r
 a time (the loop over elements vectorizes, the 32 steps unroll, four chains per lane hide
 the FMA latency), so it runs at what numba's code reaches on this core. The chain kernels run on the
 CoNLL-2000 training set's sequence lengths (8,936 sentences, 211,727 tokens) with random
-scores at 22 states:
+scores at 9, 22 and 45 states (rows of 16, 24 and 48):
 
 - forward-backward with marginals (``forward_backward_scaled``): 3 S² multiply-adds a
   token (forward α̂ expo, backward expo β̂, and the transition sums), counted as 6 S²
@@ -17,7 +17,7 @@ CPU time (``time.process_time``), best of ``--repeats``, one thread (per-core fi
 all threads; the load average is printed with the numbers. Writes
 ``results/chain_kernels_flops.md`` and ``.json`` next to this file.
 
-Run: ``python benchmarks/bench_chain_kernels_flops.py``
+Run: ``python benchmarks/bench_chain_kernels_flops.py`` (``--states 22`` for one size)
 """
 
 import argparse
@@ -71,19 +71,38 @@ def best_cpu(function, repeats):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--states", type=int, default=22)
+    parser.add_argument("--states", type=int, nargs="+", default=[9, 22, 45])
     args = parser.parse_args()
 
     lengths = np.array([len(t) for t in load_conll2000("train").target])
     offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-    n_tokens, s = int(offsets[-1]), args.states
-    rng = np.random.default_rng(0)
-    unary = 2.0 * rng.normal(size=(n_tokens, s))
-    trans, start, end = rng.normal(size=(s, s)), rng.normal(size=s), rng.normal(size=s)
-
+    n_tokens = int(offsets[-1])
     values = np.full((4, 1024), 0.5)
     peak_repeats = 2000
     fma_peak(values, 0.999, 0.0001, 1)  # compile
+    sizes = {}
+    for s in args.states:
+        sizes[s] = measure(s, offsets, n_tokens, values, peak_repeats, args.repeats)
+    results = {
+        "tokens": n_tokens,
+        "sequences": int(lengths.shape[0]),
+        "repeats": args.repeats,
+        "load_average": os.getloadavg(),
+        "machine": platform.processor() or platform.machine(),
+        "numba": numba.__version__,
+        "states": sizes,
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "chain_kernels_flops.json").write_text(json.dumps(results, indent=2) + "\n")
+    (RESULTS / "chain_kernels_flops.md").write_text(report(results))
+    print(report(results))
+
+
+def measure(s, offsets, n_tokens, values, peak_repeats, repeats):
+    """Per thread count: the peak loop, forward-backward and Viterbi at ``s`` states."""
+    rng = np.random.default_rng(0)
+    unary = 2.0 * rng.normal(size=(n_tokens, s))
+    trans, start, end = rng.normal(size=(s, s)), rng.normal(size=s), rng.normal(size=s)
 
     def forward_backward():
         with dynamic_schedule():
@@ -100,9 +119,9 @@ def main():
     for threads in sorted({1, previous}):
         numba.set_num_threads(threads)
         try:
-            peak = best_cpu(lambda: fma_peak(values, 0.999, 0.0001, peak_repeats), args.repeats)
-            fb = best_cpu(forward_backward, args.repeats)
-            vit = best_cpu(viterbi, args.repeats)
+            peak = best_cpu(lambda: fma_peak(values, 0.999, 0.0001, peak_repeats), repeats)
+            fb = best_cpu(forward_backward, repeats)
+            vit = best_cpu(viterbi, repeats)
         finally:
             numba.set_num_threads(previous)
         rows[threads] = {
@@ -114,20 +133,7 @@ def main():
             "viterbi_gflops": 2 * s * s * n_tokens / vit / 1e9,
             "viterbi_tokens_per_cpu_second": n_tokens / vit,
         }
-    results = {
-        "states": s,
-        "tokens": n_tokens,
-        "sequences": int(lengths.shape[0]),
-        "repeats": args.repeats,
-        "load_average": os.getloadavg(),
-        "machine": platform.processor() or platform.machine(),
-        "numba": numba.__version__,
-        "threads": rows,
-    }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "chain_kernels_flops.json").write_text(json.dumps(results, indent=2) + "\n")
-    (RESULTS / "chain_kernels_flops.md").write_text(report(results))
-    print(report(results))
+    return rows
 
 
 def report(r):
@@ -135,23 +141,24 @@ def report(r):
         "# Chain kernels against a measured FMA peak",
         "",
         f"{r['tokens']:,} tokens in {r['sequences']:,} sequences (CoNLL-2000 training "
-        f"lengths), {r['states']} states, random scores; CPU time, best of {r['repeats']}; "
-        f"load average {', '.join(f'{x:.1f}' for x in r['load_average'])} on "
-        f"{r['machine']}, numba {r['numba']}. Produced by "
-        "`python benchmarks/bench_chain_kernels_flops.py`.",
+        f"lengths), random scores; CPU time, best of {r['repeats']}; load average "
+        f"{', '.join(f'{x:.1f}' for x in r['load_average'])} on {r['machine']}, numba "
+        f"{r['numba']}. Produced by `python benchmarks/bench_chain_kernels_flops.py`.",
         "",
-        "| threads | FMA loop peak (GFLOP/s) | forward-backward (GFLOP/s) | "
+        "| states | threads | FMA loop peak (GFLOP/s) | forward-backward (GFLOP/s) | "
         "forward-backward (M tokens / CPU s) | Viterbi (GFLOP/s) | "
         "Viterbi (M tokens / CPU s) |",
-        "|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
-    for threads, row in r["threads"].items():
-        lines.append(
-            f"| {threads} | {row['peak_gflops']:.1f} | {row['fb_gflops']:.2f} "
-            f"({100 * row['fb_gflops'] / row['peak_gflops']:.0f} % of peak) | "
-            f"{row['fb_tokens_per_cpu_second'] / 1e6:.2f} | {row['viterbi_gflops']:.2f} "
-            f"({100 * row['viterbi_gflops'] / row['peak_gflops']:.0f} % of peak) | "
-            f"{row['viterbi_tokens_per_cpu_second'] / 1e6:.2f} |")
+    for s, rows in r["states"].items():
+        for threads, row in rows.items():
+            lines.append(
+                f"| {s} | {threads} | {row['peak_gflops']:.1f} | {row['fb_gflops']:.2f} "
+                f"({100 * row['fb_gflops'] / row['peak_gflops']:.0f} % of peak) | "
+                f"{row['fb_tokens_per_cpu_second'] / 1e6:.2f} | "
+                f"{row['viterbi_gflops']:.2f} "
+                f"({100 * row['viterbi_gflops'] / row['peak_gflops']:.0f} % of peak) | "
+                f"{row['viterbi_tokens_per_cpu_second'] / 1e6:.2f} |")
     lines += [
         "",
         "Flops: forward-backward 3 S² multiply-adds a token counted as 6 S² flops; Viterbi "

@@ -19,7 +19,9 @@ log_z = -inf from every kernel (never NaN), zero marginals, -inf as its best sco
 """
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
 from ..utils._parallel import MAX_CHUNKS, TOKENS_PER_CHUNK, token_chunks
 
@@ -31,13 +33,12 @@ SCALED_RANGE_LIMIT = 200.0
 _NJIT = dict(cache=True, nogil=True)
 
 #: Rows of the scaled forward-backward are padded to a multiple of this many states, so
-#: that its loops over states run in blocks of constant length (whole vectors).
+#: that its loops over states run in whole vectors (no scalar remainder).
 BLOCK = 8
 # Reassociation lets the sums over states vectorize; no flag assumes finite values.
 _FAST = {"reassoc", "contract", "arcp", "nsz"}
-# Fused multiply-adds only: with reassociation the compiler vectorizes the sums of the
-# block products over rows (a horizontal sum per block) instead of keeping the block's
-# eight sums in one register.
+# Fused multiply-adds only: the scaled forward-backward's sums keep their order (the
+# vectorized loops run over states, each sum over rows stays sequential).
 _CONTRACT = {"contract"}
 
 
@@ -202,52 +203,95 @@ def scaled_pairwise(trans, start, end, width):
     return expo, expo_t, start_padded, exp_end, trans_max, end_max
 
 
-@njit(inline="always")
-def _combine_rows(coef, matrix, n_rows, o):
-    """Σ_i coef[i] * matrix[i, o:o + BLOCK] for i < n_rows, as BLOCK scalars.
+@intrinsic
+def _bits_to_float(typingctx, bits):
+    """The float64 whose IEEE bits are ``bits`` (int64)."""
+    sig = types.float64(types.int64)
 
-    One block of a vector-matrix product. Eight named accumulators (not a slice of an
-    array) stay in one vector register: the compiler neither reloads nor stores them
-    between rows, and needs no check that the output overlaps the inputs.
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+    return sig, codegen
+
+
+_LOG2E = 1.4426950408889634
+# ln 2 in two parts: k * _LN2_HI is exact for |k| < 2 ** 11
+_LN2_HI = 0.6931471803691238
+_LN2_LO = 1.9082149292705877e-10
+#: Below this argument :func:`_exp_nonpositive` returns 0 (exp(-708) ~ 3e-308).
+_EXP_FLOOR = -708.0
+
+
+@njit(inline="always")
+def _exp_nonpositive(x):
+    """exp(x) for x <= 0 (or NaN), in straight-line arithmetic that vectorizes.
+
+    exp(x) = 2^k exp(r), k = round(x / ln 2), r = x - k ln 2 (|r| <= ln 2 / 2, in two
+    parts), exp(r) by its Taylor polynomial of degree 13 (truncation < 1e-17 relative)
+    and 2^k built from its bits. Within one unit in the last place of ``np.exp`` (equal to
+    it for most arguments); 0 below ``_EXP_FLOOR`` (where ``np.exp`` gives at most
+    3e-308), 0 at -inf, NaN at NaN. ``np.exp`` is a call to libm per element, which
+    the compiler cannot vectorize.
     """
-    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
-    for i in range(n_rows):
+    k = np.floor((x if x > _EXP_FLOOR else _EXP_FLOOR) * _LOG2E + 0.5)
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    p = 1.0 / 6227020800.0
+    p = p * r + 1.0 / 479001600.0
+    p = p * r + 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    p = p * r + 1.0
+    p = p * r + 1.0
+    v = p * _bits_to_float((np.int64(k) + 1023) << 52)
+    return 0.0 if x < _EXP_FLOOR else v
+
+
+@njit(inline="always")
+def _row_max(row):
+    """max(row), in four interleaved maxima (row length a multiple of 4)."""
+    m0 = m1 = m2 = m3 = -np.inf
+    for o in range(0, row.shape[0], 4):
+        m0 = max(m0, row[o])
+        m1 = max(m1, row[o + 1])
+        m2 = max(m2, row[o + 2])
+        m3 = max(m3, row[o + 3])
+    return max(max(m0, m1), max(m2, m3))
+
+
+@njit(inline="always")
+def _row_sum(row):
+    """sum(row), in four interleaved sums (row length a multiple of 4)."""
+    s0 = s1 = s2 = s3 = 0.0
+    for o in range(0, row.shape[0], 4):
+        s0 += row[o]
+        s1 += row[o + 1]
+        s2 += row[o + 2]
+        s3 += row[o + 3]
+    return (s0 + s1) + (s2 + s3)
+
+
+@njit(inline="always")
+def _vector_matrix(coef, matrix, n_rows, out):
+    """out = Σ_i coef[i] * matrix[i] for i < n_rows, summed in the order of i.
+
+    The loop over columns is innermost: it vectorizes (whole rows, stride 1).
+    """
+    width = out.shape[0]
+    c = coef[0]
+    row = matrix[0]
+    for j in range(width):
+        out[j] = c * row[j]
+    for i in range(1, n_rows):
         c = coef[i]
         row = matrix[i]
-        s0 += c * row[o]
-        s1 += c * row[o + 1]
-        s2 += c * row[o + 2]
-        s3 += c * row[o + 3]
-        s4 += c * row[o + 4]
-        s5 += c * row[o + 5]
-        s6 += c * row[o + 6]
-        s7 += c * row[o + 7]
-    return s0, s1, s2, s3, s4, s5, s6, s7
-
-
-@njit(inline="always")
-def _store_block(out, o, values):
-    """out[o:o + BLOCK] = values (a tuple from :func:`_combine_rows`)."""
-    out[o], out[o + 1], out[o + 2], out[o + 3] = values[0], values[1], values[2], values[3]
-    out[o + 4], out[o + 5], out[o + 6], out[o + 7] = values[4], values[5], values[6], values[7]
-
-
-@njit(inline="always")
-def _add_outer(out, coef, n_rows, scale, vector, o):
-    """out[i, o:o + BLOCK] += scale * coef[i] * vector[o:o + BLOCK] for i < n_rows."""
-    v0, v1, v2, v3 = vector[o], vector[o + 1], vector[o + 2], vector[o + 3]
-    v4, v5, v6, v7 = vector[o + 4], vector[o + 5], vector[o + 6], vector[o + 7]
-    for i in range(n_rows):
-        c = scale * coef[i]
-        row = out[i]
-        row[o] += c * v0
-        row[o + 1] += c * v1
-        row[o + 2] += c * v2
-        row[o + 3] += c * v3
-        row[o + 4] += c * v4
-        row[o + 5] += c * v5
-        row[o + 6] += c * v6
-        row[o + 7] += c * v7
+        for j in range(width):
+            out[j] += c * row[j]
 
 
 @njit(fastmath=_CONTRACT, **_NJIT)
@@ -257,8 +301,9 @@ def scaled_forward_backward_one(rows, first, length, n_states, expo, expo_t, sta
     """Log-partition and marginals of one chain by rescaled forward-backward, in place.
 
     The dynamic program every scaled forward-backward shares (the decoder's batches and
-    the compiled CRF objective). Rows are ``width`` long (a multiple of ``BLOCK``), so the
-    loops over states run in whole blocks of constant length and vectorize.
+    the compiled CRF objective). Rows are ``width`` long (a multiple of ``BLOCK``). Every
+    loop over states runs over whole rows with stride 1 innermost, so the compiler's loop
+    vectorizer takes them all, the exponentials included (:func:`_exp_nonpositive`).
 
     Parameters
     ----------
@@ -275,7 +320,7 @@ def scaled_forward_backward_one(rows, first, length, n_states, expo, expo_t, sta
     alpha : ndarray of shape (>= length, width)
         Scratch: the forward probabilities, each row summing to one.
     norm : ndarray of shape (>= length,)
-        Scratch: the forward normalizers.
+        Scratch: the reciprocals 1 / n_t of the forward normalizers.
     beta, weight : ndarray of shape (width,)
         Scratch.
     labels : ndarray of shape (length,) or (0,), int
@@ -300,10 +345,9 @@ def scaled_forward_backward_one(rows, first, length, n_states, expo, expo_t, sta
     normalized by its sum n_t; log Z adds the shifts and log n_t. Backward with the same
     normalizers: β̂_{L-1} = exp_end / c, β̂_{t-1} = expo (φ_t ⊙ β̂_t / n_t), and
     p(y_t = j) = α̂_t[j] β̂_t[j]. About 3 S² multiply-adds a token, none of them an
-    exponential (S per token).
+    exponential (S per token, vectorized).
     """
     width = rows.shape[1]
-    n_blocks = width // BLOCK
     top = -np.inf
     for j in range(width):
         v = start[j] + rows[first, j]
@@ -312,39 +356,30 @@ def scaled_forward_backward_one(rows, first, length, n_states, expo, expo_t, sta
     if top == -np.inf:
         return -np.inf
     for j in range(width):
-        alpha[0, j] = np.exp(rows[first, j] - top)
-    total = 0.0
-    for j in range(width):
-        total += alpha[0, j]
+        alpha[0, j] = _exp_nonpositive(rows[first, j] - top)
+    total = _row_sum(alpha[0])
     inv = 1.0 / total
     for j in range(width):
         alpha[0, j] *= inv
     log_z = top + np.log(total)
     for t in range(1, length):
-        r = first + t
-        top = -np.inf
-        for j in range(width):
-            top = max(top, rows[r, j])
+        phi = rows[first + t]
+        top = _row_max(phi)
         if top == -np.inf:
             return -np.inf
         for j in range(width):
-            rows[r, j] = np.exp(rows[r, j] - top)
-        previous = alpha[t - 1]
+            phi[j] = _exp_nonpositive(phi[j] - top)
         current = alpha[t]
-        for block in range(n_blocks):
-            o = block * BLOCK
-            _store_block(current, o, _combine_rows(previous, expo, n_states, o))
-        total = 0.0
+        _vector_matrix(alpha[t - 1], expo, n_states, current)
         for j in range(width):
-            v = alpha[t, j] * rows[r, j]
-            alpha[t, j] = v
-            total += v
+            current[j] *= phi[j]
+        total = _row_sum(current)
         if not total > 0.0:
             return -np.inf
-        norm[t] = total
         inv = 1.0 / total
+        norm[t] = inv
         for j in range(width):
-            alpha[t, j] *= inv
+            current[j] *= inv
         log_z += top + trans_max + np.log(total)
     closing = 0.0
     for j in range(width):
@@ -358,16 +393,19 @@ def scaled_forward_backward_one(rows, first, length, n_states, expo, expo_t, sta
     for j in range(width):
         beta[j] = exp_end[j] * inv
     for t in range(length - 1, 0, -1):
-        r = first + t
-        inv = 1.0 / norm[t]
+        phi = rows[first + t]
+        current = alpha[t]
+        inv = norm[t]
         for j in range(width):
-            weight[j] = rows[r, j] * beta[j] * inv
-            rows[r, j] = scale * alpha[t, j] * beta[j]
+            weight[j] = phi[j] * beta[j] * inv
+            phi[j] = scale * current[j] * beta[j]
         previous = alpha[t - 1]
-        for block in range(n_blocks):
-            o = block * BLOCK
-            _add_outer(pair, previous, n_states, scale, weight, o)
-            _store_block(beta, o, _combine_rows(weight, expo_t, n_states, o))
+        for i in range(n_states):
+            c = scale * previous[i]
+            out = pair[i]
+            for j in range(width):
+                out[j] += c * weight[j]
+        _vector_matrix(weight, expo_t, n_states, beta)
     for j in range(width):
         rows[first, j] = scale * alpha[0, j] * beta[j]
     if labels.shape[0] > 0:
