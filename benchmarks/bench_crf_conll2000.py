@@ -16,7 +16,10 @@ each (conlleval's definition); and the share of each step of one objective evalu
 Writes ``results/crf_conll2000.md`` and ``.json`` next to this file.
 
 Run: ``python benchmarks/bench_crf_conll2000.py`` (needs ``pip install sklearn-crfsuite``);
-``--states all,one-thread,busy-core`` chooses the machine states.
+``--states all,one-thread,busy-core`` chooses the machine states; ``--pairs seen`` trains
+skstruct with ``feature_label_pairs="seen"`` (the parameters CRFsuite has: its
+``all_possible_states=False``, which the benchmark always uses), ``--pairs all`` (the
+default) with a weight for every (feature, label) pair.
 """
 
 import argparse
@@ -89,19 +92,18 @@ def machine_state(state):
             spinner.wait()
 
 
-def objective_step_shares(Xv, target, alpha, repeats=5):
+def objective_step_shares(Xv, target, alpha, pairs="all", repeats=5):
     """CPU time of the steps of one objective evaluation on one thread, best of
     ``repeats``: the generic composition and the compiled passes."""
-    from skstruct.features import _chain_crf
-    from skstruct.features._sparse import matmul, transpose_matmul
+    from skstruct.features._sparse import matmul
     from skstruct.losses import CRFLoss
     from skstruct.optim import RegularizedRisk
     from skstruct.utils._parallel import dynamic_schedule
 
-    crf = CRF(alpha=alpha)
+    crf = CRF(alpha=alpha, feature_label_pairs=pairs)
     kind, batch, classes, y, weights = crf._validate_training_data(Xv, target, None)
     decoder = crf._make_decoder(kind, [("marginals", "CRF training")], y, batch)
-    features = kind.feature_map(batch.n_features, classes)
+    features = crf._training_features(kind, batch, y, classes)
     risk = RegularizedRisk(features, batch, y, decoder, CRFLoss(), alpha, weights)
     compiled = risk.compiled_objective()
     w = np.random.default_rng(0).normal(scale=0.05, size=features.n_params)
@@ -116,13 +118,9 @@ def objective_step_shares(Xv, target, alpha, repeats=5):
         "X^T G and pairwise sums": lambda: features.transpose(batch, grad_parts),
     }
     passes = {
-        "X @ W, forward-backward, loss and G (pass 1)": lambda: _chain_crf._sequence_pass(
-            *c.rows, c.binary, c.offsets, c.y, c.weights, w, c.n_features, c.n_states,
-            c.bounds, c._buffer, values, c._pair),
-        "X^T G by lanes (pass 2)": lambda: _chain_crf._scatter_pass(
-            *c.rows, c.binary, c._buffer, c.n_states, c.lanes, c._lane_grads),
-        "lane sums + alpha w (pass 3)": lambda: _chain_crf._sum_lanes(
-            c._lane_grads, c.blocks, w, alpha, grad),
+        "X @ W, forward-backward, loss and G (pass 1)": lambda: c._sequence_pass(w, values),
+        "X^T G by lanes (pass 2)": c._scatter_pass,
+        "lane sums + alpha w (pass 3)": lambda: c._sum_lanes(w, alpha, grad),
     }
     out = {}
     with machine_state("one-thread"):
@@ -164,6 +162,9 @@ def main():
     parser.add_argument("--repeats", type=int, default=3, help="training repeats")
     parser.add_argument("--states", default="all,one-thread,busy-core",
                         help="machine states, comma-separated: all, one-thread, busy-core")
+    parser.add_argument("--pairs", choices=("all", "seen"), default="all",
+                        help="skstruct's feature_label_pairs (CRFsuite: always its default, "
+                        "all_possible_states=False, the seen pairs)")
     parser.add_argument("--data", default=None, help="folder with train.txt.gz, test.txt.gz "
                         "(default: the copy bundled with skstruct, the same files)")
     args = parser.parse_args()
@@ -184,10 +185,11 @@ def main():
         vectorizer = SequenceVectorizer()
         Xv = vectorizer.fit_transform(X_train)
         tic = time.perf_counter()
-        crf = CRF(alpha=alpha, max_iter=args.iterations, tol=0.0).fit(Xv, train.target)
+        crf = CRF(alpha=alpha, max_iter=args.iterations, tol=0.0,
+                  feature_label_pairs=args.pairs).fit(Xv, train.target)
         return vectorizer, crf, time.perf_counter() - tic
 
-    CRF(max_iter=2, tol=0.0).fit(  # compile (or load the cache) before timing
+    CRF(max_iter=2, tol=0.0, feature_label_pairs=args.pairs).fit(  # compile before timing
         SequenceVectorizer().fit_transform(X_train[:20]), train.target[:20])
     training = {}
     for state in args.states.split(","):
@@ -202,7 +204,8 @@ def main():
     vectorizer, crf, sk_solver = fitted["skstruct"]
     crfsuite_fit, sk_fit = wall["crfsuite"], wall["skstruct"]
     crfsuite_solver = sum(it["time"] for it in crfsuite.training_log_.iterations)
-    shares = objective_step_shares(vectorizer.transform(X_train), train.target, alpha)
+    shares = objective_step_shares(vectorizer.transform(X_train), train.target, alpha,
+                                   args.pairs)
 
     # --- tagging, from the token feature dicts ---
     crfsuite_tag, crfsuite_pred = median_time(lambda: crfsuite.predict(X_test), 5)
@@ -221,7 +224,9 @@ def main():
         "train_sentences": len(X_train),
         "train_tokens": n_train_tokens,
         "test_tokens": n_test_tokens,
-        "features_skstruct": int(crf.n_features_in_ * len(crf.classes_)),
+        "pairs": args.pairs,
+        "features_skstruct": int(crf.n_features_in_ * len(crf.classes_)
+                                 if args.pairs == "all" else np.count_nonzero(crf.coef_)),
         "features_crfsuite": int(crfsuite.training_log_.last_iteration["active_features"]),
         "fit_seconds": {"crfsuite": crfsuite_fit, "skstruct": sk_fit},
         "training": training,
@@ -312,9 +317,13 @@ def report(r):
         "- *model only* tagging: CRFsuite's `Tagger.tag` on prebuilt item sequences against "
         "`CRF.predict` on the vectorized test set; the other row includes featurization of "
         "the dicts by each library.",
-        f"- Parameters: skstruct's CRF has a weight for every (feature, label) pair "
-        f"({r['features_skstruct']:,}), CRFsuite only for pairs seen in training "
-        f"({r['features_crfsuite']:,} active); skstruct adds start and end scores.",
+        (f"- Parameters: skstruct's CRF has a weight for every (feature, label) pair "
+         f"({r['features_skstruct']:,}), CRFsuite only for pairs seen in training "
+         f"({r['features_crfsuite']:,} active); skstruct adds start and end scores."
+         if r.get("pairs", "all") == "all" else
+         f"- Parameters: both only for the (feature, label) pairs seen in training "
+         f"(skstruct `feature_label_pairs=\"seen\"`: {r['features_skstruct']:,} nonzero; "
+         f"CRFsuite {r['features_crfsuite']:,} active); skstruct adds start and end scores."),
         f"- Final training objective per sentence: skstruct {r['final_objective_skstruct']:.5f}"
         f", CRFsuite {r['final_loss_crfsuite_scaled']:.5f} (CRFsuite's loss / n; the "
         "two models differ as just said).",

@@ -55,8 +55,10 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         smaller model (on CoNLL-2000 with the tutorial features, 102 k of 1.23 M pairs)
         and the model CRFsuite trains; a weight of an unseen pair can only learn that the
         feature argues against the label, which sometimes helps F1. Transitions, start
-        and end scores are always all kept. A string rather than a boolean so that other
-        selections (e.g. by frequency) can be added.
+        and end scores are always all kept. On chains the unseen pairs are left out of
+        the parameter vector the solver works on (shorter iterations; see ``callback``).
+        A string rather than a boolean so that other selections (e.g. by frequency) can
+        be added.
     cost : None, str or TaskLoss, default=None
         Task loss added inside the log-partition (softmax-margin CRF); must decompose over
         tokens, e.g. ``"hamming"`` or ``HammingLoss(class_costs=...)``.
@@ -87,7 +89,10 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         Print one line per iteration (objective, gradient norm, elapsed time).
     callback : callable, default=None
         Called as ``callback(n_iter, w, objective)`` after each iteration, with the flat
-        parameter vector ``w``; returning True stops the solver.
+        parameter vector ``w``; returning True stops the solver. With
+        ``feature_label_pairs="seen"`` on chains, ``w`` holds the unary weights of the
+        seen pairs only (feature by feature, labels increasing), then the transition,
+        start and end scores.
 
     Attributes
     ----------

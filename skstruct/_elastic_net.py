@@ -6,8 +6,11 @@ The estimators trained by quasi-Newton on a smooth loss (:class:`~skstruct.CRF`,
     F(w) = (1 / Σ_i s_i) Σ_i s_i ℓ_i(w) + alpha (l1_ratio ‖w‖₁ + (1 − l1_ratio) / 2 ‖w‖²),
 
 optionally with the weights of the (feature, label) pairs never seen in training held
-at zero. The L2 part goes to :class:`~skstruct.optim.RegularizedRisk`, the L1 part and the
-held coordinates to the solver (``options["l1"]``, ``options["fixed"]``).
+at zero. The L2 part goes to :class:`~skstruct.optim.RegularizedRisk`, the L1 part to the
+solver (``options["l1"]``). The unseen pairs are left out of the parameter vector when the
+feature map can lay it out without them (``features.restricted(pairs)``, chains: the
+solver's vector holds the seen pairs only), and otherwise held at zero by the solver
+(``options["fixed"]``, a mask over all pairs).
 """
 
 from numbers import Real
@@ -94,9 +97,11 @@ def unseen_pairs_mask(kind, features, batch, y_encoded, classes):
 class ElasticNetQuasiNewtonMixin:
     """``l1_ratio`` and ``feature_label_pairs`` for the quasi-Newton estimators.
 
-    Through the hooks of :class:`~skstruct._linear_model.LinearStructuredModel`: the L2
+    Through the hooks of :class:`~skstruct._linear_model.LinearStructuredModel`: with
+    ``feature_label_pairs="seen"``, the feature map restricted to the seen pairs when it
+    can be (``_training_features``), else the unseen pairs held by the solver; the L2
     strength ``alpha * (1 - l1_ratio)`` in the risk and the L1 strength
-    ``alpha * l1_ratio`` and the held pairs passed to the solver. With ``l1_ratio=0`` and
+    ``alpha * l1_ratio`` passed to the solver (``_penalty``). With ``l1_ratio=0`` and
     all pairs the solver receives exactly what it received before these options existed.
     Sets ``n_nonzero_`` besides the base class's fitted attributes.
     """
@@ -106,11 +111,18 @@ class ElasticNetQuasiNewtonMixin:
                      l1=self.alpha * self.l1_ratio > 0)
         return super()._fit_quasi_newton(X, y, sample_weight, loss, needs)
 
+    def _training_features(self, kind, batch, y_encoded, classes):
+        features = super()._training_features(kind, batch, y_encoded, classes)
+        if self.feature_label_pairs == "seen" and hasattr(features, "restricted"):
+            features = features.restricted(
+                seen_pairs(batch.X, y_encoded, len(classes), kind.name))
+        return features
+
     def _penalty(self, kind, features, batch, y_encoded, classes):
         options = {}
         if self.alpha * self.l1_ratio > 0:
             options["l1"] = self.alpha * self.l1_ratio
-        if self.feature_label_pairs == "seen":
+        if self.feature_label_pairs == "seen" and getattr(features, "pairs", None) is None:
             options["fixed"] = unseen_pairs_mask(kind, features, batch, y_encoded, classes)
         l2_strength = self.alpha if self.l1_ratio == 0 else self.alpha * (1 - self.l1_ratio)
         return l2_strength, options

@@ -48,7 +48,7 @@ class LinearStructuredModel(StructuredEstimator):
             X, y, sample_weight
         )
         decoder = self._make_decoder(kind, needs, y_encoded, batch)
-        features = kind.feature_map(batch.n_features, classes)
+        features = self._training_features(kind, batch, y_encoded, classes)
         cost = getattr(loss, "cost", None)
         if cost is not None:
             # Fail now, with the decoder's message, if the cost cannot enter the scores.
@@ -69,6 +69,12 @@ class LinearStructuredModel(StructuredEstimator):
             )
         self._finish_fit(kind, classes, batch, features, decoder, result)
         return self
+
+    def _training_features(self, kind, batch, y_encoded, classes):
+        """The feature map the solver trains (its ``n_params`` is the solver's vector):
+        the kind's own here. ``kind.store_coefficients`` and ``kind.coefficients`` go
+        through it, so it may lay the parameters out differently."""
+        return kind.feature_map(batch.n_features, classes)
 
     def _penalty(self, kind, features, batch, y_encoded, classes):
         """The L2 strength of the risk and any further solver options (an L1 strength,
@@ -109,7 +115,7 @@ class LinearStructuredModel(StructuredEstimator):
                 f"features as the previous fit ({self.output_kind_} outputs, {previous}"
                 f"{self.n_features_in_} features)."
             )
-        return self._params()
+        return kind.coefficients(self, features)
 
     def _scores(self, batch):
         return self._features().scores(batch, self._params())

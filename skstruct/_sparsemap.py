@@ -52,7 +52,9 @@ class SparseMAPClassifier(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         ``"seen"`` keeps only the unary weights of the (feature, label) pairs that occur
         in training (label k on some sequence token or sample whose feature f is nonzero;
         multilabel: with label k on); the others stay zero. Sequences, multiclass and
-        multilabel only (trees and matchings have no labels). See :class:`~skstruct.CRF`.
+        multilabel only (trees and matchings have no labels). On sequences the unseen
+        pairs are left out of the solver's parameter vector (``callback`` sees the
+        shorter ``w``). See :class:`~skstruct.CRF`.
     cost : None, str or TaskLoss, default=None
         A task loss that decomposes over the unary parts (``"hamming"``) for m-SparseMAP.
     decoder : Decoder, default=None

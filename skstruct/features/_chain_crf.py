@@ -17,6 +17,11 @@ batch:
    rows of G in order and adding x_tp G_t to the rows of its own copy of ∇_W;
 3. blocks of ∇_W: the lanes' copies summed in lane order, plus α W.
 
+With ``pairs`` (the (feature, label) pairs seen in training), W is stored compactly: the
+unary part of w holds, feature by feature, the weights of its seen labels only (sorted),
+and the passes read and write only those (``_score_pairs``, the compact branch of the
+scatter pass); the other pairs are not parameters at all.
+
 Every sum runs in an order that depends on the batch only, so the value and gradient are
 the same on any number of threads. (Reading G by the columns of X instead, one row of
 ∇_W at a time with no copies, took twice as long: the rows of G it gathers are scattered
@@ -25,6 +30,7 @@ features, which stay in cache.)
 """
 
 import numpy as np
+import scipy.sparse as sp
 from numba import njit, prange
 
 from ..decoders._chain_kernels import (
@@ -49,6 +55,9 @@ LANE_MEMORY_LIMIT = 256 * 2**20
 #: Entries of ∇_W per block when the lanes are summed.
 ENTRIES_PER_BLOCK = 65536
 
+#: In the compact layout, features with more seen labels than this get a dense row.
+DENSE_ROW_LABELS = 4
+
 
 class ChainCRFObjective:
     """Value and gradient of the regularized CRF objective of a chain batch.
@@ -63,6 +72,19 @@ class ChainCRFObjective:
     n_states : int
     weights : ndarray of shape (n_sequences,)
         Normalized example weights ω_i (summing to one).
+    pairs : tuple (pair_offsets, pair_labels) or None, default=None
+        The compact layout of W: feature ``f`` has the weights
+        ``w[pair_offsets[f]:pair_offsets[f + 1]]``, of the labels
+        ``pair_labels[pair_offsets[f]:pair_offsets[f + 1]]`` (increasing); its other labels
+        score 0. ``pair_offsets`` has shape (n_features + 1,), ``pair_labels`` shape
+        (n_pairs,). None: W is dense, (n_features, n_states) row by row.
+
+    Attributes
+    ----------
+    n_unary : int
+        Entries of w that are unary weights: ``n_pairs``, or ``n_features * n_states``.
+    n_params : int
+        ``n_unary + n_states ** 2 + 2 * n_states``.
 
     Notes
     -----
@@ -72,45 +94,54 @@ class ChainCRFObjective:
     takes the generic path, which chooses log space or raises.
 
     Memory: one (n_tokens, width) buffer of float64, width = ``n_states`` rounded up to
-    a multiple of 8, and up to ``MAX_LANES`` copies of W (at most ``LANE_MEMORY_LIMIT``
-    bytes together), all kept between evaluations.
+    a multiple of 8, and up to ``MAX_LANES`` copies of the unary part of w (at most
+    ``LANE_MEMORY_LIMIT`` bytes together), all kept between evaluations.
     """
 
-    def __init__(self, X, offsets, y, n_states, weights):
+    def __init__(self, X, offsets, y, n_states, weights, pairs=None):
         X = X.tocsr()
         if not X.has_canonical_format:
             X = X.copy()
             X.sum_duplicates()
         self.n_features = X.shape[1]
-        self.n_states = int(n_states)
+        self.n_states = s = int(n_states)
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self.y = np.ascontiguousarray(y, dtype=np.int64)
         self.weights = np.ascontiguousarray(weights, dtype=np.float64)
         self.binary = bool(np.all(X.data == 1.0))
-        self.rows = _csr_arrays(X)
         n_tokens = X.shape[0]
         n_seq = self.offsets.shape[0] - 1
         self.bounds = token_chunks(self.offsets, chunk_count(n_tokens, n_seq))
-        n_unary = self.n_features * self.n_states
-        n_lanes = max(1, min(MAX_LANES, n_tokens,
-                             LANE_MEMORY_LIMIT // max(1, 8 * n_unary)))
+        width = padded_width(s)
+        self.compact = pairs is not None
+        if self.compact:
+            self.n_unary = int(pairs[0][-1])
+            (X, self.split, self.stride, self.sparse_offsets, self.table_labels,
+             self.positions, n_table) = _table_layout(X, pairs[0], pairs[1], width)
+            self._table = np.zeros(n_table)
+        else:
+            # the table is w itself, rows of n_states
+            self.n_unary = n_table = self.n_features * s
+            self.split = np.ascontiguousarray(X.indptr[1:], dtype=np.int64)
+            self.stride = s
+            self.sparse_offsets = self.table_labels = self.positions = np.empty(0, np.int64)
+        self.rows = _csr_arrays(X)
+        n_lanes = max(1, min(MAX_LANES, n_tokens, LANE_MEMORY_LIMIT // max(1, 8 * n_table)))
         # lanes of about equal stored entries, cut at token boundaries
         self.lanes = token_chunks(self.rows[2], n_lanes)
-        self.blocks = np.linspace(0, n_unary, max(1, n_unary // ENTRIES_PER_BLOCK) + 1
-                                  ).astype(np.int64)
-        width = padded_width(self.n_states)
+        self.blocks = np.linspace(0, self.n_unary,
+                                  max(1, self.n_unary // ENTRIES_PER_BLOCK) + 1).astype(np.int64)
         self._buffer = np.empty((n_tokens, width))
-        self._lane_grads = np.empty((self.lanes.shape[0] - 1, n_unary))
+        self._lane_grads = np.empty((self.lanes.shape[0] - 1, n_table))
         self._pair = np.empty((self.bounds.shape[0] - 1, width + 2, width))
-        self._gold_transitions = _gold_transitions(self.y, self.offsets, self.n_states,
-                                                   self.weights)
-        self.n_params = self.n_features * self.n_states + self.n_states ** 2 + 2 * self.n_states
-        self._work = 3 * n_tokens * self.n_states ** 2
+        self._gold_transitions = _gold_transitions(self.y, self.offsets, s, self.weights)
+        self.n_params = self.n_unary + s * s + 2 * s
+        self._work = 3 * n_tokens * s * s
 
     def in_scaled_range(self, w):
         """Whether the rescaled forward-backward is exact at ``w`` (as the decoder's "auto")."""
         s = self.n_states
-        base = self.n_features * s
+        base = self.n_unary
         pairwise = (w[base:base + s * s], w[base + s * s + s:])
         return all(np.isfinite(x).all() and np.ptp(x) <= SCALED_RANGE_LIMIT
                    for x in pairwise)
@@ -138,18 +169,42 @@ class ChainCRFObjective:
         grad = np.empty_like(w)
         values = np.empty(self.offsets.shape[0] - 1)
         with threads_for(self._work), dynamic_schedule():
-            _sequence_pass(*self.rows, self.binary, self.offsets, self.y, self.weights, w,
-                           self.n_features, self.n_states, self.bounds, self._buffer,
-                           values, self._pair)
+            self._sequence_pass(w, values)
             if not np.isfinite(values).all():
                 return None
-            _scatter_pass(*self.rows, self.binary, self._buffer, self.n_states,
-                          self.lanes, self._lane_grads)
-            _sum_lanes(self._lane_grads, self.blocks, w, float(alpha), grad)
+            self._scatter_pass()
+            self._sum_lanes(w, float(alpha), grad)
         _pair_gradient(self._pair, self._buffer.shape[1], self.n_states, self._gold_transitions,
-                       w, float(alpha), self.n_features, grad)
+                       w, float(alpha), self.n_unary, grad)
         value = float(self.weights @ values) + 0.5 * alpha * float(w @ w)
         return values, value, grad
+
+    # The three passes, each on its own (for measurements); run under ``threads_for`` and
+    # ``dynamic_schedule`` as in :meth:`value_and_gradient`.
+
+    def _sequence_pass(self, w, values):
+        """Pass 1: G in the buffer, the losses in ``values``, the pair sums."""
+        table = w
+        if self.compact:
+            table = self._table
+            table[self.positions] = w[:self.n_unary]
+        _sequence_pass(*self.rows, self.split, self.binary, self.offsets, self.y,
+                       self.weights, table, self.stride, self.sparse_offsets,
+                       self.table_labels, w, self.n_unary, self.n_states, self.bounds,
+                       self._buffer, values, self._pair)
+
+    def _scatter_pass(self):
+        """Pass 2: the lanes' Xᵀ G, laid out like the table."""
+        _scatter_pass(*self.rows, self.split, self.binary, self._buffer, self.n_states,
+                      self.stride, self.sparse_offsets, self.table_labels, self.lanes,
+                      self._lane_grads)
+
+    def _sum_lanes(self, w, alpha, grad):
+        """Pass 3: the unary part of ``grad``."""
+        if self.compact:
+            _gather_lanes(self._lane_grads, self.positions, self.blocks, w, alpha, grad)
+        else:
+            _sum_lanes(self._lane_grads, self.blocks, w, alpha, grad)
 
 
 def _csr_arrays(matrix):
@@ -160,6 +215,63 @@ def _csr_arrays(matrix):
     return (np.ascontiguousarray(matrix.data, dtype=np.float64),
             np.ascontiguousarray(indices),
             np.ascontiguousarray(matrix.indptr, dtype=np.int64))
+
+
+def _table_layout(X, pair_offsets, pair_labels, width):
+    """The table of the compact layout, and X with its columns renumbered to match.
+
+    Features with more than ``DENSE_ROW_LABELS`` seen labels (the frequent ones) get a
+    dense row of ``width`` entries, zero at their unseen labels, read and written by blocks
+    of 8; the others keep their seen labels only, added one by one. The dense-row features
+    come first in the new column order, so each token's stored entries split in two runs.
+
+    Returns
+    -------
+    X : csr_matrix
+        Columns renumbered (dense-row features first, each group in the old order),
+        indices sorted.
+    split : ndarray of shape (n_tokens,), int64
+        Token t's dense-row entries are ``indptr[t]:split[t]``, the others
+        ``split[t]:indptr[t + 1]``.
+    stride : int
+        ``width``: dense-row feature f (new numbering) is ``table[f * width:(f + 1) * width]``.
+    sparse_offsets : ndarray of shape (n_features + 1,), int64
+        Feature f (new numbering, not a dense row) is
+        ``table[sparse_offsets[f]:sparse_offsets[f + 1]]``.
+    table_labels : ndarray of shape (n_table,), int64
+        The label of each table entry.
+    positions : ndarray of shape (n_pairs,), int64
+        The table entry of each unary parameter (w's compact order).
+    n_table : int
+    """
+    n_features = pair_offsets.shape[0] - 1
+    counts = np.diff(pair_offsets)
+    dense = counts > DENSE_ROW_LABELS
+    order = np.concatenate((np.flatnonzero(dense), np.flatnonzero(~dense)))
+    new_of_old = np.empty(n_features, dtype=np.int64)
+    new_of_old[order] = np.arange(n_features)
+    n_dense = int(dense.sum())
+    # table extent of each feature in the new order
+    extent = np.where(dense[order], width, counts[order])
+    sparse_offsets = np.concatenate(([0], np.cumsum(extent))).astype(np.int64)
+    n_table = int(sparse_offsets[-1])
+    # the table entry of every pair, in w's order (by old feature, then label)
+    pair_feature = np.repeat(np.arange(n_features), counts)
+    rank = np.arange(pair_labels.shape[0]) - pair_offsets[pair_feature]
+    new = new_of_old[pair_feature]
+    positions = np.where(dense[pair_feature], new * width + pair_labels,
+                         sparse_offsets[new] + rank).astype(np.int64)
+    table_labels = np.zeros(n_table, dtype=np.int64)
+    table_labels[:n_dense * width] = np.tile(np.arange(width), n_dense)
+    table_labels[positions] = pair_labels
+    renumbered = sp.csr_matrix((X.data, new_of_old[X.indices], X.indptr), shape=X.shape)
+    renumbered.sort_indices()
+    n_tokens = X.shape[0]
+    token = np.repeat(np.arange(n_tokens), np.diff(renumbered.indptr))
+    split = renumbered.indptr[:-1] + np.bincount(
+        token[renumbered.indices < n_dense], minlength=n_tokens)
+    return (renumbered, split.astype(np.int64), width, sparse_offsets, table_labels,
+            positions, n_table)
 
 
 def _gold_transitions(y, offsets, n_states, weights):
@@ -173,11 +285,10 @@ def _gold_transitions(y, offsets, n_states, weights):
     return counts.reshape(s, s)
 
 
-def _pair_gradient(pair, width, n_states, gold, w, alpha, n_features, grad):
-    """The transition, start and end entries of ∇F from the chunks' sums, in chunk order
-    (the first and last rows of G hold the gold indicators already)."""
+def _pair_gradient(pair, width, n_states, gold, w, alpha, base, grad):
+    """The transition, start and end entries of ∇F (from ``w[base]`` on) from the chunks'
+    sums, in chunk order (the first and last rows of G hold the gold indicators already)."""
     s = n_states
-    base = n_features * s
     total = pair[0].copy()
     for chunk in range(1, pair.shape[0]):
         total += pair[chunk]
@@ -192,7 +303,8 @@ def _pair_gradient(pair, width, n_states, gold, w, alpha, n_features, grad):
 @njit(inline="always")
 def _score_block(out, data, indices, lo, hi, binary, w, n_states, o):
     """out[o:o + BLOCK] = Σ_{lo <= p < hi} x_p W[indices[p], o:o + BLOCK], W read from the
-    flat ``w`` with rows of ``n_states``; eight named sums stay in registers."""
+    flat ``w`` with rows of ``n_states`` entries apart; eight named sums stay in
+    registers."""
     s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
     for p in range(lo, hi):
         x = 1.0 if binary else data[p]
@@ -209,19 +321,43 @@ def _score_block(out, data, indices, lo, hi, binary, w, n_states, o):
     out[o + 4], out[o + 5], out[o + 6], out[o + 7] = s4, s5, s6, s7
 
 
+@njit(inline="always")
+def _add_sparse(out, data, indices, lo, hi, binary, table, sparse_offsets, table_labels):
+    """out[k] += Σ_{lo <= p < hi} x_p table[q] over the table entries q of feature
+    indices[p], each of label table_labels[q] (the features without a dense row)."""
+    for p in range(lo, hi):
+        x = 1.0 if binary else data[p]
+        f = indices[p]
+        for q in range(sparse_offsets[f], sparse_offsets[f + 1]):
+            out[table_labels[q]] += x * table[q]
+
+
 @njit(parallel=True, fastmath=_CONTRACT, **_NJIT)
-def _sequence_pass(data, indices, indptr, binary, offsets, y, weights, w, n_features,
-                   n_states, bounds, rows, values, pair):
+def _sequence_pass(data, indices, indptr, split, binary, offsets, y, weights, table, stride,
+                   sparse_offsets, table_labels, w, n_unary, n_states, bounds, rows, values,
+                   pair):
     """Pass 1: scores, forward-backward and G = ω (p − e_ȳ) of every sequence, by chunks.
 
     Parameters
     ----------
     data, indices, indptr : CSR arrays of X (n_tokens, n_features)
+    split : ndarray of shape (n_tokens,)
+        Token t's entries ``indptr[t]:split[t]`` are features with a dense row in
+        ``table``, the others features with ``sparse_offsets``.
     binary : bool
         Every stored value is 1.0 (the products skip reading ``data``).
     offsets, y, weights
         As in :class:`ChainCRFObjective`.
+    table : ndarray
+        The unary weights as the passes read them: dense rows ``stride`` apart (feature
+        f's at ``f * stride``), then the sparse features' entries (see
+        ``_table_layout``). Without pairs, ``w`` itself with rows of ``n_states``.
+    stride : int
+    sparse_offsets, table_labels : ndarray
+        The sparse features' table entries and their labels (empty without pairs).
     w : ndarray of shape (n_params,)
+        The parameters; the pair parameters start at ``w[n_unary]``.
+    n_unary : int
     bounds : ndarray of shape (n_chunks + 1,)
         Chunks of sequences (``token_chunks``).
     rows : ndarray of shape (n_tokens, width)
@@ -236,7 +372,7 @@ def _sequence_pass(data, indices, indptr, binary, offsets, y, weights, w, n_feat
     s = n_states
     width = rows.shape[1]
     n_blocks = width // BLOCK
-    base = n_features * s
+    base = n_unary
     trans = w[base:base + s * s].reshape((s, s))
     start = w[base + s * s:base + s * s + s]
     end = w[base + s * s + s:base + s * s + 2 * s]
@@ -257,12 +393,15 @@ def _sequence_pass(data, indices, indptr, binary, offsets, y, weights, w, n_feat
                 acc[i, j] = 0.0
         for seq in range(first_seq, stop_seq):
             a, b = offsets[seq], offsets[seq + 1]
-            # unary scores X_t W, read W by whole blocks: the reads past a row of W stay
-            # inside w (the pair parameters follow) and land in the padding, reset below
+            # unary scores X_t W, dense rows read by whole blocks: the reads past a row of
+            # w stay inside w (the pair parameters follow) and land in the padding, reset
+            # below
             for t in range(a, b):
                 for block in range(n_blocks):
-                    _score_block(rows[t], data, indices, indptr[t], indptr[t + 1], binary,
-                                 w, s, block * BLOCK)
+                    _score_block(rows[t], data, indices, indptr[t], split[t], binary,
+                                 table, stride, block * BLOCK)
+                _add_sparse(rows[t], data, indices, split[t], indptr[t + 1], binary, table,
+                            sparse_offsets, table_labels)
                 for j in range(s, width):
                     rows[t, j] = -np.inf
             gold = start[y[a]] + end[y[b - 1]] + rows[a, y[a]]
@@ -278,17 +417,21 @@ def _sequence_pass(data, indices, indptr, binary, offsets, y, weights, w, n_feat
 
 
 @njit(parallel=True, **_NJIT)
-def _scatter_pass(data, indices, indptr, binary, rows, n_states, lanes, lane_grads):
-    """Pass 2: lane_grads[l] = Σ_{t in lane l} x_tᵀ G_t (each lane in token order).
+def _scatter_pass(data, indices, indptr, split, binary, rows, n_states, stride,
+                  sparse_offsets, table_labels, lanes, lane_grads):
+    """Pass 2: lane_grads[l] = Σ_{t in lane l} x_tᵀ G_t (each lane in token order), laid
+    out like the table of :func:`_sequence_pass`.
 
     Parameters
     ----------
     data, indices, indptr : CSR arrays of X (n_tokens, n_features)
     rows : ndarray of shape (n_tokens, width)
         G from :func:`_sequence_pass`.
+    split, stride, sparse_offsets, table_labels
+        The table layout, as in :func:`_sequence_pass`.
     lanes : ndarray of shape (n_lanes + 1,)
         Lane ``l`` holds tokens ``lanes[l]:lanes[l + 1]``.
-    lane_grads : ndarray of shape (n_lanes, n_features * n_states)
+    lane_grads : ndarray of shape (n_lanes, n_table)
         Output.
     """
     s = n_states
@@ -298,11 +441,16 @@ def _scatter_pass(data, indices, indptr, binary, rows, n_states, lanes, lane_gra
             out[i] = 0.0
         for t in range(lanes[lane], lanes[lane + 1]):
             g = rows[t]
-            for p in range(indptr[t], indptr[t + 1]):
+            for p in range(indptr[t], split[t]):
                 x = 1.0 if binary else data[p]
-                o = indices[p] * s
+                o = indices[p] * stride
                 for j in range(s):
                     out[o + j] += x * g[j]
+            for p in range(split[t], indptr[t + 1]):
+                x = 1.0 if binary else data[p]
+                f = indices[p]
+                for q in range(sparse_offsets[f], sparse_offsets[f + 1]):
+                    out[q] += x * g[table_labels[q]]
 
 
 @njit(parallel=True, **_NJIT)
@@ -314,4 +462,18 @@ def _sum_lanes(lane_grads, blocks, w, alpha, grad):
             v = lane_grads[0, i]
             for lane in range(1, n_lanes):
                 v += lane_grads[lane, i]
+            grad[i] = v + alpha * w[i]
+
+
+@njit(parallel=True, **_NJIT)
+def _gather_lanes(lane_grads, positions, blocks, w, alpha, grad):
+    """Pass 3 of the compact layout: grad[i] = Σ_l lane_grads[l, positions[i]] (in lane
+    order) + α w[i] for the unary parameters i, by blocks."""
+    n_lanes = lane_grads.shape[0]
+    for block in prange(blocks.shape[0] - 1):
+        for i in range(blocks[block], blocks[block + 1]):
+            q = positions[i]
+            v = lane_grads[0, q]
+            for lane in range(1, n_lanes):
+                v += lane_grads[lane, q]
             grad[i] = v + alpha * w[i]

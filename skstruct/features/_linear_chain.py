@@ -20,33 +20,73 @@ class LinearChainFeatures:
     transition scores (n_states, n_states), and the start and end scores (n_states,). The
     unary scores of the tokens are X @ W; the pairwise scores are parameters themselves.
 
+    With ``pairs``, only the (feature, label) pairs it marks are parameters: the unary part
+    of w holds W[f, k] for the marked pairs, feature by feature and by increasing label
+    (W's row-major order with the other entries left out), and the other entries of W are
+    zero. :meth:`unpack` and :meth:`pack` convert to and from the whole W.
+
     Parameters
     ----------
     n_features : int
     n_states : int
+    pairs : ndarray of bool of shape (n_features, n_states), default=None
+        The (feature, label) pairs that have a weight; None: all.
+
+    Attributes
+    ----------
+    pair_offsets : ndarray of shape (n_features + 1,), int64, or None
+        With ``pairs``: feature ``f``'s weights are ``w[pair_offsets[f]:pair_offsets[f + 1]]``.
+    pair_labels : ndarray of shape (n_pairs,), int64, or None
+        With ``pairs``: the label of each of those weights.
     """
 
-    def __init__(self, n_features, n_states):
+    def __init__(self, n_features, n_states, pairs=None):
         self.n_features = int(n_features)
         self.n_states = int(n_states)
+        self.pairs = pairs
+        if pairs is None:
+            self.pair_offsets = self.pair_labels = self._pair_positions = None
+            self.n_unary = self.n_features * self.n_states
+            return
+        pairs = np.asarray(pairs, dtype=bool)
+        if pairs.shape != (self.n_features, self.n_states):
+            raise ValueError(f"pairs has shape {pairs.shape}; expected "
+                             f"({self.n_features}, {self.n_states}).")
+        self.pairs = pairs
+        self._pair_positions = np.flatnonzero(pairs)
+        self.pair_labels = self._pair_positions % self.n_states
+        self.pair_offsets = np.concatenate(([0], np.cumsum(pairs.sum(axis=1)))).astype(np.int64)
+        self.n_unary = int(self._pair_positions.shape[0])
+
+    def restricted(self, pairs):
+        """The same map with only the (feature, label) ``pairs`` as unary parameters."""
+        return LinearChainFeatures(self.n_features, self.n_states, pairs)
 
     @property
     def n_params(self):
         """Length of the parameter vector w."""
         s = self.n_states
-        return self.n_features * s + s * s + 2 * s
+        return self.n_unary + s * s + 2 * s
 
     def unpack(self, w):
-        """Views of ``w``: (W (n_features, n_states), transition, start, end)."""
+        """(W (n_features, n_states), transition, start, end) from ``w``: views of it,
+        but W is a new array with ``pairs``."""
         f, s = self.n_features, self.n_states
-        cut = np.cumsum([f * s, s * s, s])
+        cut = np.cumsum([self.n_unary, s * s, s])
         unary, transition, start, end = np.split(w, cut)
+        if self.pairs is not None:
+            dense = np.zeros(f * s, dtype=np.result_type(w.dtype, np.float64))
+            dense[self._pair_positions] = unary
+            unary = dense
         return unary.reshape(f, s), transition.reshape(s, s), start, end
 
     def pack(self, unary, transition, start, end):
-        """The inverse of :meth:`unpack`."""
+        """The inverse of :meth:`unpack` (with ``pairs``: W's other entries are dropped)."""
+        unary = np.ravel(unary)
+        if self.pairs is not None:
+            unary = unary[self._pair_positions]
         return np.concatenate(
-            [np.ravel(unary), np.ravel(transition), np.ravel(start), np.ravel(end)]
+            [unary, np.ravel(transition), np.ravel(start), np.ravel(end)]
         )
 
     def scores(self, batch, w):
@@ -73,6 +113,10 @@ class LinearChainFeatures:
     def compiled_features(self, batch):
         """The map as arrays for the compiled engine: one row per token, K = n_states,
         no bias, S² + 2S pair parameters (transition, start, end).
+
+        The layout of all pairs; with ``pairs`` it has more parameters than this map
+        (unless every pair is kept, when the two layouts coincide), and the engine, which
+        compares ``n_params``, does not use it.
 
         Returns
         -------
@@ -109,7 +153,8 @@ class LinearChainFeatures:
                   and (decoder.log_space == "auto" or decoder.log_space is False))
         if not (plain_crf and scaled and sp.issparse(batch.X)):
             return None
-        return ChainCRFObjective(batch.X, batch.offsets, y, self.n_states, weights)
+        pairs = None if self.pairs is None else (self.pair_offsets, self.pair_labels)
+        return ChainCRFObjective(batch.X, batch.offsets, y, self.n_states, weights, pairs)
 
     def transpose(self, batch, grad):
         """Gradient with respect to w from a gradient with respect to the part scores.
@@ -153,12 +198,19 @@ class LinearChainFeatures:
         columns, local = _present_columns(batch.X)
         unary = local.T @ grad.unary
         s = self.n_states
-        base = self.n_features * s
-        indices = np.concatenate(
-            [(columns[:, None] * s + np.arange(s)).ravel(), base + np.arange(s * s + 2 * s)]
-        )
+        base = self.n_unary
+        if self.pairs is None:
+            unary_indices = (columns[:, None] * s + np.arange(s)).ravel()
+            unary_values = unary.ravel()
+        else:
+            kept = self.pairs[columns]  # (n_present, n_states)
+            unary_values = unary[kept]
+            # positions in w of the kept pairs of the present features, in the same order
+            unary_indices = (np.repeat(self.pair_offsets[columns], kept.sum(axis=1))
+                             + (np.cumsum(kept, axis=1) - 1)[kept])
+        indices = np.concatenate([unary_indices, base + np.arange(s * s + 2 * s)])
         values = np.concatenate(
-            [unary.ravel(), grad.transition.sum(axis=0).ravel(), grad.start.sum(axis=0),
+            [unary_values, grad.transition.sum(axis=0).ravel(), grad.start.sum(axis=0),
              grad.end.sum(axis=0)]
         )
         return indices, values
