@@ -6,7 +6,8 @@ alternating before / after ``--repeats`` times after one warm-up fit of each on 
 sentences (compilation excluded); prints the wall and CPU seconds of every fit, their
 medians and the ratios, the objective curves' last values (the same fits must reach the
 same objective) and the load average. Before: a list of per-sentence float64 CSR matrices
-(what the earlier version takes); after: ``ArcVectorizer.transform_batch``.
+(what versions before ``ArcFeatureBatch`` take), or ``ArcVectorizer.transform_batch``
+with ``--before-form batch``; after: ``ArcVectorizer.transform_batch``.
 
 Run (the earlier commit checked out with ``git worktree add --detach /tmp/before <commit>``)::
 
@@ -66,6 +67,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before-tree", required=True, type=Path)
     parser.add_argument("--after-tree", type=Path, default=Path(__file__).parents[1])
+    parser.add_argument("--before-form", choices=["list", "batch"], default="list",
+                        help="the training features given to the earlier version")
     parser.add_argument("--parsers", nargs="+", default=["crf", "sparsemap"],
                         choices=["crf", "sparsemap", "m-sparsemap"])
     parser.add_argument("--max-train", type=int, default=2000)
@@ -76,7 +79,7 @@ def main():
     for key in args.parsers:
         results = {"before": [], "after": []}
         for _ in range(args.repeats):
-            results["before"].append(run(args.before_tree, key, args, "list"))
+            results["before"].append(run(args.before_tree, key, args, args.before_form))
             results["after"].append(run(args.after_tree, key, args, "batch"))
             print(key, {k: v[-1] for k, v in results.items()}, flush=True)
         wall = {k: np.median([r["wall"] for r in v]) for k, v in results.items()}
@@ -86,6 +89,8 @@ def main():
               f"{wall['before'] / wall['after']:.2f} (wall), "
               f"{cpu['before'] / cpu['after']:.2f} (CPU); load average {os.getloadavg()}",
               flush=True)
+        print(f"{key}: last objective before {results['before'][-1]['objective']!r}, "
+              f"after {results['after'][-1]['objective']!r}", flush=True)
 
 
 if __name__ == "__main__":

@@ -291,6 +291,38 @@ def _factor_of(chol, chol_ptr, slot_ptr, e):
     return chol[chol_ptr[e]:chol_ptr[e + 1]].reshape((capacity, capacity))
 
 
+@njit(cache=True, nogil=True)
+def major_iteration(e, s, slots, slot_weights, factor, n_active, lift, u, base, size,
+                    pool_ptr, pool_idx, pool_val, pool_theta, tau, gap, converged, objective,
+                    tol, max_inner):
+    """One major iteration of the active-set method for example ``e`` (its slots, weights
+    and factor given as views), whose MAP oracle returned structure ``s``: see
+    :func:`active_set_step`."""
+    k = n_active[e]
+    if k > 0:
+        excess = pool_theta[s] - _dot_dense(pool_ptr, pool_idx, pool_val, s, u, base)
+        excess -= tau[e]
+        gap[e] = max(excess, 0.0)
+        if excess <= tol * lift[e] + ROUNDING * max(lift[e], abs(tau[e])):
+            converged[e] = True
+            return
+        for j in range(k):
+            if _same_structure(pool_ptr, pool_idx, pool_val, pool_theta, slots[j], s):
+                converged[e] = True
+                return
+    else:
+        lift[e] = _lift(pool_ptr, pool_idx, pool_val, s)
+    k = _add_structure(factor, slots, slot_weights, k, s, pool_ptr, pool_idx, pool_val,
+                       lift[e])
+    if k < 0:
+        converged[e] = True
+        return
+    k, tau[e] = _stabilize(factor, slots, slot_weights, k, pool_theta, max_inner, lift[e])
+    n_active[e] = k
+    _write_unary(u, base, size, slots, slot_weights, k, pool_ptr, pool_idx, pool_val)
+    objective[e] = _objective(u, base, size, slots, slot_weights, k, pool_theta)
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def active_set_step(rows, new_ids, slot_ptr, support, weights, n_active, chol_ptr, chol,
                     lift, u, u_offsets, pool_ptr, pool_idx, pool_val, pool_theta, tau, gap,
@@ -305,39 +337,12 @@ def active_set_step(rows, new_ids, slot_ptr, support, weights, n_active, chol_pt
     """
     for p in prange(rows.shape[0]):
         e = rows[p]
-        s = new_ids[p]
-        k = n_active[e]
-        base = u_offsets[e]
-        size = u_offsets[e + 1] - base
         first, stop = _slots(slot_ptr, e)
-        slots = support[first:stop]
-        slot_weights = weights[first:stop]
-        factor = _factor_of(chol, chol_ptr, slot_ptr, e)
-        if k > 0:
-            excess = pool_theta[s] - _dot_dense(pool_ptr, pool_idx, pool_val, s, u, base)
-            excess -= tau[e]
-            gap[e] = max(excess, 0.0)
-            if excess <= tol * lift[e] + ROUNDING * max(lift[e], abs(tau[e])):
-                converged[e] = True
-                continue
-            known = False
-            for j in range(k):
-                if _same_structure(pool_ptr, pool_idx, pool_val, pool_theta, slots[j], s):
-                    known = True
-            if known:
-                converged[e] = True
-                continue
-        else:
-            lift[e] = _lift(pool_ptr, pool_idx, pool_val, s)
-        k = _add_structure(factor, slots, slot_weights, k, s, pool_ptr, pool_idx, pool_val,
-                           lift[e])
-        if k < 0:
-            converged[e] = True
-            continue
-        k, tau[e] = _stabilize(factor, slots, slot_weights, k, pool_theta, max_inner, lift[e])
-        n_active[e] = k
-        _write_unary(u, base, size, slots, slot_weights, k, pool_ptr, pool_idx, pool_val)
-        objective[e] = _objective(u, base, size, slots, slot_weights, k, pool_theta)
+        base = u_offsets[e]
+        major_iteration(e, new_ids[p], support[first:stop], weights[first:stop],
+                        _factor_of(chol, chol_ptr, slot_ptr, e), n_active, lift, u, base,
+                        u_offsets[e + 1] - base, pool_ptr, pool_idx, pool_val, pool_theta,
+                        tau, gap, converged, objective, tol, max_inner)
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -363,6 +368,40 @@ def repack(old_slot_ptr, old_support, old_weights, old_chol_ptr, old_chol, n_act
                 factor[i, j] = old_factor[i, j]
 
 
+@njit(cache=True, nogil=True)
+def warm_start_one(e, start, start_weights, factored, slots, slot_weights, factor,
+                   n_active, lift, u, base, size, pool_ptr, pool_idx, pool_val, pool_theta,
+                   tau, objective, max_inner):
+    """Example ``e``'s initial active set from structures ``start`` with weights
+    ``start_weights`` (its slots, weights and factor given as views): see
+    :func:`warm_start`."""
+    k = 0
+    total = 0.0
+    coef = np.empty(start.shape[0])
+    for j in range(start.shape[0]):
+        s = start[j]
+        if k == 0:
+            lift[e] = _lift(pool_ptr, pool_idx, pool_val, s)
+        if factored:
+            if k == 0:
+                factor[0, 0] = np.sqrt(_gram(pool_ptr, pool_idx, pool_val, s, s, lift[e]))
+                slots[0] = s
+            elif not _try_append(factor, slots, k, s, pool_ptr, pool_idx, pool_val, coef,
+                                 lift[e]):
+                continue
+        slots[k] = s
+        slot_weights[k] = start_weights[j]
+        total += start_weights[j]
+        k += 1
+    for j in range(k):
+        slot_weights[j] = slot_weights[j] / total if total > 0 else 1.0 / k
+    if factored:
+        k, tau[e] = _stabilize(factor, slots, slot_weights, k, pool_theta, max_inner, lift[e])
+    n_active[e] = k
+    _write_unary(u, base, size, slots, slot_weights, k, pool_ptr, pool_idx, pool_val)
+    objective[e] = _objective(u, base, size, slots, slot_weights, k, pool_theta)
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def warm_start(start_ptr, start, start_weights, factored, slot_ptr, support, weights,
                n_active, chol_ptr, chol, lift, u, u_offsets, pool_ptr, pool_idx, pool_val,
@@ -377,38 +416,13 @@ def warm_start(start_ptr, start, start_weights, factored, slot_ptr, support, wei
     """
     for e in prange(n_active.shape[0]):
         first, stop = _slots(slot_ptr, e)
-        slots = support[first:stop]
-        slot_weights = weights[first:stop]
-        k = 0
-        total = 0.0
-        count = start_ptr[e + 1] - start_ptr[e]
-        coef = np.empty(count)
         factor = _factor_of(chol, chol_ptr, slot_ptr, e) if factored else np.zeros((1, 1))
-        for j in range(start_ptr[e], start_ptr[e + 1]):
-            s = start[j]
-            if k == 0:
-                lift[e] = _lift(pool_ptr, pool_idx, pool_val, s)
-            if factored:
-                if k == 0:
-                    factor[0, 0] = np.sqrt(_gram(pool_ptr, pool_idx, pool_val, s, s, lift[e]))
-                    slots[0] = s
-                elif not _try_append(factor, slots, k, s, pool_ptr, pool_idx, pool_val, coef,
-                                     lift[e]):
-                    continue
-            slots[k] = s
-            slot_weights[k] = start_weights[j]
-            total += start_weights[j]
-            k += 1
-        for j in range(k):
-            slot_weights[j] = slot_weights[j] / total if total > 0 else 1.0 / k
-        if factored:
-            k, tau[e] = _stabilize(factor, slots, slot_weights, k, pool_theta, max_inner,
-                                   lift[e])
-        n_active[e] = k
         base = u_offsets[e]
-        size = u_offsets[e + 1] - base
-        _write_unary(u, base, size, slots, slot_weights, k, pool_ptr, pool_idx, pool_val)
-        objective[e] = _objective(u, base, size, slots, slot_weights, k, pool_theta)
+        lo, hi = start_ptr[e], start_ptr[e + 1]
+        warm_start_one(e, start[lo:hi], start_weights[lo:hi], factored,
+                       support[first:stop], weights[first:stop], factor, n_active, lift,
+                       u, base, u_offsets[e + 1] - base, pool_ptr, pool_idx, pool_val,
+                       pool_theta, tau, objective, max_inner)
 
 
 @njit(cache=True, nogil=True)

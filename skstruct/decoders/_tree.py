@@ -592,6 +592,35 @@ class TreeDecoder(Decoder):
         log_z, marg = self._inside(scores, True)
         return log_z, TreeParts(marg, scores.offsets)
 
+    def sparsemap(self, scores, *, max_iter=100, tol=1e-9, init=None, **options):
+        """SparseMAP over trees, with the same result and options as
+        :meth:`Decoder.sparsemap`.
+
+        The non-projective active set runs every sentence's major and minor iterations,
+        Chu–Liu–Edmonds included, in one compiled parallel call
+        (:mod:`skstruct.decoders._tree_sparsemap`); the projective decoder, the
+        Frank–Wolfe methods and a subclass that redefines ``map`` or ``parts`` get the
+        generic active set.
+        """
+        method = options.get("method", "active_set")
+        if (self.projective or method != "active_set"
+                or not keeps_operations(self, TreeDecoder, ("map", "parts",
+                                                            "score_outputs"))):
+            return super().sparsemap(scores, max_iter=max_iter, tol=tol, init=init,
+                                     **options)
+        from ._sparsemap_result import check_init, check_options, check_scores
+        from ._tree_sparsemap import tree_active_set_sparsemap
+
+        max_iter, max_inner = check_options(method, max_iter, tol,
+                                            options.get("max_inner", 200))
+        unknown = set(options) - {"method", "max_inner"}
+        if unknown:
+            raise TypeError(f"sparsemap() got unexpected options {sorted(unknown)}.")
+        scores = self._check_scores(scores)
+        flat = check_scores(scores)
+        check_init(init, scores)
+        return tree_active_set_sparsemap(self, scores, flat, max_iter, tol, max_inner, init)
+
     def check_outputs(self, y, offsets):
         """Raise a clear error when gold trees ``y`` are not outputs of this decoder.
 

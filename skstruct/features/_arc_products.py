@@ -62,7 +62,16 @@ def _matvec(indices, indptr, data, binary, w, bounds):
 
 
 @njit(parallel=True, **_NJIT)
-def _rmatvec(indices, indptr, data, binary, g, bounds, n_features):
+def _gather(w, order):
+    """w[order], in parallel (the weights in the order of the rows' column positions)."""
+    out = np.empty(order.shape[0])
+    for j in prange(order.shape[0]):
+        out[j] = w[order[j]]
+    return out
+
+
+@njit(parallel=True, **_NJIT)
+def _rmatvec(indices, indptr, data, binary, g, bounds, n_features, order):
     n_chunks = bounds.shape[0] - 1
     partial = np.empty((n_chunks, n_features))
     for c in prange(n_chunks):
@@ -80,22 +89,30 @@ def _rmatvec(indices, indptr, data, binary, g, bounds, n_features):
                     buffer[indices[p]] += data[p] * value
     out = np.empty(n_features)
     n_blocks = (n_features + _COLUMN_BLOCK - 1) // _COLUMN_BLOCK
+    permuted = order.shape[0] > 0
     for block in prange(n_blocks):
         lo = block * _COLUMN_BLOCK
         hi = min(n_features, lo + _COLUMN_BLOCK)
-        for j in range(lo, hi):
-            out[j] = partial[0, j]
         for c in range(1, n_chunks):
             for j in range(lo, hi):
-                out[j] += partial[c, j]
+                partial[0, j] += partial[c, j]
+        if permuted:
+            for j in range(lo, hi):
+                out[order[j]] = partial[0, j]
+        else:
+            for j in range(lo, hi):
+                out[j] = partial[0, j]
     return out
+
+
+_NO_ORDER = np.zeros(0, dtype=np.int32)
 
 
 def _values(data, binary):
     return np.empty(0) if binary or data is None else data
 
 
-def arc_matvec(indices, indptr, data, binary, w):
+def arc_matvec(indices, indptr, data, binary, w, order=None):
     """s = X w for CSR rows (``data`` unread when ``binary``).
 
     Parameters
@@ -106,6 +123,10 @@ def arc_matvec(indices, indptr, data, binary, w):
     binary : bool
         Every stored value is 1.0.
     w : ndarray of shape (n_features,), float64
+    order : ndarray of shape (n_features,), int, default=None
+        When given, ``indices`` are positions in it: entry p's column is
+        ``order[indices[p]]`` (an :class:`~skstruct.utils._trees.ArcRows`'
+        ``column_order``).
 
     Returns
     -------
@@ -115,11 +136,13 @@ def arc_matvec(indices, indptr, data, binary, w):
     n_chunks = int(min(4096, max(1, indptr[-1] // ENTRIES_PER_CHUNK)))
     bounds = row_chunks(indptr, n_chunks)
     w = np.ascontiguousarray(w, dtype=np.float64)
+    if order is not None:
+        w = _gather(w, order)
     with numba.parallel_chunksize(1):
         return _matvec(indices, indptr, _values(data, binary), bool(binary), w, bounds)
 
 
-def arc_rmatvec(indices, indptr, data, binary, g, n_features):
+def arc_rmatvec(indices, indptr, data, binary, g, n_features, order=None):
     """Xᵀ g for CSR rows (``data`` unread when ``binary``).
 
     Parameters
@@ -128,6 +151,8 @@ def arc_rmatvec(indices, indptr, data, binary, g, n_features):
         As in :func:`arc_matvec`.
     g : ndarray of shape (n_rows,)
     n_features : int
+    order : ndarray of shape (n_features,), int, default=None
+        As in :func:`arc_matvec`: the sums of position j go to column ``order[j]``.
 
     Returns
     -------
@@ -142,4 +167,4 @@ def arc_rmatvec(indices, indptr, data, binary, g, n_features):
     g = np.ascontiguousarray(g, dtype=np.float64)
     with numba.parallel_chunksize(1):
         return _rmatvec(indices, indptr, _values(data, binary), bool(binary), g, bounds,
-                        int(n_features))
+                        int(n_features), _NO_ORDER if order is None else order)

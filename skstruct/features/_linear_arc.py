@@ -54,9 +54,7 @@ class LinearArcFeatures:
         if isinstance(batch.X, np.ndarray):
             return self.scores_type(np.ascontiguousarray(batch.X @ w), batch.token_offsets)
         indices, indptr, data, binary, order = _csr_arrays(batch)
-        if order is not None:
-            w = w[order]  # the weights in the order of the rows' positions
-        return self.scores_type(arc_matvec(indices, indptr, data, binary, w),
+        return self.scores_type(arc_matvec(indices, indptr, data, binary, w, order),
                                 batch.token_offsets)
 
     def zero_scores(self, batch):
@@ -79,12 +77,7 @@ class LinearArcFeatures:
         if isinstance(batch.X, np.ndarray):
             return batch.X.T @ g
         indices, indptr, data, binary, order = _csr_arrays(batch)
-        gradient = arc_rmatvec(indices, indptr, data, binary, g, self.n_features)
-        if order is None:
-            return gradient
-        out = np.empty_like(gradient)
-        out[order] = gradient
-        return out
+        return arc_rmatvec(indices, indptr, data, binary, g, self.n_features, order)
 
     def example_transpose(self, batch, grad):
         """Sparse gradient with respect to w for a batch of one sentence.
