@@ -10,7 +10,8 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from .utils._parallel import threads_for
+from .utils._chunks import weighted_chunks
+from .utils._parallel import dynamic_schedule, threads_for
 from .utils._trees import ArcFeatureBatch
 
 __all__ = ["ARC_TEMPLATES", "ArcVectorizer"]
@@ -124,31 +125,42 @@ def _virtual_tags(tags, start, n):
 
 
 @njit(parallel=True, **_NJIT)
-def _count_features(tags, offsets, row_offsets, n_tags, counts):
-    """Number of features of every arc: the fixed ones and two per distinct tag between."""
-    for s in prange(offsets.shape[0] - 1):
-        start = offsets[s]
-        n = offsets[s + 1] - start
-        row0 = row_offsets[s]
-        vp = _virtual_tags(tags, start, n)
-        seen = np.full(n_tags, -1, dtype=np.int64)
-        for hv in range(n + 1):  # virtual head position, 0 = root
-            for side in range(2):
-                step = 1 if side == 0 else -1
-                if side == 1 and hv <= 1:
-                    continue
-                n_between = 0
-                sweep = hv * 2 + side
-                mv = hv + step
-                while 1 <= mv <= n:
-                    m = mv - 1
-                    h = m if hv == 0 else hv - 1
-                    counts[row0 + m * n + h] = _N_FIXED + 2 * n_between
-                    tag = vp[mv + 1]
-                    if seen[tag] != sweep:
-                        seen[tag] = sweep
-                        n_between += 1
-                    mv += step
+def _count_features(tags, offsets, row_offsets, n_tags, counts, bounds):
+    """Number of features of every arc: the fixed ones and two per distinct tag between.
+
+    Sentences run in the contiguous chunks ``bounds`` (:func:`_sentence_chunks`), one per
+    parallel iteration; every arc is counted alone.
+    """
+    for chunk in prange(bounds.shape[0] - 1):
+        for s in range(bounds[chunk], bounds[chunk + 1]):
+            _count_sentence(tags, offsets, row_offsets, n_tags, counts, s)
+
+
+@njit(**_NJIT)
+def _count_sentence(tags, offsets, row_offsets, n_tags, counts, s):
+    """:func:`_count_features` of sentence ``s``."""
+    start = offsets[s]
+    n = offsets[s + 1] - start
+    row0 = row_offsets[s]
+    vp = _virtual_tags(tags, start, n)
+    seen = np.full(n_tags, -1, dtype=np.int64)
+    for hv in range(n + 1):  # virtual head position, 0 = root
+        for side in range(2):
+            step = 1 if side == 0 else -1
+            if side == 1 and hv <= 1:
+                continue
+            n_between = 0
+            sweep = hv * 2 + side
+            mv = hv + step
+            while 1 <= mv <= n:
+                m = mv - 1
+                h = m if hv == 0 else hv - 1
+                counts[row0 + m * n + h] = _N_FIXED + 2 * n_between
+                tag = vp[mv + 1]
+                if seen[tag] != sweep:
+                    seen[tag] = sweep
+                    n_between += 1
+                mv += step
 
 
 #: Buckets of the per-row sort: about one per feature of an arc.
@@ -189,8 +201,11 @@ def _write_sorted(buffer, k, indices, lo, counts, scale):
 
 @njit(parallel=True, **_NJIT)
 def _fill_features(words, tags, offsets, row_offsets, n_tags, indptr, indices, data, n_unique,
-                   n_features, mask):
+                   n_features, mask, bounds):
     """Hash the features of every arc into ``indices[indptr[r]:]``, sorted and unique.
+
+    Sentences run in the contiguous chunks ``bounds`` (:func:`_sentence_chunks`), one per
+    parallel iteration; every arc is hashed alone.
 
     The matching ``data`` are set to one (unless ``data`` is empty: rows without values).
     ``n_unique[r]`` receives the number of distinct
@@ -198,101 +213,110 @@ def _fill_features(words, tags, offsets, row_offsets, n_tags, indptr, indices, d
     features of the arc share a column.
     """
     scale = _N_BUCKETS / np.float64(n_features)
-    for s in prange(offsets.shape[0] - 1):
-        start = offsets[s]
-        n = offsets[s + 1] - start
-        row0 = row_offsets[s]
-        vp = _virtual_tags(tags, start, n)
-        vw = np.empty(n + 1, dtype=np.int64)
-        vw[0] = _ROOT_ID
-        for i in range(n):
-            vw[i + 1] = words[start + i]
-        # Modifier-only hashes: templates "mw", "mp", "mw+mp" at every position.
-        h_mw = np.empty(n + 1, dtype=np.uint64)
-        h_mp = np.empty(n + 1, dtype=np.uint64)
-        h_mwmp = np.empty(n + 1, dtype=np.uint64)
-        for v in range(1, n + 1):
-            h_mw[v] = _mix(_start(3), vw[v])
-            h_mp[v] = _mix(_start(4), vp[v + 1])
-            h_mwmp[v] = _mix(_mix(_start(5), vw[v]), vp[v + 1])
-        seen = np.full(n_tags, -1, dtype=np.int64)
-        between = np.empty(n_tags, dtype=np.int64)
-        buffer = np.empty(_N_FIXED + 2 * n_tags, dtype=np.int32)
-        counts = np.empty(_N_BUCKETS + 1, dtype=np.int64)
-        for hv in range(n + 1):
-            hw = vw[hv]
-            hp = vp[hv + 1]
-            hp_prev = vp[hv]
-            hp_next = vp[hv + 2]
-            # Head-only hashes and prefixes of the templates that start with the head.
-            h_hw = _mix(_start(0), hw)
-            h_hp = _mix(_start(1), hp)
-            h_hwhp = _mix(_mix(_start(2), hw), hp)
-            p6 = _mix(_mix(_start(6), hw), hp)
-            p7 = _mix(_start(7), hp)
-            p8 = _mix(_start(8), hw)
-            p9 = _mix(_mix(_start(9), hw), hp)
-            p10 = _mix(_mix(_start(10), hw), hp)
-            p11 = _mix(_start(11), hw)
-            p12 = _mix(_start(12), hp)
-            p13 = _mix(_mix(_start(13), hp), hp_next)
-            p14 = _mix(_mix(_start(14), hp_prev), hp)
-            p15 = _mix(_mix(_start(15), hp), hp_next)
-            p16 = _mix(_mix(_start(16), hp_prev), hp)
-            p17 = _mix(_start(17), hp)
-            bias = _column(_start(18), n_features, mask)
-            for side in range(2):
-                step = 1 if side == 0 else -1
-                if side == 1 and hv <= 1:
-                    continue
-                n_between = 0
-                sweep = hv * 2 + side
-                mv = hv + step
-                while 1 <= mv <= n:
-                    m = mv - 1
-                    if hv == 0:
-                        row = row0 + m * n + m
-                        direction = _ROOT_ARC
-                    else:
-                        row = row0 + m * n + hv - 1
-                        direction = _RIGHT_ARC if side == 0 else _LEFT_ARC
-                    distance = mv - hv if side == 0 else hv - mv
-                    conj = direction * 8 + _distance_bucket(distance)
-                    mw = vw[mv]
-                    mp = vp[mv + 1]
-                    mp_prev = vp[mv]
-                    mp_next = vp[mv + 2]
-                    buffer[0] = bias
-                    p = 1
-                    p = _emit(buffer, p, h_hw, conj, n_features, mask)
-                    p = _emit(buffer, p, h_hp, conj, n_features, mask)
-                    p = _emit(buffer, p, h_hwhp, conj, n_features, mask)
-                    p = _emit(buffer, p, h_mw[mv], conj, n_features, mask)
-                    p = _emit(buffer, p, h_mp[mv], conj, n_features, mask)
-                    p = _emit(buffer, p, h_mwmp[mv], conj, n_features, mask)
-                    p = _emit(buffer, p, _mix(_mix(p6, mw), mp), conj, n_features, mask)
-                    p = _emit(buffer, p, _mix(_mix(p7, mw), mp), conj, n_features, mask)
-                    p = _emit(buffer, p, _mix(_mix(p8, mw), mp), conj, n_features, mask)
-                    p = _emit(buffer, p, _mix(p9, mp), conj, n_features, mask)
-                    p = _emit(buffer, p, _mix(p10, mw), conj, n_features, mask)
-                    p = _emit(buffer, p, _mix(p11, mw), conj, n_features, mask)
-                    p = _emit(buffer, p, _mix(p12, mp), conj, n_features, mask)
-                    p = _emit(buffer, p, _mix(_mix(p13, mp_prev), mp), conj, n_features, mask)
-                    p = _emit(buffer, p, _mix(_mix(p14, mp_prev), mp), conj, n_features, mask)
-                    p = _emit(buffer, p, _mix(_mix(p15, mp), mp_next), conj, n_features, mask)
-                    p = _emit(buffer, p, _mix(_mix(p16, mp), mp_next), conj, n_features, mask)
-                    for k in range(n_between):
-                        h = _mix(_mix(p17, between[k]), mp)
-                        p = _emit(buffer, p, h, conj, n_features, mask)
-                    lo = indptr[row]
-                    n_unique[row] = _write_sorted(buffer, p, indices, lo, counts, scale)
-                    if data.shape[0] > 0:
-                        data[lo : lo + p] = 1
-                    if seen[mp] != sweep:
-                        seen[mp] = sweep
-                        between[n_between] = mp
-                        n_between += 1
-                    mv += step
+    for chunk in prange(bounds.shape[0] - 1):
+        for s in range(bounds[chunk], bounds[chunk + 1]):
+            _fill_sentence(words, tags, offsets, row_offsets, n_tags, indptr, indices, data,
+                           n_unique, n_features, mask, scale, s)
+
+
+@njit(**_NJIT)
+def _fill_sentence(words, tags, offsets, row_offsets, n_tags, indptr, indices, data,
+                   n_unique, n_features, mask, scale, s):
+    """:func:`_fill_features` of sentence ``s``."""
+    start = offsets[s]
+    n = offsets[s + 1] - start
+    row0 = row_offsets[s]
+    vp = _virtual_tags(tags, start, n)
+    vw = np.empty(n + 1, dtype=np.int64)
+    vw[0] = _ROOT_ID
+    for i in range(n):
+        vw[i + 1] = words[start + i]
+    # Modifier-only hashes: templates "mw", "mp", "mw+mp" at every position.
+    h_mw = np.empty(n + 1, dtype=np.uint64)
+    h_mp = np.empty(n + 1, dtype=np.uint64)
+    h_mwmp = np.empty(n + 1, dtype=np.uint64)
+    for v in range(1, n + 1):
+        h_mw[v] = _mix(_start(3), vw[v])
+        h_mp[v] = _mix(_start(4), vp[v + 1])
+        h_mwmp[v] = _mix(_mix(_start(5), vw[v]), vp[v + 1])
+    seen = np.full(n_tags, -1, dtype=np.int64)
+    between = np.empty(n_tags, dtype=np.int64)
+    buffer = np.empty(_N_FIXED + 2 * n_tags, dtype=np.int32)
+    counts = np.empty(_N_BUCKETS + 1, dtype=np.int64)
+    for hv in range(n + 1):
+        hw = vw[hv]
+        hp = vp[hv + 1]
+        hp_prev = vp[hv]
+        hp_next = vp[hv + 2]
+        # Head-only hashes and prefixes of the templates that start with the head.
+        h_hw = _mix(_start(0), hw)
+        h_hp = _mix(_start(1), hp)
+        h_hwhp = _mix(_mix(_start(2), hw), hp)
+        p6 = _mix(_mix(_start(6), hw), hp)
+        p7 = _mix(_start(7), hp)
+        p8 = _mix(_start(8), hw)
+        p9 = _mix(_mix(_start(9), hw), hp)
+        p10 = _mix(_mix(_start(10), hw), hp)
+        p11 = _mix(_start(11), hw)
+        p12 = _mix(_start(12), hp)
+        p13 = _mix(_mix(_start(13), hp), hp_next)
+        p14 = _mix(_mix(_start(14), hp_prev), hp)
+        p15 = _mix(_mix(_start(15), hp), hp_next)
+        p16 = _mix(_mix(_start(16), hp_prev), hp)
+        p17 = _mix(_start(17), hp)
+        bias = _column(_start(18), n_features, mask)
+        for side in range(2):
+            step = 1 if side == 0 else -1
+            if side == 1 and hv <= 1:
+                continue
+            n_between = 0
+            sweep = hv * 2 + side
+            mv = hv + step
+            while 1 <= mv <= n:
+                m = mv - 1
+                if hv == 0:
+                    row = row0 + m * n + m
+                    direction = _ROOT_ARC
+                else:
+                    row = row0 + m * n + hv - 1
+                    direction = _RIGHT_ARC if side == 0 else _LEFT_ARC
+                distance = mv - hv if side == 0 else hv - mv
+                conj = direction * 8 + _distance_bucket(distance)
+                mw = vw[mv]
+                mp = vp[mv + 1]
+                mp_prev = vp[mv]
+                mp_next = vp[mv + 2]
+                buffer[0] = bias
+                p = 1
+                p = _emit(buffer, p, h_hw, conj, n_features, mask)
+                p = _emit(buffer, p, h_hp, conj, n_features, mask)
+                p = _emit(buffer, p, h_hwhp, conj, n_features, mask)
+                p = _emit(buffer, p, h_mw[mv], conj, n_features, mask)
+                p = _emit(buffer, p, h_mp[mv], conj, n_features, mask)
+                p = _emit(buffer, p, h_mwmp[mv], conj, n_features, mask)
+                p = _emit(buffer, p, _mix(_mix(p6, mw), mp), conj, n_features, mask)
+                p = _emit(buffer, p, _mix(_mix(p7, mw), mp), conj, n_features, mask)
+                p = _emit(buffer, p, _mix(_mix(p8, mw), mp), conj, n_features, mask)
+                p = _emit(buffer, p, _mix(p9, mp), conj, n_features, mask)
+                p = _emit(buffer, p, _mix(p10, mw), conj, n_features, mask)
+                p = _emit(buffer, p, _mix(p11, mw), conj, n_features, mask)
+                p = _emit(buffer, p, _mix(p12, mp), conj, n_features, mask)
+                p = _emit(buffer, p, _mix(_mix(p13, mp_prev), mp), conj, n_features, mask)
+                p = _emit(buffer, p, _mix(_mix(p14, mp_prev), mp), conj, n_features, mask)
+                p = _emit(buffer, p, _mix(_mix(p15, mp), mp_next), conj, n_features, mask)
+                p = _emit(buffer, p, _mix(_mix(p16, mp), mp_next), conj, n_features, mask)
+                for k in range(n_between):
+                    h = _mix(_mix(p17, between[k]), mp)
+                    p = _emit(buffer, p, h, conj, n_features, mask)
+                lo = indptr[row]
+                n_unique[row] = _write_sorted(buffer, p, indices, lo, counts, scale)
+                if data.shape[0] > 0:
+                    data[lo : lo + p] = 1
+                if seen[mp] != sweep:
+                    seen[mp] = sweep
+                    between[n_between] = mp
+                    n_between += 1
+                mv += step
 
 
 @njit(**_NJIT)
@@ -304,11 +328,23 @@ def _column_counts(indices, n_features):
     return counts
 
 
+#: Entries per chunk of :func:`_to_positions` (about 50 µs of random reads of ``rank``).
+_POSITIONS_PER_CHUNK = 16_384
+
+
 @njit(parallel=True, **_NJIT)
 def _to_positions(indices, rank):
-    """indices[p] = rank[indices[p]], in place."""
-    for p in prange(indices.shape[0]):
-        indices[p] = rank[indices[p]]
+    """indices[p] = rank[indices[p]], in place, in chunks of ``_POSITIONS_PER_CHUNK``."""
+    n = indices.shape[0]
+    for chunk in prange((n + _POSITIONS_PER_CHUNK - 1) // _POSITIONS_PER_CHUNK):
+        for p in range(chunk * _POSITIONS_PER_CHUNK, min(n, (chunk + 1) * _POSITIONS_PER_CHUNK)):
+            indices[p] = rank[indices[p]]
+
+
+def _sentence_chunks(row_offsets):
+    """Chunks of sentences of about equal numbers of arcs (``_WORK_PER_ARC`` each), for
+    the kernels that build the arc features; they depend on the sentences only."""
+    return weighted_chunks(row_offsets, scale=_WORK_PER_ARC)
 
 
 @njit(**_NJIT)
@@ -678,7 +714,7 @@ class ArcVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
         order = np.argsort(-_column_counts(indices, self.n_features), kind="stable")
         rank = np.empty(self.n_features, dtype=np.int32)
         rank[order] = np.arange(self.n_features, dtype=np.int32)
-        with threads_for(indices.shape[0]):
+        with threads_for(indices.shape[0]), dynamic_schedule():
             _to_positions(indices, rank)
         return ArcFeatureBatch(indices, indptr, offsets, self.n_features, data,
                                order.astype(np.int32))
@@ -761,8 +797,9 @@ class ArcVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
                     None if dtype is None else np.zeros(0, dtype=dtype), offsets)
         n_tags = len(self.pos_vocabulary_) + _END_ID + 1
         counts = np.empty(n_rows, dtype=np.int64)
-        with threads_for(_WORK_PER_ARC * n_rows):
-            _count_features(tag_ids, offsets, row_offsets, n_tags, counts)
+        bounds = _sentence_chunks(row_offsets)
+        with threads_for(_WORK_PER_ARC * n_rows), dynamic_schedule():
+            _count_features(tag_ids, offsets, row_offsets, n_tags, counts, bounds)
         indptr = np.empty(n_rows + 1, dtype=np.int64)
         indptr[0] = 0
         np.cumsum(counts, out=indptr[1:])
@@ -770,10 +807,10 @@ class ArcVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
         indices = np.empty(nnz, dtype=np.int32)  # columns < n_features <= int32 max
         data = np.empty(nnz if dtype is not None else 0, dtype=dtype or np.float64)
         mask = n_features - 1 if n_features & (n_features - 1) == 0 else 0
-        with threads_for(_WORK_PER_ARC * n_rows):
+        with threads_for(_WORK_PER_ARC * n_rows), dynamic_schedule():
             _fill_features(
                 word_ids, tag_ids, offsets, row_offsets, n_tags, indptr, indices, data, counts,
-                np.uint64(n_features), np.uint64(mask),
+                np.uint64(n_features), np.uint64(mask), bounds,
             )
         if counts.sum() < nnz:  # some arcs had two features hashed to the same column
             nnz = _compact(indptr, indices, counts)

@@ -26,7 +26,8 @@ from contextlib import contextmanager
 import numba
 import numpy as np
 
-from ..utils._parallel import threads_for
+from ..utils._chunks import weighted_chunks
+from ..utils._parallel import dynamic_schedule, threads_for
 from . import _constrained_kernels as kernels
 
 __all__ = [
@@ -324,11 +325,12 @@ def _table(counters, limit=None):
     """:func:`statistic_table` on prepared counters."""
     scores, sizes = counters.scores, counters.sizes
     table_offsets = np.concatenate(([0], np.cumsum(sizes)))
-    with _threads(counters, int(sizes.sum()) * scores.n_states**2, limit), \
+    work = kernels.box_work(scores.offsets, counters.low, counters.high, scores.n_states)
+    with _threads(counters, work[-1], limit), dynamic_schedule(), \
             _allocation_failures(counters, limit):
         best, done = kernels.best_per_statistic(
             *scores._kernel_args(), counters.increments, counters.radix, counters.low,
-            counters.high, table_offsets
+            counters.high, table_offsets, weighted_chunks(work)
         )
     _check_done(counters, done, limit)
     radix = counters.radix
@@ -345,11 +347,12 @@ def _backtrack(counters, targets, limit=None):
     targets = np.asarray(targets, dtype=np.int64)
     low, high = counters.bounds_to(targets)
     state_type, value_type = counters._back_types()
-    with _threads(counters, int(counters.sizes.sum()) * scores.n_states**2, limit), \
+    work = kernels.box_work(scores.offsets, low, high, scores.n_states)
+    with _threads(counters, work[-1], limit), dynamic_schedule(), \
             _allocation_failures(counters, limit):
         labels, done = kernels.best_with_statistic(
             *scores._kernel_args(), counters.increments, counters.radix, low, high, targets,
-            counters.saturates, state_type, value_type
+            counters.saturates, state_type, value_type, weighted_chunks(work)
         )
     _check_done(counters, done, limit)
     return labels

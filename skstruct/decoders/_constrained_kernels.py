@@ -194,9 +194,9 @@ def _flat_strides(radix):
     return strides
 
 
-@njit(parallel=True, **_NJIT)
+@njit(**_NJIT)
 def best_per_statistic(unary, offsets, trans, start, end, increments, radix, low, high,
-                       table_offsets):
+                       table_offsets, bounds):
     """μ(l) = max {θ_y : G(y) = l} for every sequence and statistic value l.
 
     Parameters
@@ -208,6 +208,9 @@ def best_per_statistic(unary, offsets, trans, start, end, increments, radix, low
         The counter values reachable after each token.
     table_offsets : ndarray of shape (n_sequences + 1,)
         Cumulated Π_k radix[i, k].
+    bounds : ndarray of shape (n_chunks + 1,), int64
+        Contiguous chunks of sequences, one per parallel iteration (of about equal work,
+        :func:`box_work`); the result does not depend on them.
 
     Returns
     -------
@@ -218,16 +221,43 @@ def best_per_statistic(unary, offsets, trans, start, end, increments, radix, low
         False for a sequence whose loop body did not finish: numba does not propagate
         exceptions raised in a parallel loop (a failed allocation), so the caller checks.
     """
-    n_seq = offsets.shape[0] - 1
     mu = np.full(table_offsets[-1], -np.inf)
-    done = np.zeros(n_seq, dtype=np.bool_)
-    for seq in prange(n_seq):
-        a, b = offsets[seq], offsets[seq + 1]
-        best_per_statistic_one(unary[a:b], trans, start, end, increments[a:b], radix[seq],
-                               low[a:b], high[a:b],
-                               mu[table_offsets[seq]:table_offsets[seq + 1]])
-        done[seq] = True
+    done = np.zeros(offsets.shape[0] - 1, dtype=np.bool_)
+    _best_per_statistic_chunks(unary, offsets, trans, start, end, increments, radix, low,
+                               high, table_offsets, bounds, mu, done)
     return mu, done
+
+
+@njit(parallel=True, **_NJIT)
+def _best_per_statistic_chunks(unary, offsets, trans, start, end, increments, radix, low,
+                               high, table_offsets, bounds, mu, done):
+    # the one parallel loop of best_per_statistic: no whole-array expression here, which
+    # the dynamic schedule would cut into single elements
+    for chunk in prange(bounds.shape[0] - 1):
+        for seq in range(bounds[chunk], bounds[chunk + 1]):
+            a, b = offsets[seq], offsets[seq + 1]
+            best_per_statistic_one(unary[a:b], trans, start, end, increments[a:b],
+                                   radix[seq], low[a:b], high[a:b],
+                                   mu[table_offsets[seq]:table_offsets[seq + 1]])
+            done[seq] = True
+
+
+@njit(**_NJIT)
+def box_work(offsets, low, high, n_states):
+    """Work of the program over every sequence, cumulated: S² Σ_t |box_t| (int64,
+    shape (n_sequences + 1,)), for cutting a batch into chunks of about equal work."""
+    n_seq = offsets.shape[0] - 1
+    work = np.empty(n_seq + 1, dtype=np.int64)
+    work[0] = 0
+    for seq in range(n_seq):
+        total = 0
+        for t in range(offsets[seq], offsets[seq + 1]):
+            size = 1
+            for k in range(low.shape[1]):
+                size *= max(high[t, k] - low[t, k] + 1, 0)
+            total += size
+        work[seq + 1] = work[seq] + n_states * n_states * max(total, 1)
+    return work
 
 
 @njit(**_NJIT)
@@ -315,9 +345,9 @@ def _box_index(value, radix, flat_strides, low_t, high_t, box_strides):
     return at
 
 
-@njit(parallel=True, **_NJIT)
+@njit(**_NJIT)
 def best_with_statistic(unary, offsets, trans, start, end, increments, radix, low, high,
-                        targets, saturates, state_type, value_type):
+                        targets, saturates, state_type, value_type, bounds):
     """The best labeling of every sequence among those whose statistic equals ``targets``.
 
     Parameters
@@ -333,6 +363,8 @@ def best_with_statistic(unary, offsets, trans, start, end, increments, radix, lo
         value is stored with every back-pointer.
     state_type, value_type : empty ndarrays
         Their dtypes are those of the stored previous states and previous values.
+    bounds : ndarray of shape (n_chunks + 1,), int64
+        As for :func:`best_per_statistic`.
 
     Returns
     -------
@@ -341,17 +373,26 @@ def best_with_statistic(unary, offsets, trans, start, end, increments, radix, lo
     done : ndarray of shape (n_sequences,), bool
         As for :func:`best_per_statistic`.
     """
-    n_tokens = unary.shape[0]
-    n_seq = offsets.shape[0] - 1
-    labels = np.empty(n_tokens, dtype=np.int64)
-    done = np.zeros(n_seq, dtype=np.bool_)
-    for seq in prange(n_seq):
-        a, b = offsets[seq], offsets[seq + 1]
-        best_with_statistic_one(unary[a:b], trans, start, end, increments[a:b], radix[seq],
-                                low[a:b], high[a:b], targets[seq], saturates[seq],
-                                state_type, value_type, labels[a:b])
-        done[seq] = True
+    labels = np.empty(unary.shape[0], dtype=np.int64)
+    done = np.zeros(offsets.shape[0] - 1, dtype=np.bool_)
+    _best_with_statistic_chunks(unary, offsets, trans, start, end, increments, radix, low,
+                                high, targets, saturates, state_type, value_type, bounds,
+                                labels, done)
     return labels, done
+
+
+@njit(parallel=True, **_NJIT)
+def _best_with_statistic_chunks(unary, offsets, trans, start, end, increments, radix, low,
+                                high, targets, saturates, state_type, value_type, bounds,
+                                labels, done):
+    # the one parallel loop of best_with_statistic (see _best_per_statistic_chunks)
+    for chunk in prange(bounds.shape[0] - 1):
+        for seq in range(bounds[chunk], bounds[chunk + 1]):
+            a, b = offsets[seq], offsets[seq + 1]
+            best_with_statistic_one(unary[a:b], trans, start, end, increments[a:b],
+                                    radix[seq], low[a:b], high[a:b], targets[seq],
+                                    saturates[seq], state_type, value_type, labels[a:b])
+            done[seq] = True
 
 
 @njit(**_NJIT)

@@ -117,8 +117,8 @@ def top_k_one(unary, k, paths, scores, total, last, prefix, heap):
             m = prefix[m]
 
 
-@njit(parallel=True, **_NJIT)
-def top_k_binary(unary, k):
+@njit(**_NJIT)
+def top_k_binary(unary, k, bounds):
     """The ``k`` best distinct 0/1 vectors of every example (:func:`top_k_one` each).
 
     Parameters
@@ -126,6 +126,9 @@ def top_k_binary(unary, k):
     unary : ndarray of shape (n_samples, n_labels)
         The score of a vector y is Σ_j unary[i, j] y_j.
     k : int >= 1
+    bounds : ndarray of shape (n_chunks + 1,), int64
+        Contiguous chunks of examples, one per parallel iteration
+        (:mod:`skstruct.utils._chunks`); the result does not depend on them.
 
     Returns
     -------
@@ -136,15 +139,29 @@ def top_k_binary(unary, k):
         score exist (a label scored -inf has an infinite flip cost and stays off).
     """
     n_samples, n_labels = unary.shape
-    paths = np.full((n_samples, n_labels, k), -1, dtype=np.int64)
-    scores = np.full((n_samples, k), -np.inf)
-    for i in prange(n_samples):
+    paths = np.empty((n_samples, n_labels, k), dtype=np.int64)
+    scores = np.empty((n_samples, k))
+    _top_k_chunks(unary, k, bounds, paths, scores)
+    return paths, scores
+
+
+@njit(parallel=True, **_NJIT)
+def _top_k_chunks(unary, k, bounds, paths, scores):
+    # the one parallel loop of top_k_binary: every chunk fills its own rows (no
+    # whole-array expression, which the dynamic schedule would cut into elements)
+    n_labels = unary.shape[1]
+    for chunk in prange(bounds.shape[0] - 1):
         total = np.empty(2 * k)
         last = np.empty(2 * k, dtype=np.int64)
         prefix = np.empty(2 * k, dtype=np.int64)
         heap = np.empty(2 * k, dtype=np.int64)
-        top_k_one(unary[i], k, paths[i], scores[i], total, last, prefix, heap)
-    return paths, scores
+        for i in range(bounds[chunk], bounds[chunk + 1]):
+            for j in range(n_labels):
+                for r in range(k):
+                    paths[i, j, r] = -1
+            for r in range(k):
+                scores[i, r] = -np.inf
+            top_k_one(unary[i], k, paths[i], scores[i], total, last, prefix, heap)
 
 
 @njit(inline="always")
@@ -221,8 +238,8 @@ def count_argmax_one(unary, y_true, positives, negatives, table, start, mode, go
     return best_tp, best_fp
 
 
-@njit(parallel=True, **_NJIT)
-def count_loss_augmented_map(unary, y_true, ranked, table, table_start, mode, gold):
+@njit(**_NJIT)
+def count_loss_augmented_map(unary, y_true, ranked, table, table_start, mode, gold, bounds):
     """The best 0/1 vector of every example for an objective of its score and (TP, FP).
 
     Parameters
@@ -241,6 +258,9 @@ def count_loss_augmented_map(unary, y_true, ranked, table, table_start, mode, go
     mode : {MARGIN, SLACK, GIVEN}
     gold : ndarray of shape (n_samples,)
         θ of the gold vectors (read by SLACK only).
+    bounds : ndarray of shape (n_chunks + 1,), int64
+        Contiguous chunks of examples, one per parallel iteration
+        (:mod:`skstruct.utils._chunks`); the result does not depend on them.
 
     Returns
     -------
@@ -248,18 +268,27 @@ def count_loss_augmented_map(unary, y_true, ranked, table, table_start, mode, go
         The a best gold positives and b best gold negatives on, for the first (a, b), in
         grid order, that maximizes the objective (:func:`count_argmax_one` each).
     """
-    n_samples, n_labels = unary.shape
-    labels = np.zeros((n_samples, n_labels), dtype=np.int64)
-    for i in prange(n_samples):
-        n_pos = 0
-        for j in range(n_labels):
-            n_pos += y_true[i, j]
-        prefix = np.empty(n_labels + 2)
-        count_argmax_one(
-            unary[i], y_true[i], ranked[0, i, n_labels - n_pos :], ranked[1, i, n_pos:],
-            table, table_start[i], mode, gold[i], prefix, labels[i],
-        )
+    labels = np.empty(unary.shape, dtype=np.int64)
+    _count_map_chunks(unary, y_true, ranked, table, table_start, mode, gold, bounds, labels)
     return labels
+
+
+@njit(parallel=True, **_NJIT)
+def _count_map_chunks(unary, y_true, ranked, table, table_start, mode, gold, bounds,
+                      labels):
+    # the one parallel loop of count_loss_augmented_map (see _top_k_chunks)
+    n_labels = unary.shape[1]
+    for chunk in prange(bounds.shape[0] - 1):
+        prefix = np.empty(n_labels + 2)
+        for i in range(bounds[chunk], bounds[chunk + 1]):
+            n_pos = 0
+            for j in range(n_labels):
+                n_pos += y_true[i, j]
+                labels[i, j] = 0
+            count_argmax_one(
+                unary[i], y_true[i], ranked[0, i, n_labels - n_pos :], ranked[1, i, n_pos:],
+                table, table_start[i], mode, gold[i], prefix, labels[i],
+            )
 
 
 @njit(**_NJIT)

@@ -4,7 +4,8 @@ import numpy as np
 from scipy.special import expit
 
 from ..losses._base import check_task_loss_values
-from ..utils._parallel import threads_for
+from ..utils._chunks import even_chunks, weighted_chunks
+from ..utils._parallel import dynamic_schedule, threads_for
 from . import _independent_kernels as kernels
 from ._base import (
     Decoder,
@@ -159,11 +160,13 @@ def _count_loss_augmented_map(scores, y_true, task_loss, rescaling):
         table_start, mode = offsets[:-1], kernels.GIVEN
     else:
         raise ValueError(f"rescaling must be 'margin', 'slack' or a callable; got {rescaling!r}.")
-    cells = np.sum((n_gold + 1) * (n_labels - n_gold + 1))
-    with threads_for(scores.unary.size + cells):
+    # work of every example: its labels and its (TP, FP) grid
+    work = np.zeros(scores.n_examples + 1, dtype=np.int64)
+    np.cumsum(n_labels + (n_gold + 1) * (n_labels - n_gold + 1), out=work[1:])
+    with threads_for(work[-1]), dynamic_schedule():
         return kernels.count_loss_augmented_map(
             scores.unary, y_true, ranked, np.asarray(table, dtype=np.float64), table_start,
-            mode, gold,
+            mode, gold, weighted_chunks(work),
         )
 
 
@@ -263,8 +266,10 @@ class MultilabelDecoder(Decoder):
         """
         self._check_scores(scores)
         k = check_k(k)
-        with threads_for(scores.unary.size * (k + np.log2(scores.n_labels + 1))):
-            return kernels.top_k_binary(scores.unary, k)
+        work = scores.unary.size * (k + np.log2(scores.n_labels + 1))
+        bounds = even_chunks(scores.n_examples, work)
+        with threads_for(work), dynamic_schedule():
+            return kernels.top_k_binary(scores.unary, k, bounds)
 
     def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
         """argmax_y H(θ_y, Δ(y_true, y)) for every example, exactly.

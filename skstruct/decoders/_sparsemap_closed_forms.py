@@ -4,7 +4,8 @@
 import numpy as np
 
 from ..utils._blocks import cumulative
-from ..utils._parallel import threads_for
+from ..utils._chunks import even_chunks
+from ..utils._parallel import dynamic_schedule, threads_for
 from . import _sparsemap_closed_form_kernels as kernels
 from ._sparsemap_active_set import active_set_sparsemap
 from ._sparsemap_result import SparseMAPResult, check_init, check_options, check_scores
@@ -32,6 +33,15 @@ def _parts_like(decoder, scores, y0, unary):
     family is built from its unary array; its type is that of the decoder's parts)."""
     template = decoder.parts(scores.take([0]), y0)
     return type(template)(unary)
+
+
+#: Work per score of the row kernels (a sort of the row, an allocation per row).
+_WORK_PER_SCORE = 16
+
+
+def _row_chunks(unary):
+    """Chunks of the rows of ``unary`` for the kernels (the same for all four)."""
+    return even_chunks(unary.shape[0], _WORK_PER_SCORE * unary.size)
 
 
 def _finished(n):
@@ -121,12 +131,13 @@ def sparsemax_sparsemap(decoder, scores, *, method="active_set", max_iter=100, t
     probabilities = np.empty_like(unary)
     sizes = np.empty(n, dtype=np.int64)
     objective = np.empty(n)
-    with threads_for(unary.size):
-        kernels.sparsemax_rows(unary, probabilities, sizes, objective)
+    bounds = _row_chunks(unary)
+    with threads_for(unary.size), dynamic_schedule():
+        kernels.sparsemax_rows(unary, probabilities, sizes, objective, bounds)
         ptr = cumulative(sizes)
         classes = np.empty(ptr[-1], dtype=np.int64)
         weights = np.empty(ptr[-1])
-        kernels.class_support(probabilities, ptr, classes, weights)
+        kernels.class_support(probabilities, ptr, classes, weights, bounds)
     support = ClassSupport(decoder, scores, ptr, classes, weights, probabilities)
     n_iter, gap, converged = _finished(n)
     return SparseMAPResult(decoder, scores, support, probabilities, n_iter, gap, objective,
@@ -159,10 +170,10 @@ class StaircaseSupport:
 
     def combine(self, coefficients):
         unary = np.empty(self._rank.shape)
-        with threads_for(unary.size):
+        with threads_for(unary.size), dynamic_schedule():
             kernels.staircase_combine(self.ptr, self.counts,
                                       np.ascontiguousarray(coefficients, dtype=np.float64),
-                                      self._rank, unary)
+                                      self._rank, unary, _row_chunks(unary))
         return self._parts(unary)
 
     def _parts(self, unary):
@@ -220,12 +231,13 @@ def clip_sparsemap(decoder, scores, *, method="active_set", max_iter=100, tol=1e
     rank = np.empty((n, n_labels), dtype=np.int32)
     sizes = np.empty(n, dtype=np.int64)
     objective = np.empty(n)
-    with threads_for(unary.size):
-        kernels.clip_rows(unary, marginals, rank, sizes, objective)
+    bounds = _row_chunks(unary)
+    with threads_for(unary.size), dynamic_schedule():
+        kernels.clip_rows(unary, marginals, rank, sizes, objective, bounds)
         ptr = cumulative(sizes)
         counts = np.empty(ptr[-1], dtype=np.int32)
         weights = np.empty(ptr[-1])
-        kernels.staircase(marginals, rank, ptr, counts, weights)
+        kernels.staircase(marginals, rank, ptr, counts, weights, bounds)
     support = StaircaseSupport(decoder, scores, ptr, counts, weights, rank, marginals)
     n_iter, gap, converged = _finished(n)
     return SparseMAPResult(decoder, scores, support, marginals, n_iter, gap, objective,

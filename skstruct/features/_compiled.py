@@ -11,10 +11,12 @@ s A_iᵀ g to w and computes ‖A_iᵀ g‖² for every map (``skstruct/optim/_e
 
 from typing import NamedTuple
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
+
+from ..utils._chunks import WORK_PER_CHUNK, weighted_chunks
+from ..utils._parallel import dynamic_schedule, threads_for
 
 __all__ = ["CompiledFeatures", "column_dictionary", "compiled_rows"]
 
@@ -158,23 +160,23 @@ def column_dictionary(indices, indptr, row_offsets, n_features):
     stored entries.
 
     Three compiled passes, the examples cut into contiguous chunks of about equal stored
-    entries (several per thread, each chunk with its own marks): every example's distinct
-    columns; the number of examples each column appears in, which ranks the columns
-    into engine rows (most first, ties by column); every example's distinct columns
-    mapped to engine rows, sorted, and the slots renumbered.
+    entries (:func:`_dictionary_chunks`, each chunk with its own marks, taken one at a
+    time by the threads under :func:`~skstruct.utils._parallel.dynamic_schedule`): every
+    example's distinct columns; the number of examples each column appears in, which
+    ranks the columns into engine rows (most first, ties by column); every example's
+    distinct columns mapped to engine rows, sorted, and the slots renumbered.
 
     Returns
     -------
     dict
         ``local_columns``, ``column_offsets``, ``local_slots`` and ``column_order``.
     """
-    starts = indptr[row_offsets]
+    starts = np.ascontiguousarray(indptr[row_offsets], dtype=np.int64)
     n_examples = row_offsets.shape[0] - 1
-    n_chunks = max(1, min(n_examples, 8 * numba.get_num_threads()))
-    targets = np.linspace(0, starts[-1], n_chunks + 1)[1:-1]
-    bounds = np.concatenate(([0], np.searchsorted(starts, targets), [n_examples]))
-    bounds = bounds.astype(np.int64)
-    columns, n_distinct, slots = _distinct_columns(indices, starts, n_features, bounds)
+    bounds = _dictionary_chunks(starts, n_features)
+    work = _WORK_PER_ENTRY * int(starts[-1] - starts[0])
+    with threads_for(work), dynamic_schedule():
+        columns, n_distinct, slots = _distinct_columns(indices, starts, n_features, bounds)
     offsets = np.zeros(n_examples + 1, dtype=np.int64)
     np.cumsum(n_distinct, out=offsets[1:])
     if offsets[-1] > _DICTIONARY_RATIO * indices.shape[0]:
@@ -183,21 +185,44 @@ def column_dictionary(indices, indptr, row_offsets, n_features):
     order = np.argsort(-_appearances(columns, n_features), kind="stable")
     rank = np.empty(n_features, dtype=np.int32)
     rank[order] = np.arange(n_features, dtype=np.int32)
-    _to_engine_rows(columns, offsets, slots, starts, rank, bounds)
+    with threads_for(work), dynamic_schedule():
+        _to_engine_rows(columns, offsets, slots, starts, rank, bounds)
     return dict(local_columns=columns, column_offsets=offsets, local_slots=slots,
                 column_order=order.astype(np.int64))
 
 
-@njit(cache=True, nogil=True, parallel=True)
+#: Work per stored entry of the dictionary's passes (a mark read at a random column, a
+#: sort pass).
+_WORK_PER_ENTRY = 8
+
+
+def _dictionary_chunks(starts, n_features):
+    """Chunks of examples of about equal stored entries for the dictionary's passes:
+    about ``WORK_PER_CHUNK`` of work each, and at least ``n_features / 4`` entries, since
+    every chunk fills marks of ``n_features`` entries. They depend on the batch only."""
+    return weighted_chunks(starts, scale=_WORK_PER_ENTRY,
+                           min_work=max(WORK_PER_CHUNK, _WORK_PER_ENTRY * n_features // 4))
+
+
+@njit(cache=True, nogil=True)
 def _distinct_columns(indices, starts, n_features, bounds):
     """Every example's distinct columns in order of first appearance, written at the
     example's first stored entry in ``columns`` (nnz,); their counts (n_examples,); and
     the slot of every stored entry among them (nnz,)."""
-    n_examples = starts.shape[0] - 1
     nnz = indices.shape[0]
     columns = np.empty(nnz, dtype=np.int32)
     slots = np.empty(nnz, dtype=np.int32)
-    n_distinct = np.zeros(n_examples, dtype=np.int64)
+    n_distinct = np.empty(starts.shape[0] - 1, dtype=np.int64)
+    _distinct_column_chunks(indices, starts, n_features, bounds, columns, n_distinct, slots)
+    return columns, n_distinct, slots
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _distinct_column_chunks(indices, starts, n_features, bounds, columns, n_distinct,
+                            slots):
+    # the one parallel loop of _distinct_columns: every example of a chunk writes its
+    # own entries (no whole-array expression, which the dynamic schedule would cut into
+    # single elements)
     for c in prange(bounds.shape[0] - 1):
         mark = np.full(n_features, -1, dtype=np.int32)
         for i in range(bounds[c], bounds[c + 1]):
@@ -215,7 +240,6 @@ def _distinct_columns(indices, starts, n_features, bounds):
             for q in range(count):
                 mark[columns[first + q]] = -1
             n_distinct[i] = count
-    return columns, n_distinct, slots
 
 
 @njit(cache=True, nogil=True)

@@ -1,10 +1,9 @@
 """One-slack cutting-plane training of the structured SVM (margin or slack rescaling)."""
 
-import numba
 import numpy as np
 
-from ..utils._parallel import single_threaded_blas
-from ._cutting_plane_kernels import cache_add, constraint_pass
+from ..utils._parallel import dynamic_schedule, single_threaded_blas
+from ._cutting_plane_kernels import cache_add, constraint_pass, example_chunks
 from ._engine import compiled_problem, loss_rescaling
 from ._progress import Progress
 from ._qp import solve_capped_simplex_qp
@@ -266,6 +265,7 @@ class _CompiledConstraints:
         self.cache_filled = np.zeros((cache_size, n), dtype=np.bool_)
         self.next_slot = np.zeros(n, dtype=np.int64)
         self._plane = np.zeros(problem.n_params)
+        self._bounds = example_chunks(problem.features)
 
     @property
     def has_cache(self):
@@ -274,10 +274,10 @@ class _CompiledConstraints:
     def evaluate(self, w, use_cache):
         p = self.problem
         w = p.to_engine(w)
-        n_chunks = max(1, min(numba.get_num_threads(), self.risk.n_examples))
-        constraint_pass(p.features, p.oracle, *p.blocks(w), self.weights, use_cache,
-                        self.cache_y, self.cache_delta, self.cache_filled, self.y_hat,
-                        self.delta, self.terms, *p.blocks(self._plane), n_chunks)
+        with dynamic_schedule():
+            constraint_pass(p.features, p.oracle, *p.blocks(w), self.weights, use_cache,
+                            self.cache_y, self.cache_delta, self.cache_filled, self.y_hat,
+                            self.delta, self.terms, *p.blocks(self._plane), self._bounds)
         if not use_cache and self.cache_y.shape[0]:
             cache_add(self.cache_y, self.cache_delta, self.cache_filled, self.next_slot,
                       self.y_hat, self.delta, p.oracle.y_offsets)

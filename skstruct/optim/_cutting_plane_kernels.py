@@ -1,6 +1,7 @@
 """The cutting plane's most violated constraint in one compiled pass over the examples.
 
-For every example i (in parallel over chunks of examples): its part scores η_i = A_i w,
+For every example i (in parallel over chunks of examples, taken one at a time by the
+threads under :func:`~skstruct.utils._parallel.dynamic_schedule`): its part scores η_i = A_i w,
 the loss-augmented output ŷ_i from the decoder's compiled oracle (or the best of its
 cached outputs), Δ_i, the hinge term
 
@@ -22,17 +23,21 @@ engine's (:mod:`skstruct.optim._engine_kernels`).
 import numpy as np
 from numba import njit, prange
 
+from ..utils._chunks import n_work_chunks
+from ..utils._parallel import token_chunks
 from ._engine_kernels import (
     _buffers,
     _call_oracle,
     _direction,
     _inner,
-    _local_buffer,
     _score,
     _sparse_update,
 )
 
-__all__ = ["cache_add", "constraint_pass"]
+__all__ = ["cache_add", "constraint_pass", "example_chunks"]
+
+#: Fewest chunks of examples of a pass (when there are as many examples).
+MIN_CHUNKS = 64
 
 _NJIT = dict(cache=True, nogil=True)
 
@@ -40,7 +45,7 @@ _NJIT = dict(cache=True, nogil=True)
 @njit(parallel=True, **_NJIT)
 def constraint_pass(feats, orc, W, b, pair, weights, use_cache, cache_y, cache_delta,
                     cache_filled, yhat_out, delta_out, term_out, plane_W, plane_b,
-                    plane_pair, n_chunks):
+                    plane_pair, bounds):
     """The most violated one-slack constraint at w = (W, b, pair).
 
     Parameters
@@ -67,17 +72,18 @@ def constraint_pass(feats, orc, W, b, pair, weights, use_cache, cache_y, cache_d
         Output: Δ_i and h_i.
     plane_W, plane_b, plane_pair : ndarray
         Output: the blocks of the plane ψ̄ (overwritten), in the engine's order.
-    n_chunks : int
-        Number of chunks of examples scored and decoded in parallel; the results do not
-        depend on it.
+    bounds : ndarray of shape (n_chunks + 1,), int64
+        Contiguous chunks of examples scored and decoded in parallel, one per parallel
+        iteration; the results do not depend on them.
     """
-    n = feats.row_offsets.shape[0] - 1
     slack = orc.rescaling == 2
-    step = (n + n_chunks - 1) // n_chunks
-    for chunk in prange(n_chunks):
-        unary, d_unary, pair_scores, d_pair, yhat = _buffers(feats, orc)
-        local = _local_buffer(feats)
-        for i in range(chunk * step, min(n, (chunk + 1) * step)):
+    # the one parallel loop (the plane is summed after it, in example order): no
+    # whole-array expression, which the dynamic schedule would cut into elements
+    for chunk in prange(bounds.shape[0] - 1):
+        first, last = bounds[chunk], bounds[chunk + 1]
+        unary, d_unary, pair_scores, d_pair, yhat, local = _chunk_buffers(feats, orc, first,
+                                                                          last)
+        for i in range(first, last):
             n_rows = _score(feats, W, b, pair, 1.0, i, unary, pair_scores, local)
             ya, yb = orc.y_offsets[i], orc.y_offsets[i + 1]
             best, best_slot = -np.inf, -1
@@ -105,6 +111,40 @@ def constraint_pass(feats, orc, W, b, pair, weights, use_cache, cache_y, cache_d
     # not depend on the number of threads (it only visits the rows where ŷ differs).
     _plane(feats, orc, weights, slack, yhat_out, delta_out, term_out, plane_W, plane_b,
            plane_pair)
+
+
+@njit(**_NJIT)
+def _chunk_buffers(feats, orc, first, last):
+    """The engine's per-example buffers (``_buffers``, ``_local_buffer``), sized for the
+    examples ``first:last`` only (finding the longest of all examples in every chunk
+    would cost a pass over the batch per chunk)."""
+    longest = 1
+    longest_columns = 0
+    offsets = feats.column_offsets
+    for i in range(first, last):
+        longest = max(longest, feats.row_offsets[i + 1] - feats.row_offsets[i])
+        if offsets.shape[0] > i + 1:
+            longest_columns = max(longest_columns, offsets[i + 1] - offsets[i])
+    unary = np.empty((longest, feats.n_unary))
+    d_unary = np.empty((longest, feats.n_unary))
+    pair_scores = np.empty(feats.n_pair)
+    d_pair = np.empty(feats.n_pair)
+    yhat = np.zeros(max(orc.max_output, 1), dtype=np.int64)
+    return unary, d_unary, pair_scores, d_pair, yhat, np.empty(longest_columns)
+
+
+def example_chunks(features):
+    """Chunks of examples for :func:`constraint_pass`: about ``WORK_PER_CHUNK`` of
+    scoring each (K multiply-adds per stored entry and K² per row, K = ``n_unary``), and
+    at least ``MIN_CHUNKS`` when there are as many examples, since an oracle can cost
+    far more than the scoring. They depend on the batch only."""
+    rows = features.row_offsets
+    entries = features.indptr[rows].astype(np.int64)
+    k = max(1, int(features.n_unary))
+    work = k * ((entries - entries[0]) + k * (rows - rows[0]))
+    n_examples = rows.shape[0] - 1
+    n_chunks = max(n_work_chunks(work[-1], n_examples), min(n_examples, MIN_CHUNKS))
+    return token_chunks(work, n_chunks)
 
 
 @njit(**_NJIT)

@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit, prange
 from scipy.optimize import line_search, minimize
 
-from ..utils._parallel import threads_for
+from ..utils._parallel import dynamic_schedule, threads_for
 from ._progress import Progress
 from ._result import OptimizeResult
 
@@ -42,27 +42,53 @@ class _CachedObjective:
         return self.evaluate(w)[1]
 
 
+#: Elements per chunk of the parallel inner products (about 50 µs each). The chunks
+#: depend on the length only and their sums are added in chunk order, so the products
+#: are the same on any number of threads.
+_CHUNK = 65_536
+
+
 @njit(parallel=True, cache=True, nogil=True)
 def _dot(a, b):
-    total = 0.0
-    for i in prange(a.shape[0]):
-        total += a[i] * b[i]
-    return total
+    """a · b, summed chunk by chunk (:data:`_CHUNK` elements), the chunks in order."""
+    n = a.shape[0]
+    n_chunks = max(1, (n + _CHUNK - 1) // _CHUNK)
+    partial = np.empty(n_chunks)
+    for c in prange(n_chunks):
+        total = 0.0
+        for i in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
+            total += a[i] * b[i]
+        partial[c] = total
+    return _sum_in_order(partial)
 
 
 @njit(parallel=True, cache=True, nogil=True)
 def _axpy_dot(q, alpha, y, other):
-    """q += alpha * y in place, and return other · q (one pass instead of two)."""
+    """q += alpha * y in place, and return other · q (one pass instead of two), summed as
+    in :func:`_dot`."""
+    n = q.shape[0]
+    n_chunks = max(1, (n + _CHUNK - 1) // _CHUNK)
+    partial = np.empty(n_chunks)
+    for c in prange(n_chunks):
+        total = 0.0
+        for i in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
+            value = q[i] + alpha * y[i]
+            q[i] = value
+            total += other[i] * value
+        partial[c] = total
+    return _sum_in_order(partial)
+
+
+@njit(cache=True, nogil=True)
+def _sum_in_order(values):
     total = 0.0
-    for i in prange(q.shape[0]):
-        value = q[i] + alpha * y[i]
-        q[i] = value
-        total += other[i] * value
+    for c in range(values.shape[0]):
+        total += values[c]
     return total
 
 
 def _inner(a, b):
-    with threads_for(a.shape[0]):
+    with threads_for(a.shape[0]), dynamic_schedule():
         return _dot(a, b)
 
 
@@ -71,7 +97,7 @@ def _two_loop(grad, pairs):
 
     Each pass over the vectors fuses an update of q with the next inner product.
     """
-    with threads_for(grad.shape[0]):
+    with threads_for(grad.shape[0]), dynamic_schedule():
         return _two_loop_kernels(grad, pairs)
 
 
