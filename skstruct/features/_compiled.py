@@ -15,7 +15,8 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 
-from ..utils._chunks import WORK_PER_CHUNK, weighted_chunks
+from ..utils import _chunks
+from ..utils._chunks import weighted_chunks
 from ..utils._parallel import dynamic_schedule, threads_for
 
 __all__ = ["CompiledFeatures", "column_dictionary", "compiled_rows"]
@@ -201,7 +202,8 @@ def _dictionary_chunks(starts, n_features):
     about ``WORK_PER_CHUNK`` of work each, and at least ``n_features / 4`` entries, since
     every chunk fills marks of ``n_features`` entries. They depend on the batch only."""
     return weighted_chunks(starts, scale=_WORK_PER_ENTRY,
-                           min_work=max(WORK_PER_CHUNK, _WORK_PER_ENTRY * n_features // 4))
+                           min_work=max(_chunks.WORK_PER_CHUNK,
+                                        _WORK_PER_ENTRY * n_features // 4))
 
 
 @njit(cache=True, nogil=True)

@@ -5,7 +5,8 @@ import scipy.sparse as sp
 from numba import njit, prange
 
 from ..utils import _parallel
-from ..utils._chunks import WORK_PER_CHUNK, n_work_chunks, weighted_chunks
+from ..utils import _chunks
+from ..utils._chunks import n_work_chunks, weighted_chunks
 from ..utils._parallel import dynamic_schedule, threads_for, token_chunks
 
 __all__ = ["csr_matmul", "csr_transpose_matmul", "matmul", "transpose_matmul"]
@@ -26,6 +27,9 @@ _MIN_PARALLEL_CHUNKS = 8
 #: buffer and adding it to the result cost about two passes over it, kept under a quarter
 #: of the chunk's own work.
 _WORK_PER_BUFFER_ENTRY = 8
+
+#: Additions per parallel iteration when the buffers of the transposed product are summed.
+_SUM_BLOCK_WORK = 65_536
 
 _NJIT = dict(cache=True, nogil=True)
 
@@ -71,7 +75,7 @@ def _scatter_transpose_matmul(data, indices, indptr, dense, n_out, bounds):
                 for c in range(n_cols):
                     buffer[col, c] += value * dense[row, c]
     out = np.empty((n_out, n_cols))
-    block = max(1, (WORK_PER_CHUNK // max(1, n_chunks * n_cols)))
+    block = max(1, _SUM_BLOCK_WORK // max(1, n_chunks * n_cols))
     for b in prange((n_out + block - 1) // block):
         for col in range(b * block, min(n_out, (b + 1) * block)):
             for c in range(n_cols):
@@ -122,7 +126,7 @@ def _transpose_chunks(matrix, n_cols):
     buffer = matrix.shape[1] * n_cols
     n_chunks = min(_MAX_CHUNKS, n_work_chunks(
         matrix.nnz * n_cols, matrix.shape[0],
-        max(WORK_PER_CHUNK, _WORK_PER_BUFFER_ENTRY * buffer)))
+        max(_chunks.WORK_PER_CHUNK, _WORK_PER_BUFFER_ENTRY * buffer)))
     indptr = matrix.indptr.astype(np.int64, copy=False)
     return token_chunks(indptr + np.arange(indptr.shape[0]), n_chunks)
 
