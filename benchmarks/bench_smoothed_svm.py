@@ -17,12 +17,15 @@ methods, not their use of threads.
 
 Run: ``python benchmarks/bench_smoothed_svm.py`` (all tasks, λ, seeds and solvers; about
 an hour on 2 cores) or a part of it, e.g. ``--tasks upos --lambdas 0.1 --seeds 0``.
-Writes ``results/smoothed_svm.json`` (every curve; runs of other parts are kept),
-``results/smoothed_svm.md`` and the plots ``results/smoothed_svm_<task>.png``.
+Writes ``results/smoothed_svm_<task>.json`` (every curve of the task; runs of other parts
+are kept, so the two tasks can run in two processes at once), ``results/smoothed_svm.md``
+(from all tasks' files; ``--report-only`` rewrites it alone) and the plots
+``results/smoothed_svm_<task>.png``.
 """
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -38,7 +41,6 @@ from skstruct.metrics import span_f1_score, token_accuracy
 from skstruct.preprocessing import SequenceVectorizer, sentences_to_features
 
 RESULTS = Path(__file__).parent / "results"
-JSON = RESULTS / "smoothed_svm.json"
 REPORT = RESULTS / "smoothed_svm.md"
 
 #: Hashed feature columns, as in the paper.
@@ -50,8 +52,8 @@ SOLVERS = {
     "bcfw": dict(solver="bcfw", tol=0.0),
     "subgradient": dict(solver="subgradient", tol=0.0),
     "svrg": dict(solver="svrg", tol=0.0),
-    "casimir-const": dict(solver="casimir", tol=0.0, smoothing_schedule="constant"),
-    "casimir-adapt": dict(solver="casimir", tol=0.0, smoothing_schedule="adaptive"),
+    "casimir-const": dict(solver="casimir", tol=0.0, schedule="const"),
+    "casimir-adapt": dict(solver="casimir", tol=0.0, schedule="adapt"),
 }
 
 
@@ -116,20 +118,30 @@ def parse_args(argv):
     parser.add_argument("--solvers", default=",".join(SOLVERS))
     parser.add_argument("--passes", type=int, default=30,
                         help="oracle-call budget per run, in passes over the data")
+    parser.add_argument("--report-only", action="store_true",
+                        help="rewrite the report and plots from the stored runs")
     return parser.parse_args(argv)
+
+
+def task_json(task_name):
+    return RESULTS / f"smoothed_svm_{task_name}.json"
+
+
+def stored_runs(task_name):
+    path = task_json(task_name)
+    return json.loads(path.read_text()).get("runs", {}) if path.exists() else {}
 
 
 def budget_epochs(solver, passes):
     """Epochs of ``solver`` for about ``passes`` oracle calls per example."""
-    per_epoch = {"svrg": 3, "casimir-const": 3, "casimir-adapt": 3}.get(solver, 1)
+    per_epoch = {"svrg": 2, "casimir-const": 2, "casimir-adapt": 2}.get(solver, 1)
     return max(1, passes // per_epoch)
 
 
 def main(argv=None):
     args = parse_args(argv)
-    stored = json.loads(JSON.read_text()) if JSON.exists() else {}
-    runs = stored.get("runs", {})
-    for task_name in args.tasks.split(","):
+    for task_name in [] if args.report_only else args.tasks.split(","):
+        runs = stored_runs(task_name)
         task = load_task(task_name)
         print(f"{task_name}: {len(task[0])} training sequences", flush=True)
         for lam in (float(v) for v in args.lambdas.split(",")):
@@ -143,12 +155,14 @@ def main(argv=None):
                           f" after {curve['passes'][-1]:.1f} passes, "
                           f"{curve['fit_seconds']:.1f} s, test {curve['test'][-1]:.4f}",
                           flush=True)
-                    JSON.parent.mkdir(parents=True, exist_ok=True)
-                    JSON.write_text(json.dumps({
-                        "runs": runs, "machine": machine_summary(),
-                        "code": code_version(skstruct),
-                        "command": command_line("benchmarks/bench_smoothed_svm.py")},
-                        indent=1) + "\n")
+                    curve.update(code=code_version(skstruct), load=os.getloadavg()[0],
+                                 command=command_line("benchmarks/bench_smoothed_svm.py"))
+                    RESULTS.mkdir(parents=True, exist_ok=True)
+                    task_json(task_name).write_text(json.dumps(
+                        {"runs": runs, "machine": machine_summary()}, indent=1) + "\n")
+    runs = {}
+    for task_name in ("chunking", "upos"):
+        runs.update(stored_runs(task_name))
     write_report(runs)
 
 
