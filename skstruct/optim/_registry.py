@@ -167,7 +167,7 @@ def solver_names(*families):
     Examples
     --------
     >>> sorted(solver_names("hinge_margin", "hinge_slack"))
-    ['bcfw', 'cutting_plane', 'subgradient']
+    ['bcfw', 'casimir', 'cutting_plane', 'subgradient', 'svrg']
     >>> sorted(solver_names("smooth"))
     ['lbfgs', 'lbfgsb', 'owlqn']
     """
