@@ -2,8 +2,9 @@
 
 Every kernel runs over the rows (examples) in contiguous chunks ``bounds`` (see
 :mod:`skstruct.utils._chunks`), one chunk per parallel iteration, and has no other
-parallel loop, for :func:`~skstruct.utils._parallel.dynamic_schedule`. Each row is
-computed alone, so the results do not depend on the chunks or the thread count.
+parallel loop (no whole-array expression, even inside the loop), for
+:func:`~skstruct.utils._parallel.dynamic_schedule`. Each row is computed alone, so the
+results do not depend on the chunks or the thread count.
 """
 
 import numpy as np
@@ -65,8 +66,18 @@ def class_support(probabilities, ptr, classes, weights, bounds):
     for chunk in prange(bounds.shape[0] - 1):
         for e in range(bounds[chunk], bounds[chunk + 1]):
             row = probabilities[e]
-            positive = np.flatnonzero(row > 0.0)
-            order = np.argsort(-row[positive], kind="mergesort")
+            n_positive = 0
+            for j in range(row.shape[0]):
+                n_positive += row[j] > 0.0
+            positive = np.empty(n_positive, dtype=np.int64)
+            keys = np.empty(n_positive)
+            q = 0
+            for j in range(row.shape[0]):
+                if row[j] > 0.0:
+                    positive[q] = j
+                    keys[q] = -row[j]
+                    q += 1
+            order = np.argsort(keys, kind="mergesort")
             for q in range(order.shape[0]):
                 j = positive[order[q]]
                 classes[ptr[e] + q] = j
@@ -83,10 +94,12 @@ def staircase_combine(ptr, counts, coefficients, rank, out, bounds):
         for e in range(bounds[chunk], bounds[chunk + 1]):
             # at[c]: coefficients of the structures with c labels on; above[r] = Σ_{c > r} at[c]
             # (summed from the top, so that a rank no structure turns on gets exactly 0)
-            at = np.zeros(width + 1)
+            at = np.empty(width + 1)
+            for c in range(width + 1):
+                at[c] = 0.0
             for k in range(ptr[e], ptr[e + 1]):
                 at[counts[k]] += coefficients[k]
-            above = np.zeros(width)
+            above = np.empty(width)
             total = 0.0
             for r in range(width - 1, -1, -1):
                 total += at[r + 1]
@@ -110,7 +123,10 @@ def clip_rows(scores, marginals, rank, support_size, objective, bounds):
                 if u > 0.0:
                     value += scores[e, j] * u - 0.5 * u * u
             objective[e] = value
-            order = np.argsort(-marginals[e], kind="mergesort")
+            keys = np.empty(width)
+            for j in range(width):
+                keys[j] = -marginals[e, j]
+            order = np.argsort(keys, kind="mergesort")
             steps = 0
             previous = 1.0
             for r in range(width):

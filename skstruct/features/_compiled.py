@@ -298,7 +298,8 @@ def _to_engine_rows(columns, offsets, slots, starts, rank, bounds):
                     rows[q] = rank[columns[start + q]]
                     origin[q] = q
                 for shift in (0, _RADIX_BITS):
-                    histogram[:] = 0
+                    for d in range(n_buckets + 1):
+                        histogram[d] = 0
                     for q in range(count):
                         histogram[((rows[q] >> shift) & (n_buckets - 1)) + 1] += 1
                     for d in range(n_buckets):

@@ -98,13 +98,15 @@ def constraint_pass(feats, orc, W, b, pair, weights, use_cache, cache_y, cache_d
                     if term > best:
                         best, best_slot = term, slot
             if use_cache and best_slot >= 0:
-                yhat[:yb - ya] = cache_y[best_slot, ya:yb]
+                for t in range(yb - ya):
+                    yhat[t] = cache_y[best_slot, ya + t]
                 delta = cache_delta[best_slot, i]
             else:
                 delta = _call_oracle(feats, orc, i, unary, pair_scores, n_rows, yhat)
             _direction(orc, i, n_rows, yhat, 1.0, d_unary, d_pair)
             margin = _inner(unary, pair_scores, d_unary, d_pair, n_rows)
-            yhat_out[ya:yb] = yhat[:yb - ya]
+            for t in range(yb - ya):
+                yhat_out[ya + t] = yhat[t]
             delta_out[i] = delta
             term_out[i] = delta * (1.0 + margin) if slack else delta + margin
     # The plane is summed in example order, one example after the other, so that it does
