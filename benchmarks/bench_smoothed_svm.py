@@ -105,8 +105,13 @@ def run_one(task, solver, lam, seed, budget):
     for _, _, w in records:
         kind.store_coefficients(estimator, features, w)
         scores.append(float(metric(y_test, estimator.predict(X_test))))
-    return {"passes": passes.tolist(), "time": [r[0] for r in records],
-            "objective": [r[1] for r in records], "test": scores, "fit_seconds": total}
+    curve = {"passes": passes.tolist(), "time": [r[0] for r in records],
+             "objective": [r[1] for r in records], "test": scores, "fit_seconds": total}
+    gaps = getattr(estimator, "duality_gaps_", None)
+    if solver == "bcfw" and gaps is not None and len(gaps) == len(records):
+        # the dual value D(α) = P(w) − gap: a certified lower bound on the optimum
+        curve["lower_bound"] = (np.asarray(curve["objective"]) - np.asarray(gaps)).tolist()
+    return curve
 
 
 def parse_args(argv):
@@ -167,11 +172,16 @@ def main(argv=None):
 
 
 def _best_objectives(runs):
-    best = {}
+    """F* per (task, λ): the largest certified lower bound (BCFW's dual values), or the
+    smallest objective reached when no run certified one."""
+    lower, best = {}, {}
     for key, curve in runs.items():
         task, lam = key.split("|")[:2]
         best[(task, lam)] = min(best.get((task, lam), np.inf), min(curve["objective"]))
-    return best
+        if "lower_bound" in curve:
+            lower[(task, lam)] = max(lower.get((task, lam), -np.inf),
+                                     max(curve["lower_bound"]))
+    return {group: lower.get(group, value) for group, value in best.items()}
 
 
 def passes_to_reach(curve, target):
@@ -190,9 +200,15 @@ def write_report(runs):
         task, lam, solver, seed = key.split("|")
         groups.setdefault((task, lam), {}).setdefault(solver, []).append(curve)
     lines = ["# Smoothed SSVMs: SVRG and Casimir-SVRG against BCFW and the subgradient method",
-             "", __doc__.split("\n\n")[1].replace("\n", " "), "",
-             "Suboptimality is (F − F*) / F* with F* the smallest objective any run reached "
-             "for that task and λ; *passes to 1e-2* and *to 1e-3* are oracle calls / n "
+             "", "First-order chains, Hamming loss, margin rescaling; token features of "
+             "`sentences_to_features` hashed to 2^16 columns; CoNLL-2000 chunking (test: "
+             "chunk F1) and UD English EWT UPOS tagging (test: token accuracy); λ ∈ "
+             "{1, 0.1, 0.01}/n; every solver with `n_jobs=1`; F is the non-smooth SSVM "
+             "primal, evaluated after every epoch.", "",
+             "Suboptimality is (F − F*) / F* with F* the largest lower bound on the optimum "
+             "certified by a BCFW duality gap for that task and λ (so it bounds the true "
+             "relative suboptimality from above); *passes to 1e-2* and *to 1e-3* are "
+             "oracle calls / n "
              "until the suboptimality is first below that (— never within the budget); "
              "medians over seeds. Produced by `python benchmarks/bench_smoothed_svm.py`.", ""]
     for (task, lam), solvers in sorted(groups.items()):
