@@ -619,7 +619,8 @@ class TreeDecoder(Decoder):
         scores = self._check_scores(scores)
         flat = check_scores(scores)
         check_init(init, scores)
-        return tree_active_set_sparsemap(self, scores, flat, max_iter, tol, max_inner, init)
+        return tree_active_set_sparsemap(self, scores, flat, max_iter, tol, max_inner, init,
+                                         TreeParts)
 
     def check_outputs(self, y, offsets):
         """Raise a clear error when gold trees ``y`` are not outputs of this decoder.

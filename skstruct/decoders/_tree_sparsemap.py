@@ -120,8 +120,9 @@ class TreeSupport:
     trees stacked in position order (see :mod:`._sparsemap_result` for the interface).
     """
 
-    def __init__(self, decoder, scores, ptr, states, weights, lift):
+    def __init__(self, decoder, scores, ptr, states, weights, lift, parts_type):
         self._decoder = decoder
+        self._parts_type = parts_type
         self._scores = scores
         self.ptr = ptr
         self.states = states
@@ -144,9 +145,7 @@ class TreeSupport:
         _combine(self.ptr, self._tokens, self.states,
                  np.asarray(coefficients, dtype=np.float64),
                  scores.offsets, np.asarray(scores.unary_offsets, dtype=np.int64), out)
-        from ._tree import TreeParts
-
-        return TreeParts(out, scores.offsets)
+        return self._parts_type(out, scores.offsets)
 
     def marginals(self):
         return self.combine(self.weights)
@@ -179,7 +178,8 @@ def _initial_trees(init, lengths):
     return ptr, states, np.asarray(support.weights, dtype=np.float64)
 
 
-def tree_active_set_sparsemap(decoder, scores, flat, max_iter, tol, max_inner, init):
+def tree_active_set_sparsemap(decoder, scores, flat, max_iter, tol, max_inner, init,
+                              parts_type):
     """SparseMAP over non-projective trees by the active-set method, all sentences in one
     compiled call (options checked by the caller; see
     :meth:`~skstruct.decoders.TreeDecoder.sparsemap`).
@@ -194,6 +194,10 @@ def tree_active_set_sparsemap(decoder, scores, flat, max_iter, tol, max_inner, i
     max_iter, max_inner : int
     tol : float
     init : SparseMAPResult or None
+    parts_type : type
+        The part vectors of trees (:class:`~skstruct.decoders._tree.TreeParts`), which
+        ``combine`` and ``marginals`` return; passed in so that this module does not
+        import the decoder's.
 
     Returns
     -------
@@ -229,6 +233,6 @@ def tree_active_set_sparsemap(decoder, scores, flat, max_iter, tol, max_inner, i
     ptr = cumulative(n_active)
     slots = gather_ranges(out_ptr[:-1], n_active)
     states = out_states[gather_ranges(out_tokens[:-1], n_active * lengths)]
-    support = TreeSupport(decoder, scores, ptr, states, out_weights[slots], lift)
+    support = TreeSupport(decoder, scores, ptr, states, out_weights[slots], lift, parts_type)
     return SparseMAPResult(decoder, scores, support, u, n_iter, gap, objective, converged,
                            "active_set")
