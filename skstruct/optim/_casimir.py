@@ -16,6 +16,10 @@ SCHEDULES = ("const", "adapt")
 #: Starting points of the inner SVRG epoch.
 WARM_START_RULES = ("prox_center", "extrapolation", "prev_iterate")
 
+#: The adaptive schedule's μ_k stops decreasing at this fraction of μ_0: the smoothing
+#: bias is negligible there, and further down the oracles' scaling by 1/μ overflows.
+MU_FLOOR = 1e-6
+
 #: The paper's experimental settings per schedule (CoNLL-2003 NER): μ, warm start.
 _DEFAULTS = {"const": (1.0, "prev_iterate"), "adapt": (2.0, "extrapolation")}
 
@@ -76,7 +80,7 @@ def minimize_casimir(
         the value of the paper's complexity bound, with L the smoothness estimate, or
         the L for which a given ``learning_rate`` is 1/(L + λ + κ). ``"adapt"``: κ = λ and
         μ_k = μ_0 c^k with c = √(1 − √q / 2), so that the smoothing error decreases as
-        fast as Catalyst's rate.
+        fast as Catalyst's rate, down to ``MU_FLOOR`` μ_0 = 10⁻⁶ μ_0.
     kappa : float, default=None
         The weight κ of the proximal term (> 0); None: the schedule's value.
     warm_start_rule : {"prox_center", "extrapolation", "prev_iterate"}, default=None
@@ -149,7 +153,7 @@ def minimize_casimir(
     eta = None
     w_user = problem.to_user(w)
     for k in range(max_iter):
-        mu_k = mu0 if schedule == "const" else mu0 * decay ** k
+        mu_k = mu0 if schedule == "const" else mu0 * max(decay ** k, MU_FLOOR)
         if learning_rate == "auto":
             # held at μ_0's value: the paper's adaptive runs keep a fixed step, and a step
             # shrinking with μ_k would stall the iterates as μ_k decays

@@ -23,8 +23,10 @@ from skstruct.optim import (
     run_solver,
     solver_names,
 )
+from skstruct.optim._casimir import minimize_casimir
 from skstruct.optim._registry import unregister_solver
 from skstruct.optim._solvers import CUTTING_PLANE_CACHE_SIZE, cutting_plane_cache_size
+from skstruct.optim._svrg import minimize_svrg
 from skstruct.utils import SequenceBatch
 from skstruct.utils._parallel import n_jobs_threads, n_jobs_threads_count
 
@@ -42,8 +44,10 @@ OPTIONS = dict(max_iter=4, tol=0.0, averaging=True, random_state=0, verbose=0,
 
 
 def test_names_per_family():
-    assert solver_names("hinge_margin", "hinge_slack") == {"bcfw", "subgradient",
-                                                            "cutting_plane"}
+    assert solver_names("hinge_margin", "hinge_slack") == {
+        "bcfw", "subgradient", "cutting_plane", "svrg", "casimir"}
+    assert solver_names("hinge_margin") == {"bcfw", "subgradient", "cutting_plane",
+                                            "svrg", "casimir"}
     assert solver_names("hinge_slack") == {"subgradient", "cutting_plane"}
     assert solver_names("perceptron") == {"perceptron"}
     assert solver_names("smooth") == {"lbfgs", "lbfgsb", "owlqn"}
@@ -53,7 +57,8 @@ def test_names_per_family():
 
 def test_every_solver_has_a_description_and_known_families():
     names = solver_names(*LOSS_FAMILIES)
-    assert len(names) == 7
+    assert names == {"bcfw", "subgradient", "cutting_plane", "svrg", "casimir",
+                     "perceptron", "lbfgs", "lbfgsb", "owlqn"}
     for name in names:
         spec = get_solver(name)
         assert spec.name == name
@@ -137,6 +142,21 @@ def test_adapters_call_the_solvers_with_the_estimator_options(rng, rescaling):
         bcfw = run_solver("bcfw", risk, w0, OPTIONS)
         _same(bcfw, minimize_bcfw(risk, **OPTIONS))
         assert len(bcfw.duality_gaps) == bcfw.n_iter == 4
+        smoothed = dict(smoothing="entropy", mu=0.5, top_k=3, learning_rate=0.01)
+        options = dict(OPTIONS, **smoothed, schedule="adapt", kappa=0.2,
+                       warm_start_rule="prox_center")
+        _same(run_solver("svrg", risk, w0, options),
+              minimize_svrg(risk, **OPTIONS, **smoothed))
+        _same(run_solver("casimir", risk, w0, options),
+              minimize_casimir(risk, **OPTIONS, **smoothed, schedule="adapt", kappa=0.2,
+                               warm_start_rule="prox_center"))
+        # mu=None is each solver's default
+        _same(run_solver("svrg", risk, w0, dict(OPTIONS, mu=None)),
+              minimize_svrg(risk, **OPTIONS))
+    else:
+        for name in ("svrg", "casimir"):
+            with pytest.raises(ValueError, match="margin rescaling only"):
+                run_solver(name, risk, w0, OPTIONS)
 
 
 def test_subgradient_warm_start_continues_the_step_counter(rng):
