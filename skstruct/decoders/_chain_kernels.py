@@ -584,21 +584,22 @@ def _forward_backward_log_one(unary, offsets, seq, trans, trans_t, start, end,
             marg[t, j] = np.exp(log_alpha[t, j] + log_beta[t, j] - lz)
 
 
-@njit(**_NJIT)
-def top_k_one(unary, trans, start, end, k, paths, scores):
-    """The ``k`` best distinct label sequences of one chain (list Viterbi).
+#: Chains of at least this many states use the column-wise list Viterbi
+#: (:func:`_top_k_columns`); fewer states, the merge per (position, state)
+#: (:func:`_top_k_merge_each`), whose few short loops are faster there.
+COLUMN_STATES = 8
 
-    Parameters
-    ----------
-    unary : ndarray of shape (length, n_states)
-    trans, start, end
-        As for :func:`viterbi_one`.
-    k : int
-    paths : ndarray of shape (length, k), int64
-        Output, filled with -1 beforehand: column ``r`` receives the ``r``-th best sequence.
-    scores : ndarray of shape (k,)
-        Output, filled with -inf beforehand.
-    """
+
+@njit(inline="always")
+def _or_minus_inf(x):
+    """``x``, or -inf for NaN: a candidate of NaN score is never taken, as -inf."""
+    return x if x > -np.inf else -np.inf
+
+
+@njit(**_NJIT)
+def _top_k_merge_each(unary, trans, start, end, k, paths, scores):
+    """:func:`top_k_one` by one ``k``-way merge per (position, state), scanning the
+    current head of every predecessor's list at each of the ``k`` steps."""
     length, n_states = unary.shape
     value = np.full((length, n_states, k), -np.inf)
     prev_state = np.zeros((length, n_states, k), dtype=np.int32)
@@ -650,15 +651,147 @@ def top_k_one(unary, trans, start, end, k, paths, scores):
                 state, rank = prev_state[t, state, rank], prev_rank[t, state, rank]
 
 
+@njit(**_NJIT)
+def _top_k_columns(unary, trans, start, end, k, paths, scores, value, back_state,
+                   back_rank, cur, head, best, arg):
+    """:func:`top_k_one` with the ``k`` merges of a position run side by side.
+
+    At position t, ``cur[i, j]`` is the best prefix ending i -> j not taken yet, for all
+    (i, j) at once; each of the ``k`` rounds takes, for every state j, the first i of
+    largest ``cur[i, j]`` (a loop over i, vectorized over j) and replaces that entry by
+    the next prefix of i's list.
+
+    Parameters
+    ----------
+    value : ndarray of shape (length, k + 1, n_states)
+        ``value[t, r, j]``: score of the r-th best prefix ending in state j at t; the
+        entry after the last prefix is -inf, so a list is exhausted without a count.
+    back_state, back_rank : ndarray of shape (length, k, n_states), int32
+        Its predecessor: state and rank at t - 1.
+    cur : ndarray of shape (n_states, width)
+        ``width`` >= n_states, a multiple of 8; columns from n_states on stay -inf.
+    head : ndarray of shape (n_states, width), int64
+        Rank of ``cur[i, j]`` in i's list.
+    best, arg : ndarray of shape (width,), float64 and int64
+    """
+    length, n_states = unary.shape
+    width = cur.shape[1]
+    for i in range(n_states):
+        for j in range(n_states, width):
+            cur[i, j] = -np.inf
+    for j in range(n_states):
+        value[0, 0, j] = start[j] + unary[0, j]
+        value[0, 1, j] = -np.inf
+    for t in range(1, length):
+        for i in range(n_states):
+            v = value[t - 1, 0, i]
+            for j in range(n_states):
+                cur[i, j] = _or_minus_inf(v + trans[i, j])
+                head[i, j] = 0
+        for j in range(n_states):
+            if unary[t, j] == -np.inf:
+                for i in range(n_states):
+                    cur[i, j] = -np.inf
+        n_out = 0
+        while n_out < k:
+            for j in range(width):
+                best[j] = cur[0, j]
+                arg[j] = 0
+            for i in range(1, n_states):
+                for j in range(width):
+                    x = cur[i, j]
+                    better = x > best[j]
+                    best[j] = x if better else best[j]
+                    arg[j] = i if better else arg[j]
+            found = False
+            for j in range(n_states):
+                top = best[j]
+                if top > -np.inf:
+                    found = True
+                    i = arg[j]
+                    rank = head[i, j]
+                    value[t, n_out, j] = top + unary[t, j]
+                    back_state[t, n_out, j] = i
+                    back_rank[t, n_out, j] = rank
+                    head[i, j] = rank + 1
+                    cur[i, j] = _or_minus_inf(value[t - 1, rank + 1, i] + trans[i, j])
+                else:
+                    value[t, n_out, j] = -np.inf
+            if not found:
+                break
+            n_out += 1
+        for j in range(n_states):
+            value[t, n_out, j] = -np.inf
+    # the k best complete sequences: one merge of the last position's lists
+    for i in range(n_states):
+        best[i] = _or_minus_inf(value[length - 1, 0, i] + end[i])
+        arg[i] = 0
+    for r in range(k):
+        top = -np.inf
+        last = 0
+        for i in range(n_states):
+            if best[i] > top:
+                top = best[i]
+                last = i
+        if not top > -np.inf:
+            break
+        scores[r] = top
+        rank = arg[last]
+        state = last
+        for t in range(length - 1, 0, -1):
+            paths[t, r] = state
+            state, rank = back_state[t, rank, state], back_rank[t, rank, state]
+        paths[0, r] = state
+        rank = arg[last] + 1
+        arg[last] = rank
+        best[last] = _or_minus_inf(value[length - 1, rank, last] + end[last])
+
+
+@njit(**_NJIT)
+def top_k_one(unary, trans, start, end, k, paths, scores):
+    """The ``k`` best distinct label sequences of one chain (list Viterbi).
+
+    Each (position, state) keeps its ``k`` best prefixes, merged from the predecessors'
+    sorted lists. Ties are broken towards the smaller predecessor state, then its better
+    prefix (at the end: the smaller last state): the order of a stable merge of the
+    lists taken in state order. A prefix of score -inf (or NaN) is never extended.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (length, n_states)
+    trans, start, end
+        As for :func:`viterbi_one`.
+    k : int
+    paths : ndarray of shape (length, k), int64
+        Output, filled with -1 beforehand: column ``r`` receives the ``r``-th best sequence.
+    scores : ndarray of shape (k,)
+        Output, filled with -inf beforehand.
+    """
+    length, n_states = unary.shape
+    if length == 0:
+        return
+    if n_states < COLUMN_STATES:
+        _top_k_merge_each(unary, trans, start, end, k, paths, scores)
+        return
+    width = (n_states + 7) // 8 * 8
+    _top_k_columns(unary, trans, start, end, k, paths, scores,
+                   np.empty((length, k + 1, n_states)),
+                   np.empty((length, k, n_states), dtype=np.int32),
+                   np.empty((length, k, n_states), dtype=np.int32),
+                   np.empty((n_states, width)), np.empty((n_states, width), dtype=np.int64),
+                   np.empty(width), np.empty(width, dtype=np.int64))
+
+
 @njit(parallel=True, **_NJIT)
 def top_k_viterbi(unary, offsets, trans, start, end, k):
     """The ``k`` best distinct label sequences of every chain (list Viterbi).
 
     Each (position, state) keeps its ``k`` best prefixes; the ``k`` best extensions into a
-    state are a ``k``-way merge of the predecessors' sorted lists, O(k * n_states) each.
-    Only prefixes of finite score are kept, so a labeling with a part scored -inf is
-    never listed. Chunks of sequences per parallel iteration, :func:`top_k_one` for
-    each sequence.
+    state are a ``k``-way merge of the predecessors' sorted lists, O(k * n_states) each
+    (run for all states of a position side by side, see :func:`top_k_one`). Only
+    prefixes of finite score are kept, so a labeling with a part scored -inf is never
+    listed. Chunks of sequences per parallel iteration, :func:`top_k_one` for each
+    sequence.
 
     Returns
     -------
