@@ -18,7 +18,8 @@ __all__ = ["CRF"]
 
 
 class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
-    """Conditional random field (linear chains, or dependency trees) trained by L-BFGS.
+    """Conditional random field (linear chains, or dependency trees) trained by L-BFGS or
+    SVRG.
 
     Models p(y | x) ∝ exp θ_y with
     θ_y = start[y_0] + Σ_t x_t · coef[y_t] + Σ_{t≥1} transition[y_{t-1}, y_t] + end[y_{L-1}],
@@ -71,18 +72,32 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         inside–outside when projective), with ``coef_`` of shape (n_features,). A
         :class:`~skstruct.decoders.MatchingDecoder` is an error: the partition function
         of matchings is the permanent, #P-hard to compute.
-    solver : {"lbfgs", "lbfgsb", "owlqn"}, default="lbfgs"
+    solver : {"lbfgs", "lbfgsb", "owlqn", "svrg"}, default="lbfgs"
         ``"lbfgs"``: limited-memory BFGS with a strong-Wolfe line search
         (:func:`~skstruct.optim.minimize_lbfgs`), OWL-QN when ``l1_ratio > 0``;
         ``"lbfgsb"``: scipy's L-BFGS-B, same stopping rules, slower per iteration on large
         models, L2 only; ``"owlqn"``: OWL-QN (:func:`~skstruct.optim.minimize_owlqn`)
-        for any ``l1_ratio``, with a backtracking line search.
+        for any ``l1_ratio``, with a backtracking line search. ``"svrg"``: stochastic
+        variance-reduced gradient steps, one sequence at a time, each epoch anchored by a
+        full gradient (:doc:`/developers/svrg`): for training sets large enough that a
+        few passes of single-sequence steps beat full-batch iterations. L2 only
+        (``l1_ratio=0``, ``alpha > 0``), ``feature_label_pairs="all"``, chains or trees
+        with the built-in decoders; no ``warm_start``.
     max_iter : int, default=100
-        Maximum number of solver iterations.
+        Maximum number of solver iterations (``"svrg"``: epochs, each 2n per-sequence
+        gradient computations).
     tol : float, default=1e-4
-        Stopping tolerance: L-BFGS stops when the largest absolute entry of the gradient of
-        F is at most ``tol`` (OWL-QN: of its pseudo-gradient, the smallest subgradient),
-        or F decreases by less than a relative ``tol * 1e-3``.
+        Stopping tolerance: L-BFGS (and SVRG, checked after each epoch) stops when the
+        largest absolute entry of the gradient of F is at most ``tol`` (OWL-QN: of its
+        pseudo-gradient, the smallest subgradient), or (L-BFGS) F decreases by less than
+        a relative ``tol * 1e-3``.
+    learning_rate : float or "auto", default="auto"
+        ``"svrg"``: the step size; "auto" is 1/(L + alpha) with L an estimate of the
+        gradient's Lipschitz constant from the data. A step that is too large makes F
+        grow or become infinite (the fit stops and warns).
+    random_state : int, RandomState or None, default=None
+        ``"svrg"``: the sequences drawn at each step. The model does not depend on the
+        number of threads.
     warm_start : bool, default=False
         Start from the previous solution of ``fit`` (same classes and features required).
     verbose : int, default=0
@@ -110,7 +125,7 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
     n_iter_ : int
         Solver iterations run.
     objective_curve_ : ndarray of shape (``n_iter_``,)
-        Objective F after each iteration.
+        Objective F after each iteration (``"svrg"``: epoch).
     n_nonzero_ : int
         Number of nonzero parameters (``coef_``, transitions, start and end scores);
         ``np.count_nonzero(crf.coef_)`` counts the unary (state) weights alone.
@@ -156,6 +171,8 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         "warm_start": ["boolean"],
         "verbose": ["verbose"],
         "callback": [None, callable],
+        "learning_rate": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
     }
 
     def __init__(
@@ -172,6 +189,8 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         warm_start=False,
         verbose=0,
         callback=None,
+        learning_rate="auto",
+        random_state=None,
     ):
         self.alpha = alpha
         self.l1_ratio = l1_ratio
@@ -184,6 +203,8 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         self.warm_start = warm_start
         self.verbose = verbose
         self.callback = callback
+        self.learning_rate = learning_rate
+        self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -206,6 +227,13 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
             X, y, sample_weight, CRFLoss(cost=self.cost),
             [("marginals", "CRF training"), ("map", "CRF prediction")],
         )
+
+    def _penalty(self, kind, features, batch, y_encoded, classes):
+        # the options of the solver beyond the penalty travel with it
+        l2_strength, options = super()._penalty(kind, features, batch, y_encoded, classes)
+        if self.solver == "svrg":
+            options.update(learning_rate=self.learning_rate, random_state=self.random_state)
+        return l2_strength, options
 
     def predict_marginals(self, X):
         """Per-token label probabilities p(y_t = k | x).

@@ -169,7 +169,7 @@ def solver_names(*families):
     >>> sorted(solver_names("hinge_margin", "hinge_slack"))
     ['bcfw', 'casimir', 'cutting_plane', 'subgradient', 'svrg']
     >>> sorted(solver_names("smooth"))
-    ['lbfgs', 'lbfgsb', 'owlqn']
+    ['lbfgs', 'lbfgsb', 'owlqn', 'svrg']
     """
     unknown = set(families) - set(LOSS_FAMILIES)
     if unknown:

@@ -12,9 +12,10 @@ from ._casimir import minimize_casimir
 from ._cutting_plane import minimize_cutting_plane
 from ._lbfgs import minimize_lbfgs, minimize_lbfgsb
 from ._owlqn import _masked, minimize_owlqn
-from ._registry import register_solver
+from ._registry import loss_family, register_solver
 from ._subgradient import minimize_subgradient, perceptron
 from ._svrg import minimize_svrg
+from ._svrg_crf import minimize_svrg_crf
 
 __all__ = []
 
@@ -51,6 +52,11 @@ _SMOOTHED_OPTIONS = ("max_iter", "tol", "smoothing", "top_k", "learning_rate", "
 
 
 def _run_svrg(risk, w0, options):
+    if loss_family(risk.loss) == "smooth":
+        return minimize_svrg_crf(
+            risk, w0, fixed=options.get("fixed"),
+            **_pick(options, "max_iter", "tol", "learning_rate", "random_state", "verbose",
+                    "callback"))
     mu = options.get("mu")
     return minimize_svrg(risk, **_pick(options, *_SMOOTHED_OPTIONS),
                          **({} if mu is None else {"mu": mu}))
@@ -131,9 +137,10 @@ register_solver(
     description="one-slack cutting planes, the working-set QP solved exactly, an inference "
                 "cache when inference is costly")
 register_solver(
-    "svrg", _run_svrg, losses={"hinge_margin"}, warm_start=False,
-    description="SVRG on the smoothed structured hinge (entropy or top-K l2 smoothing), "
-                "lazy dense updates, the non-smooth primal after every epoch")
+    "svrg", _run_svrg, losses={"hinge_margin", "smooth"}, warm_start=False,
+    description="SVRG on the smoothed structured hinge (entropy or top-K l2 smoothing) or "
+                "on the CRF loss, lazy dense updates, the training objective after every "
+                "epoch")
 register_solver(
     "casimir", _run_casimir, losses={"hinge_margin"}, warm_start=False,
     description="Casimir-SVRG: Catalyst extrapolation around SVRG epochs on the smoothed "

@@ -150,7 +150,8 @@ class SmoothedProblem:
         """One SVRG epoch from (and anchored at) ``w_start`` (engine order).
 
         Minimizes Σ_i ω_i f_i(w) + (λ/2)‖w‖² + (κ/2)‖w − center‖² (``center`` ignored
-        when κ = 0) with ``len(order)`` steps of size ``eta``.
+        when κ = 0) with ``len(order)`` steps of size ``eta``: :meth:`full_gradient` at
+        ``w_start``, then :meth:`steps`.
 
         Returns
         -------
@@ -159,12 +160,24 @@ class SmoothedProblem:
         smoothed : float
             Σ_i ω_i f_i(w_start), the smoothed data term at the anchor.
         """
-        p = self.problem
-        x = eta * (self.lam + kappa)
-        if not 0 < eta or not x < 1:
+        self._check_step(eta, kappa)
+        gbar, smoothed = self.full_gradient(w_start, mu)
+        return self.steps(w_start, gbar, mu, eta, kappa, center, order, averaging,
+                          lazy), smoothed
+
+    def _check_step(self, eta, kappa):
+        if not 0 < eta or not eta * (self.lam + kappa) < 1:
             raise ValueError(f"the step size {eta:g} must be positive and below "
                              f"1 / (alpha + kappa) = {1 / (self.lam + kappa):g}.")
-        gbar, smoothed = self.full_gradient(w_start, mu)
+
+    def steps(self, w_start, gbar, mu, eta, kappa, center, order, averaging=True,
+              lazy=True):
+        """The steps of an SVRG epoch anchored at the point of the last
+        :meth:`full_gradient` call, whose ḡ is ``gbar``, from ``w_start`` (usually that
+        point); the average of the iterates (``averaging``) or the last one."""
+        self._check_step(eta, kappa)
+        p = self.problem
+        x = eta * (self.lam + kappa)
         c = gbar - kappa * center if kappa > 0 else gbar
         w = np.array(w_start, dtype=np.float64)
         acc = np.zeros_like(w)
@@ -183,7 +196,7 @@ class SmoothedProblem:
         self.oracle_calls += steps
         if averaging and steps:
             w = (acc - w_start + w) / steps
-        return w, smoothed
+        return w
 
 
 def minimize_svrg(

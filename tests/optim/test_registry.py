@@ -50,7 +50,7 @@ def test_names_per_family():
                                             "svrg", "casimir"}
     assert solver_names("hinge_slack") == {"subgradient", "cutting_plane"}
     assert solver_names("perceptron") == {"perceptron"}
-    assert solver_names("smooth") == {"lbfgs", "lbfgsb", "owlqn"}
+    assert solver_names("smooth") == {"lbfgs", "lbfgsb", "owlqn", "svrg"}
     with pytest.raises(ValueError, match="Unknown loss families"):
         solver_names("hinge")
 
@@ -155,7 +155,8 @@ def test_adapters_call_the_solvers_with_the_estimator_options(rng, rescaling):
               minimize_svrg(risk, **OPTIONS))
     else:
         for name in ("svrg", "casimir"):
-            with pytest.raises(ValueError, match="margin rescaling only"):
+            with pytest.raises(ValueError, match="use solver='cutting_plane' or "
+                                                 "solver='subgradient' for slack rescaling"):
                 run_solver(name, risk, w0, OPTIONS)
 
 
@@ -209,3 +210,19 @@ def test_multiclass_runs_through_the_registry(rng):
     for name in sorted(solver_names("hinge_margin")):
         result = run_solver(name, risk, np.zeros(risk.n_params), OPTIONS)
         assert result.w.shape == (risk.n_params,)
+
+
+def test_svrg_adapter_on_smooth_losses(rng):
+    from skstruct.losses import SparseMAPLoss
+    from skstruct.optim._svrg_crf import minimize_svrg_crf
+    risk = _chain_risk(rng, CRFLoss())
+    w0 = np.zeros(risk.n_params)
+    options = dict(OPTIONS, learning_rate=0.05, mu=0.5, smoothing="l2")
+    result = run_solver("svrg", risk, w0, options)
+    _same(result, minimize_svrg_crf(risk, w0, max_iter=4, tol=0.0, learning_rate=0.05,
+                                    random_state=0))
+    assert result.extra["oracle_calls"] == [(1 + 2 * k) * 5 for k in range(1, 5)]
+    with pytest.raises(ValueError, match="minimizes the CRF loss"):
+        run_solver("svrg", _chain_risk(rng, SparseMAPLoss()), w0, OPTIONS)
+    with pytest.raises(ValueError, match="feature_label_pairs='all'"):
+        run_solver("svrg", risk, w0, dict(OPTIONS, fixed=np.zeros(risk.n_params, bool)))
