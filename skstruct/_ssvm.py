@@ -128,6 +128,16 @@ TaskLoss, default="hamming"
     t_ : int
         Number of single-example steps taken (``"subgradient"`` continues from it with
         ``warm_start``).
+    oracle_calls_ : ndarray of shape (``n_iter_``,), int
+        Cumulative number of per-example oracle calls (loss-augmented inference; the
+        smoothed oracle for ``"svrg"`` and ``"casimir"``) made by the solver's updates up
+        to each entry of ``objective_curve_``: n per pass for ``"bcfw"`` and
+        ``"subgradient"``, n per decoder call for ``"cutting_plane"``, 2n per epoch for
+        ``"svrg"`` and ``"casimir"`` (n examples). ``oracle_calls_ / n`` is the number of
+        passes over the data, the axis on which solvers compare. The evaluation of the
+        reported objective (and of the duality gap), one more pass per entry except for
+        ``"cutting_plane"`` whose objective comes from its own oracle pass, is not
+        counted.
 
     References
     ----------
@@ -274,6 +284,7 @@ TaskLoss, default="hamming"
         elif hasattr(self, "duality_gaps_"):
             del self.duality_gaps_
         self.t_ = result.extra["t"]
+        self.oracle_calls_ = np.asarray(result.extra["oracle_calls"], dtype=np.int64)
         return self
 
 

@@ -102,8 +102,9 @@ def minimize_casimir(
     -------
     OptimizeResult
         ``objective_curve``: P(w_k); ``n_evaluations``: smoothed oracle calls; ``extra``:
-        ``mu`` per epoch, ``kappa``, ``learning_rate`` (last), ``oracle_calls``,
-        ``inexact``.
+        ``mu`` per epoch, ``kappa``, ``learning_rate`` (last), ``oracle_calls``
+        (cumulative smoothed oracle calls after each epoch, 2n per epoch; the primal's
+        evaluation is not counted), ``inexact``.
 
     References
     ----------
@@ -149,7 +150,7 @@ def minimize_casimir(
     alpha = math.sqrt(q)
     progress = Progress(verbose, callback, printer, unit="epoch")
     message, converged = "maximum number of epochs reached", False
-    mus = []
+    mus, calls = [], []
     eta = None
     w_user = problem.to_user(w)
     for k in range(max_iter):
@@ -172,6 +173,7 @@ def minimize_casimir(
         z = w + beta * (w - w_prev)
         w_prev = w
         mus.append(mu_k)
+        calls.append(sp.oracle_calls)
         w_user = problem.to_user(w)
         primal = problem.hinge_primal(w_user, risk.weights, lam)
         if progress.report(w_user, primal, mu=float(mu_k), oracle=sp.oracle_calls):
@@ -184,5 +186,5 @@ def minimize_casimir(
         w=w_user, n_iter=progress.n_iter, converged=converged,
         objective_curve=progress.curve, message=message, n_evaluations=sp.oracle_calls,
         extra={"mu": mus, "kappa": kappa, "learning_rate": eta,
-               "oracle_calls": sp.oracle_calls, "inexact": sp.inexact,
+               "oracle_calls": calls, "inexact": sp.inexact,
                "t": sp.oracle_calls})

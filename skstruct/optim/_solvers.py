@@ -33,17 +33,25 @@ def _with_step_counter(result):
     return result
 
 
+def _with_oracle_calls(result, per_iteration):
+    """``extra["oracle_calls"]``: the cumulative per-example oracle calls after each
+    iteration, ``per_iteration`` each (the solver's updates, not the evaluation of the
+    reported objective)."""
+    result.extra["oracle_calls"] = [per_iteration * (k + 1) for k in range(result.n_iter)]
+    return result
+
+
 def _run_bcfw(risk, w0, options):
-    return _with_step_counter(minimize_bcfw(
+    return _with_oracle_calls(_with_step_counter(minimize_bcfw(
         risk, **_pick(options, "max_iter", "tol", "averaging", "random_state", "verbose",
-                      "callback")))
+                      "callback"))), risk.n_examples)
 
 
 def _run_subgradient(risk, w0, options):
-    return _with_step_counter(minimize_subgradient(
+    return _with_oracle_calls(_with_step_counter(minimize_subgradient(
         risk, w0, first_step=options.get("first_step", 0),
         **_pick(options, "max_iter", "tol", "averaging", "random_state", "verbose",
-                "callback")))
+                "callback"))), risk.n_examples)
 
 
 #: Options of the smoothed solvers, passed on when the estimator gives them.
@@ -81,9 +89,10 @@ def cutting_plane_cache_size(loss):
 
 
 def _run_cutting_plane(risk, w0, options):
-    return _with_step_counter(minimize_cutting_plane(
+    # one iteration (one entry of the curve) per decoder call over all examples
+    return _with_oracle_calls(_with_step_counter(minimize_cutting_plane(
         risk, cache_size=cutting_plane_cache_size(risk.loss),
-        **_pick(options, "max_iter", "tol", "verbose", "callback")))
+        **_pick(options, "max_iter", "tol", "verbose", "callback"))), risk.n_examples)
 
 
 def _run_perceptron(risk, w0, options):

@@ -241,7 +241,9 @@ def minimize_svrg(
     -------
     OptimizeResult
         ``objective_curve``: P after each epoch; ``n_evaluations``: smoothed oracle
-        calls; ``extra``: ``mu`` per epoch, ``oracle_calls``, ``inexact`` (top-K calls
+        calls; ``extra``: ``mu`` per epoch, ``oracle_calls`` (cumulative oracle calls
+        after each epoch, 2n per epoch; the primal's evaluation is not counted),
+        ``inexact`` (top-K calls
         whose K outputs did not cover the projection's support), ``learning_rate``.
 
     References
@@ -263,13 +265,14 @@ def minimize_svrg(
     w = problem.to_engine(np.zeros(problem.n_params) if w0 is None else w0)
     progress = Progress(verbose, callback, printer, unit="epoch")
     message, converged = "maximum number of epochs reached", False
-    mus = []
+    mus, calls = [], []
     w_user = problem.to_user(w)
     for _ in range(max_iter):
         w, _ = sp.epoch(w, mu, eta, 0.0, w, rng.randint(0, n, size=n), averaging)
         w_user = problem.to_user(w)
         primal = problem.hinge_primal(w_user, risk.weights, lam)
         mus.append(mu)
+        calls.append(sp.oracle_calls)
         if progress.report(w_user, primal, mu=float(mu), oracle=sp.oracle_calls):
             message, converged = "stopped by callback", True
             break
@@ -279,7 +282,7 @@ def minimize_svrg(
     return OptimizeResult(
         w=w_user, n_iter=progress.n_iter, converged=converged,
         objective_curve=progress.curve, message=message, n_evaluations=sp.oracle_calls,
-        extra={"mu": mus, "oracle_calls": sp.oracle_calls, "inexact": sp.inexact,
+        extra={"mu": mus, "oracle_calls": calls, "inexact": sp.inexact,
                "learning_rate": eta, "t": sp.oracle_calls})
 
 
