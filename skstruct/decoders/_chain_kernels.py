@@ -697,7 +697,20 @@ def _top_k_columns(unary, trans, start, end, k, paths, scores, value, back_state
             for j in range(width):
                 best[j] = cur[0, j]
                 arg[j] = 0
-            for i in range(1, n_states):
+            for i in range(1, n_states - 1, 2):
+                for j in range(width):
+                    x = cur[i, j]
+                    y = cur[i + 1, j]
+                    b = best[j]
+                    a = arg[j]
+                    better = x > b
+                    b = x if better else b
+                    a = i if better else a
+                    better = y > b
+                    best[j] = y if better else b
+                    arg[j] = i + 1 if better else a
+            if n_states % 2 == 0:
+                i = n_states - 1
                 for j in range(width):
                     x = cur[i, j]
                     better = x > best[j]
