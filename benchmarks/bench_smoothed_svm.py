@@ -275,6 +275,9 @@ def write_report(runs):
                 f"{(final - f_star) / f_star:.2e} | {reach[1e-2]} | {reach[1e-3]} | "
                 f"{per_pass:.2f} | {np.median([c['test'][-1] for c in curves]):.4f} |")
         lines.append("")
+    notes = RESULTS / "smoothed_svm_notes.md"
+    if notes.exists():  # the findings, written by hand from the runs
+        lines += ["", notes.read_text()]
     REPORT.write_text("\n".join(lines) + "\n")
     plot(groups, best)
 
