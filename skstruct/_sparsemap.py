@@ -61,7 +61,9 @@ class SparseMAPClassifier(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         Inference engine; ``None`` picks the default of the output kind. It must provide
         ``"map"`` and ``"parts"``.
     solver : {"lbfgs", "lbfgsb", "owlqn"}, default="lbfgs"
-        Full-batch quasi-Newton on F (see :class:`~skstruct.CRF`).
+        Full-batch quasi-Newton on F (see :class:`~skstruct.CRF`). ``"svrg"``, which the
+        registry offers for smooth losses, serves only the CRF loss and raises a
+        ``ValueError`` here.
     max_iter : int, default=100
         Maximum number of solver iterations.
     tol : float, default=1e-4
