@@ -77,6 +77,7 @@ from ._tree_kernels import (
     _eisner_inside_outside,
     _matrix_tree_linear,
     _matrix_tree_log,
+    max_row_spread,
 )
 from ._tree_oracles import NO_COSTS as _TREE_NO_COSTS
 from ._tree_oracles import _arc_cost
@@ -548,15 +549,7 @@ def tree_log_partition_one(block, projective, single_root, marg):
     scores spread less than ``LINEAR_SPREAD_LIMIT``, in log space otherwise)."""
     if projective:
         return _eisner_inside_outside(block, single_root, True, marg, False)
-    n = block.shape[0]
-    spread = 0.0
-    for m in range(n):
-        lo, hi = block[m, 0], block[m, 0]
-        for h in range(1, n):
-            lo = min(lo, block[m, h])
-            hi = max(hi, block[m, h])
-        spread = max(spread, hi - lo)
-    if spread <= LINEAR_SPREAD_LIMIT:
+    if max_row_spread(block) <= LINEAR_SPREAD_LIMIT:
         return _matrix_tree_linear(block, single_root, True, marg)
     return _matrix_tree_log(block, single_root, True, marg)
 

@@ -34,6 +34,21 @@ LINEAR_SPREAD_LIMIT = 500.0
 
 
 @njit(**_NJIT)
+def max_row_spread(block):
+    """max over modifiers m of (max_h block[m, h] − min_h block[m, h]): the spread that
+    decides between the linear-space and the log-space matrix-tree elimination."""
+    n = block.shape[0]
+    spread = 0.0
+    for m in range(n):
+        lo, hi = block[m, 0], block[m, 0]
+        for h in range(1, n):
+            lo = min(lo, block[m, h])
+            hi = max(hi, block[m, h])
+        spread = max(spread, hi - lo)
+    return spread
+
+
+@njit(**_NJIT)
 def _copy_block(unary, start, n):
     block = np.empty((n, n))
     for m in range(n):
@@ -978,13 +993,7 @@ def matrix_tree(unary, offsets, unary_offsets, single_root, with_marginals, log_
     for s in prange(n_sent):
         n, start = offsets[s + 1] - offsets[s], unary_offsets[s]
         block = _copy_block(unary, start, n)
-        spread = 0.0
-        for m in range(n):
-            lo, hi = block[m, 0], block[m, 0]
-            for h in range(1, n):
-                lo = min(lo, block[m, h])
-                hi = max(hi, block[m, h])
-            spread = max(spread, hi - lo)
+        spread = max_row_spread(block)
         marg = np.zeros((n, n) if with_marginals else (0, 0))
         if not log_space and spread <= LINEAR_SPREAD_LIMIT:
             log_z[s] = _matrix_tree_linear(block, single_root, with_marginals, marg)

@@ -5,9 +5,7 @@ import math
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._progress import Progress
-from ._result import OptimizeResult
-from ._svrg import _check_common, _small_change, smoothed_problem, smoothness_estimate
+from ._svrg import EpochLog, _check_common, smoothed_problem, smoothness_estimate
 
 __all__ = ["SCHEDULES", "WARM_START_RULES", "catalyst_alpha_beta", "minimize_casimir"]
 
@@ -148,11 +146,8 @@ def minimize_casimir(
     z = w.copy()            # z_{k−1}
     z_prev = w.copy()       # z_{k−2}
     alpha = math.sqrt(q)
-    progress = Progress(verbose, callback, printer, unit="epoch")
-    message, converged = "maximum number of epochs reached", False
-    mus, calls = [], []
+    log = EpochLog(sp, risk, tol, verbose, callback, printer)
     eta = None
-    w_user = problem.to_user(w)
     for k in range(max_iter):
         mu_k = mu0 if schedule == "const" else mu0 * max(decay ** k, MU_FLOOR)
         if learning_rate == "auto":
@@ -172,19 +167,6 @@ def minimize_casimir(
         z_prev = z
         z = w + beta * (w - w_prev)
         w_prev = w
-        mus.append(mu_k)
-        calls.append(sp.oracle_calls)
-        w_user = problem.to_user(w)
-        primal = problem.hinge_primal(w_user, risk.weights, lam)
-        if progress.report(w_user, primal, mu=float(mu_k), oracle=sp.oracle_calls):
-            message, converged = "stopped by callback", True
+        if log.after_epoch(w, mu_k):
             break
-        if _small_change(progress.curve, tol):
-            message, converged = "relative change below tol", True
-            break
-    return OptimizeResult(
-        w=w_user, n_iter=progress.n_iter, converged=converged,
-        objective_curve=progress.curve, message=message, n_evaluations=sp.oracle_calls,
-        extra={"mu": mus, "kappa": kappa, "learning_rate": eta,
-               "oracle_calls": calls, "inexact": sp.inexact,
-               "t": sp.oracle_calls})
+    return log.result(w, kappa=kappa, learning_rate=eta)

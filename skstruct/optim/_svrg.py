@@ -263,27 +263,60 @@ def minimize_svrg(
         eta = float(learning_rate)
     problem = sp.problem
     w = problem.to_engine(np.zeros(problem.n_params) if w0 is None else w0)
-    progress = Progress(verbose, callback, printer, unit="epoch")
-    message, converged = "maximum number of epochs reached", False
-    mus, calls = [], []
-    w_user = problem.to_user(w)
+    log = EpochLog(sp, risk, tol, verbose, callback, printer)
     for _ in range(max_iter):
         w, _ = sp.epoch(w, mu, eta, 0.0, w, rng.randint(0, n, size=n), averaging)
+        if log.after_epoch(w, mu):
+            break
+    return log.result(w, learning_rate=eta)
+
+
+class EpochLog:
+    """What the SVRG drivers do after every epoch: the non-smooth primal P(w), its
+    progress line and callback, the stopping rules, and the result.
+
+    Parameters
+    ----------
+    sp : SmoothedProblem
+    risk : RegularizedRisk
+    tol : float
+        Stop when an epoch changes P by at most a relative ``tol`` (0: never).
+    verbose, callback, printer
+        As for :class:`~skstruct.optim._progress.Progress`.
+    """
+
+    def __init__(self, sp, risk, tol, verbose, callback, printer):
+        self.sp, self.risk, self.tol = sp, risk, tol
+        self.progress = Progress(verbose, callback, printer, unit="epoch")
+        self.message, self.converged = "maximum number of epochs reached", False
+        self.mus, self.calls = [], []
+
+    def after_epoch(self, w, mu):
+        """Record the epoch that ended at engine-order ``w`` with smoothing ``mu``;
+        True when the run must stop."""
+        problem = self.sp.problem
         w_user = problem.to_user(w)
-        primal = problem.hinge_primal(w_user, risk.weights, lam)
-        mus.append(mu)
-        calls.append(sp.oracle_calls)
-        if progress.report(w_user, primal, mu=float(mu), oracle=sp.oracle_calls):
-            message, converged = "stopped by callback", True
-            break
-        if _small_change(progress.curve, tol):
-            message, converged = "relative change below tol", True
-            break
-    return OptimizeResult(
-        w=w_user, n_iter=progress.n_iter, converged=converged,
-        objective_curve=progress.curve, message=message, n_evaluations=sp.oracle_calls,
-        extra={"mu": mus, "oracle_calls": calls, "inexact": sp.inexact,
-               "learning_rate": eta, "t": sp.oracle_calls})
+        primal = problem.hinge_primal(w_user, self.risk.weights, self.risk.alpha)
+        self.mus.append(mu)
+        self.calls.append(self.sp.oracle_calls)
+        if self.progress.report(w_user, primal, mu=float(mu), oracle=self.sp.oracle_calls):
+            self.message, self.converged = "stopped by callback", True
+            return True
+        if _small_change(self.progress.curve, self.tol):
+            self.message, self.converged = "relative change below tol", True
+            return True
+        return False
+
+    def result(self, w, **extra):
+        """The OptimizeResult at engine-order ``w``; ``extra`` joins the per-epoch
+        records (``mu``, ``oracle_calls``, ``inexact``, ``t``)."""
+        sp = self.sp
+        return OptimizeResult(
+            w=sp.problem.to_user(w), n_iter=self.progress.n_iter, converged=self.converged,
+            objective_curve=self.progress.curve, message=self.message,
+            n_evaluations=sp.oracle_calls,
+            extra={"mu": self.mus, "oracle_calls": self.calls, "inexact": sp.inexact,
+                   "t": sp.oracle_calls, **extra})
 
 
 def _small_change(curve, tol):
