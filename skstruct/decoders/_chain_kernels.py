@@ -526,7 +526,7 @@ def forward_backward_log(unary, offsets, trans, start, end, with_marginals):
     bounds = token_chunks(offsets, chunk_count_of(offsets))
     for chunk in prange(bounds.shape[0] - 1):
         for seq in range(bounds[chunk], bounds[chunk + 1]):
-            _forward_backward_log_one(unary, offsets, seq, trans, trans_t, start, end,
+            forward_backward_log_one(unary, offsets, seq, trans, trans_t, start, end,
                                       with_marginals, log_alpha, log_beta, log_z, marg,
                                       trans_marg)
     return log_z, marg, trans_marg
@@ -543,9 +543,12 @@ def _transposed(matrix):
 
 
 @njit(**_NJIT)
-def _forward_backward_log_one(unary, offsets, seq, trans, trans_t, start, end,
+def forward_backward_log_one(unary, offsets, seq, trans, trans_t, start, end,
                               with_marginals, log_alpha, log_beta, log_z, marg, trans_marg):
-    """Log-space forward-backward of sequence ``seq`` (see :func:`forward_backward_log`)."""
+    """Log-space forward-backward of sequence ``seq`` (see :func:`forward_backward_log`):
+    any finite or -inf scores. ``log_alpha``, ``log_beta`` and ``marg`` are (n_tokens,
+    n_states) rows indexed like ``unary``; ``log_z[seq]`` and ``trans_marg[seq]`` are
+    written."""
     n_states = unary.shape[1]
     a, b = offsets[seq], offsets[seq + 1]
     if with_marginals:

@@ -51,6 +51,7 @@ from numba import njit
 
 from ._chain_kernels import (
     SCALED_RANGE_LIMIT,
+    forward_backward_log_one,
     padded_width,
     scaled_forward_backward_one,
     scaled_pairwise,
@@ -317,61 +318,39 @@ def _chain_entropy(augmented, pair, y_i, mu, d_unary, d_pair):
     return mu * log_z
 
 
-@njit(inline="always")
-def _logsumexp(values):
-    top = -np.inf
-    for v in values:
-        top = max(top, v)
-    if top == -np.inf:
-        return top
-    total = 0.0
-    for v in values:
-        total += np.exp(v - top)
-    return top + np.log(total)
-
-
 @njit(**_NJIT)
 def _log_forward_backward(augmented, inv_mu, trans, start, end, y_i, d_unary, d_pair):
-    """Log-space forward–backward of the scores (augmented * inv_mu, trans, start, end),
-    any finite or -inf scores; marginals minus the gold indicators into d. Returns
-    log Z (-inf when no labeling has a finite score; d is then left as it is)."""
+    """The decoder's log-space forward–backward (:func:`forward_backward_log_one`) of the
+    scores (augmented * inv_mu, trans, start, end), any finite or -inf scores; marginals
+    minus the gold indicators into d. Returns log Z (-inf when no labeling has a finite
+    score; d is then left as it is)."""
     length, n_states = augmented.shape
     square = n_states * n_states
-    log_alpha = np.empty((length, n_states))
-    log_beta = np.empty((length, n_states))
-    work = np.empty(n_states)
-    for j in range(n_states):
-        log_alpha[0, j] = start[j] + augmented[0, j] * inv_mu
-    for t in range(1, length):
-        for j in range(n_states):
-            for i in range(n_states):
-                work[i] = log_alpha[t - 1, i] + trans[i, j]
-            log_alpha[t, j] = _logsumexp(work) + augmented[t, j] * inv_mu
-    for j in range(n_states):
-        work[j] = log_alpha[length - 1, j] + end[j]
-    log_z = _logsumexp(work)
-    if log_z == -np.inf:
-        return log_z
-    for j in range(n_states):
-        log_beta[length - 1, j] = end[j]
-    for j in range(square):
-        d_pair[j] = 0.0
-    for t in range(length - 1, 0, -1):
-        for i in range(n_states):
-            for j in range(n_states):
-                work[j] = trans[i, j] + augmented[t, j] * inv_mu + log_beta[t, j]
-                d_pair[i * n_states + j] += np.exp(log_alpha[t - 1, i] + work[j] - log_z)
-            log_beta[t - 1, i] = _logsumexp(work)
+    scaled = np.empty((length, n_states))
     for t in range(length):
         for j in range(n_states):
-            d_unary[t, j] = np.exp(log_alpha[t, j] + log_beta[t, j] - log_z)
+            scaled[t, j] = augmented[t, j] * inv_mu
+    log_z = np.empty(1)
+    marg = np.empty((length, n_states))
+    trans_marg = np.empty((1, n_states, n_states))
+    forward_backward_log_one(scaled, np.array([0, length]), 0, trans, trans.T.copy(), start,
+                             end, True, np.empty((length, n_states)),
+                             np.empty((length, n_states)), log_z, marg, trans_marg)
+    if log_z[0] == -np.inf:
+        return log_z[0]
+    for t in range(length):
+        for j in range(n_states):
+            d_unary[t, j] = marg[t, j]
         d_unary[t, y_i[t]] -= 1.0
+    for i in range(n_states):
+        for j in range(n_states):
+            d_pair[i * n_states + j] = trans_marg[0, i, j]
     for t in range(1, length):
         d_pair[y_i[t - 1] * n_states + y_i[t]] -= 1.0
     for j in range(n_states):
         d_pair[square + j] = d_unary[0, j]
         d_pair[square + n_states + j] = d_unary[length - 1, j]
-    return log_z
+    return log_z[0]
 
 
 @njit(**_NJIT)
