@@ -301,22 +301,37 @@ def _pair_gradient(pair, width, n_states, gold, w, alpha, base, grad):
 
 
 @njit(inline="always")
+def _unsigned(i):
+    """``i`` as an unsigned index.
+
+    numba wraps negative signed indices around (``a[-1]``), which costs a compare and a
+    select per access and keeps the compiler from vectorizing a loop whose indices come
+    from data (feature columns, table offsets); an unsigned index has no such branch.
+    Every index below is known non-negative. Mixed signed and unsigned arithmetic gives
+    floats in numba, so the index arithmetic stays unsigned throughout.
+    """
+    return np.uint64(i)
+
+
+@njit(inline="always")
 def _score_block(out, data, indices, lo, hi, binary, w, n_states, o):
     """out[o:o + BLOCK] = Σ_{lo <= p < hi} x_p W[indices[p], o:o + BLOCK], W read from the
     flat ``w`` with rows of ``n_states`` entries apart; eight named sums stay in
     registers."""
     s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
-    for p in range(lo, hi):
+    stride, offset = _unsigned(n_states), _unsigned(o)
+    one = _unsigned(1)
+    for p in range(_unsigned(lo), _unsigned(hi)):
         x = 1.0 if binary else data[p]
-        q = indices[p] * n_states + o
+        q = _unsigned(indices[p]) * stride + offset
         s0 += x * w[q]
-        s1 += x * w[q + 1]
-        s2 += x * w[q + 2]
-        s3 += x * w[q + 3]
-        s4 += x * w[q + 4]
-        s5 += x * w[q + 5]
-        s6 += x * w[q + 6]
-        s7 += x * w[q + 7]
+        s1 += x * w[q + one]
+        s2 += x * w[q + _unsigned(2)]
+        s3 += x * w[q + _unsigned(3)]
+        s4 += x * w[q + _unsigned(4)]
+        s5 += x * w[q + _unsigned(5)]
+        s6 += x * w[q + _unsigned(6)]
+        s7 += x * w[q + _unsigned(7)]
     out[o], out[o + 1], out[o + 2], out[o + 3] = s0, s1, s2, s3
     out[o + 4], out[o + 5], out[o + 6], out[o + 7] = s4, s5, s6, s7
 
@@ -325,11 +340,11 @@ def _score_block(out, data, indices, lo, hi, binary, w, n_states, o):
 def _add_sparse(out, data, indices, lo, hi, binary, table, sparse_offsets, table_labels):
     """out[k] += Σ_{lo <= p < hi} x_p table[q] over the table entries q of feature
     indices[p], each of label table_labels[q] (the features without a dense row)."""
-    for p in range(lo, hi):
+    for p in range(_unsigned(lo), _unsigned(hi)):
         x = 1.0 if binary else data[p]
-        f = indices[p]
-        for q in range(sparse_offsets[f], sparse_offsets[f + 1]):
-            out[table_labels[q]] += x * table[q]
+        f = _unsigned(indices[p])
+        for q in range(_unsigned(sparse_offsets[f]), _unsigned(sparse_offsets[f + _unsigned(1)])):
+            out[_unsigned(table_labels[q])] += x * table[q]
 
 
 @njit(parallel=True, fastmath=_CONTRACT, **_NJIT)
@@ -434,23 +449,25 @@ def _scatter_pass(data, indices, indptr, split, binary, rows, n_states, stride,
     lane_grads : ndarray of shape (n_lanes, n_table)
         Output.
     """
-    s = n_states
+    s = _unsigned(n_states)
+    width = _unsigned(stride)
+    one = _unsigned(1)
     for lane in prange(lanes.shape[0] - 1):
         out = lane_grads[lane]
         for i in range(out.shape[0]):
             out[i] = 0.0
-        for t in range(lanes[lane], lanes[lane + 1]):
+        for t in range(_unsigned(lanes[lane]), _unsigned(lanes[lane + 1])):
             g = rows[t]
-            for p in range(indptr[t], split[t]):
+            for p in range(_unsigned(indptr[t]), _unsigned(split[t])):
                 x = 1.0 if binary else data[p]
-                o = indices[p] * stride
+                o = _unsigned(indices[p]) * width
                 for j in range(s):
                     out[o + j] += x * g[j]
-            for p in range(split[t], indptr[t + 1]):
+            for p in range(_unsigned(split[t]), _unsigned(indptr[t + one])):
                 x = 1.0 if binary else data[p]
-                f = indices[p]
-                for q in range(sparse_offsets[f], sparse_offsets[f + 1]):
-                    out[q] += x * g[table_labels[q]]
+                f = _unsigned(indices[p])
+                for q in range(_unsigned(sparse_offsets[f]), _unsigned(sparse_offsets[f + one])):
+                    out[q] += x * g[_unsigned(table_labels[q])]
 
 
 @njit(parallel=True, **_NJIT)
