@@ -253,45 +253,43 @@ def _exp_nonpositive(x):
 
 
 @njit(inline="always")
-def _row_max(row):
-    """max(row), in four interleaved maxima (row length a multiple of 4)."""
+def _row_max(matrix, r):
+    """max(matrix[r]), in four interleaved maxima (row length a multiple of 4)."""
     m0 = m1 = m2 = m3 = -np.inf
-    for o in range(0, row.shape[0], 4):
-        m0 = max(m0, row[o])
-        m1 = max(m1, row[o + 1])
-        m2 = max(m2, row[o + 2])
-        m3 = max(m3, row[o + 3])
+    for o in range(0, matrix.shape[1], 4):
+        m0 = max(m0, matrix[r, o])
+        m1 = max(m1, matrix[r, o + 1])
+        m2 = max(m2, matrix[r, o + 2])
+        m3 = max(m3, matrix[r, o + 3])
     return max(max(m0, m1), max(m2, m3))
 
 
 @njit(inline="always")
-def _row_sum(row):
-    """sum(row), in four interleaved sums (row length a multiple of 4)."""
+def _row_sum(matrix, r):
+    """sum(matrix[r]), in four interleaved sums (row length a multiple of 4)."""
     s0 = s1 = s2 = s3 = 0.0
-    for o in range(0, row.shape[0], 4):
-        s0 += row[o]
-        s1 += row[o + 1]
-        s2 += row[o + 2]
-        s3 += row[o + 3]
+    for o in range(0, matrix.shape[1], 4):
+        s0 += matrix[r, o]
+        s1 += matrix[r, o + 1]
+        s2 += matrix[r, o + 2]
+        s3 += matrix[r, o + 3]
     return (s0 + s1) + (s2 + s3)
 
 
 @njit(inline="always")
-def _vector_matrix(coef, matrix, n_rows, out):
-    """out = Σ_i coef[i] * matrix[i] for i < n_rows, summed in the order of i.
+def _vector_matrix(coef, c_row, matrix, n_rows, out, o_row):
+    """out[o_row] = Σ_i coef[c_row, i] * matrix[i] for i < n_rows, summed in the order of i.
 
     The loop over columns is innermost: it vectorizes (whole rows, stride 1).
     """
-    width = out.shape[0]
-    c = coef[0]
-    row = matrix[0]
+    width = out.shape[1]
+    c = coef[c_row, 0]
     for j in range(width):
-        out[j] = c * row[j]
+        out[o_row, j] = c * matrix[0, j]
     for i in range(1, n_rows):
-        c = coef[i]
-        row = matrix[i]
+        c = coef[c_row, i]
         for j in range(width):
-            out[j] += c * row[j]
+            out[o_row, j] += c * matrix[i, j]
 
 
 @njit(fastmath=_CONTRACT, **_NJIT)
@@ -321,7 +319,7 @@ def scaled_forward_backward_one(rows, first, length, n_states, expo, expo_t, sta
         Scratch: the forward probabilities, each row summing to one.
     norm : ndarray of shape (>= length,)
         Scratch: the reciprocals 1 / n_t of the forward normalizers.
-    beta, weight : ndarray of shape (width,)
+    beta, weight : ndarray of shape (1, width)
         Scratch.
     labels : ndarray of shape (length,) or (0,), int
         Gold labels whose indicators are subtracted from the marginals.
@@ -357,29 +355,28 @@ def scaled_forward_backward_one(rows, first, length, n_states, expo, expo_t, sta
         return -np.inf
     for j in range(width):
         alpha[0, j] = _exp_nonpositive(rows[first, j] - top)
-    total = _row_sum(alpha[0])
+    total = _row_sum(alpha, 0)
     inv = 1.0 / total
     for j in range(width):
         alpha[0, j] *= inv
     log_z = top + np.log(total)
     for t in range(1, length):
-        phi = rows[first + t]
-        top = _row_max(phi)
+        r = first + t
+        top = _row_max(rows, r)
         if top == -np.inf:
             return -np.inf
         for j in range(width):
-            phi[j] = _exp_nonpositive(phi[j] - top)
-        current = alpha[t]
-        _vector_matrix(alpha[t - 1], expo, n_states, current)
+            rows[r, j] = _exp_nonpositive(rows[r, j] - top)
+        _vector_matrix(alpha, t - 1, expo, n_states, alpha, t)
         for j in range(width):
-            current[j] *= phi[j]
-        total = _row_sum(current)
+            alpha[t, j] *= rows[r, j]
+        total = _row_sum(alpha, t)
         if not total > 0.0:
             return -np.inf
         inv = 1.0 / total
         norm[t] = inv
         for j in range(width):
-            current[j] *= inv
+            alpha[t, j] *= inv
         log_z += top + trans_max + np.log(total)
     closing = 0.0
     for j in range(width):
@@ -391,23 +388,20 @@ def scaled_forward_backward_one(rows, first, length, n_states, expo, expo_t, sta
         return log_z
     inv = 1.0 / closing
     for j in range(width):
-        beta[j] = exp_end[j] * inv
+        beta[0, j] = exp_end[j] * inv
     for t in range(length - 1, 0, -1):
-        phi = rows[first + t]
-        current = alpha[t]
+        r = first + t
         inv = norm[t]
         for j in range(width):
-            weight[j] = phi[j] * beta[j] * inv
-            phi[j] = scale * current[j] * beta[j]
-        previous = alpha[t - 1]
+            weight[0, j] = rows[r, j] * beta[0, j] * inv
+            rows[r, j] = scale * alpha[t, j] * beta[0, j]
         for i in range(n_states):
-            c = scale * previous[i]
-            out = pair[i]
+            c = scale * alpha[t - 1, i]
             for j in range(width):
-                out[j] += c * weight[j]
-        _vector_matrix(weight, expo_t, n_states, beta)
+                pair[i, j] += c * weight[0, j]
+        _vector_matrix(weight, 0, expo_t, n_states, beta, 0)
     for j in range(width):
-        rows[first, j] = scale * alpha[0, j] * beta[j]
+        rows[first, j] = scale * alpha[0, j] * beta[0, j]
     if labels.shape[0] > 0:
         for t in range(length):
             rows[first + t, labels[t]] -= scale
@@ -452,8 +446,8 @@ def forward_backward_scaled(unary, offsets, trans, start, end, with_marginals):
         rows = np.empty((longest, width))
         alpha = np.empty((longest, width))
         norm = np.empty(longest)
-        beta = np.empty(width)
-        weight = np.empty(width)
+        beta = np.empty((1, width))
+        weight = np.empty((1, width))
         pair = np.empty((width, width))
         for seq in range(bounds[chunk], bounds[chunk + 1]):
             a, b = offsets[seq], offsets[seq + 1]

@@ -295,8 +295,8 @@ def _chain_entropy(augmented, pair, y_i, mu, d_unary, d_pair):
             rows[t, s] = -np.inf
     alpha = np.empty((length, width))
     norm = np.empty(length)
-    beta = np.empty(width)
-    weight = np.empty(width)
+    beta = np.empty((1, width))
+    weight = np.empty((1, width))
     counts = np.zeros((width, width))
     log_z = scaled_forward_backward_one(
         rows, 0, length, n_states, expo, expo_t, start_padded, exp_end, trans_max, end_max,

@@ -314,10 +314,11 @@ def _unsigned(i):
 
 
 @njit(inline="always")
-def _score_block(out, data, indices, lo, hi, binary, w, n_states, o):
-    """out[o:o + BLOCK] = Σ_{lo <= p < hi} x_p W[indices[p], o:o + BLOCK], W read from the
-    flat ``w`` with rows of ``n_states`` entries apart; eight named sums stay in
-    registers."""
+def _score_block(out, r, data, indices, lo, hi, binary, w, n_states, o):
+    """out[r, o:o + BLOCK] = Σ_{lo <= p < hi} x_p W[indices[p], o:o + BLOCK], W read from
+    the flat ``w`` with rows of ``n_states`` entries apart; eight named sums stay in
+    registers. (Rows are passed by index, never as views: see the note on views in
+    ``scaled_forward_backward_one``.)"""
     s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
     stride, offset = _unsigned(n_states), _unsigned(o)
     one = _unsigned(1)
@@ -332,19 +333,19 @@ def _score_block(out, data, indices, lo, hi, binary, w, n_states, o):
         s5 += x * w[q + _unsigned(5)]
         s6 += x * w[q + _unsigned(6)]
         s7 += x * w[q + _unsigned(7)]
-    out[o], out[o + 1], out[o + 2], out[o + 3] = s0, s1, s2, s3
-    out[o + 4], out[o + 5], out[o + 6], out[o + 7] = s4, s5, s6, s7
+    out[r, o], out[r, o + 1], out[r, o + 2], out[r, o + 3] = s0, s1, s2, s3
+    out[r, o + 4], out[r, o + 5], out[r, o + 6], out[r, o + 7] = s4, s5, s6, s7
 
 
 @njit(inline="always")
-def _add_sparse(out, data, indices, lo, hi, binary, table, sparse_offsets, table_labels):
-    """out[k] += Σ_{lo <= p < hi} x_p table[q] over the table entries q of feature
+def _add_sparse(out, r, data, indices, lo, hi, binary, table, sparse_offsets, table_labels):
+    """out[r, k] += Σ_{lo <= p < hi} x_p table[q] over the table entries q of feature
     indices[p], each of label table_labels[q] (the features without a dense row)."""
     for p in range(_unsigned(lo), _unsigned(hi)):
         x = 1.0 if binary else data[p]
         f = _unsigned(indices[p])
         for q in range(_unsigned(sparse_offsets[f]), _unsigned(sparse_offsets[f + _unsigned(1)])):
-            out[_unsigned(table_labels[q])] += x * table[q]
+            out[r, _unsigned(table_labels[q])] += x * table[q]
 
 
 @njit(parallel=True, fastmath=_CONTRACT, **_NJIT)
@@ -400,8 +401,8 @@ def _sequence_pass(data, indices, indptr, split, binary, offsets, y, weights, ta
             longest = max(longest, offsets[seq + 1] - offsets[seq])
         alpha = np.empty((longest, width))
         norm = np.empty(longest)
-        beta = np.empty(width)
-        weight = np.empty(width)
+        beta = np.empty((1, width))
+        weight = np.empty((1, width))
         acc = pair[chunk]
         for i in range(acc.shape[0]):
             for j in range(width):
@@ -413,9 +414,9 @@ def _sequence_pass(data, indices, indptr, split, binary, offsets, y, weights, ta
             # below
             for t in range(a, b):
                 for block in range(n_blocks):
-                    _score_block(rows[t], data, indices, indptr[t], split[t], binary,
+                    _score_block(rows, t, data, indices, indptr[t], split[t], binary,
                                  table, stride, block * BLOCK)
-                _add_sparse(rows[t], data, indices, split[t], indptr[t + 1], binary, table,
+                _add_sparse(rows, t, data, indices, split[t], indptr[t + 1], binary, table,
                             sparse_offsets, table_labels)
                 for j in range(s, width):
                     rows[t, j] = -np.inf
@@ -457,17 +458,16 @@ def _scatter_pass(data, indices, indptr, split, binary, rows, n_states, stride,
         for i in range(out.shape[0]):
             out[i] = 0.0
         for t in range(_unsigned(lanes[lane]), _unsigned(lanes[lane + 1])):
-            g = rows[t]
             for p in range(_unsigned(indptr[t]), _unsigned(split[t])):
                 x = 1.0 if binary else data[p]
                 o = _unsigned(indices[p]) * width
                 for j in range(s):
-                    out[o + j] += x * g[j]
+                    out[o + j] += x * rows[t, j]
             for p in range(_unsigned(split[t]), _unsigned(indptr[t + one])):
                 x = 1.0 if binary else data[p]
                 f = _unsigned(indices[p])
                 for q in range(_unsigned(sparse_offsets[f]), _unsigned(sparse_offsets[f + one])):
-                    out[q] += x * g[_unsigned(table_labels[q])]
+                    out[q] += x * rows[t, _unsigned(table_labels[q])]
 
 
 @njit(parallel=True, **_NJIT)
