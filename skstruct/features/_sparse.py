@@ -34,6 +34,15 @@ _SUM_BLOCK_WORK = 65_536
 _NJIT = dict(cache=True, nogil=True)
 
 
+@njit(inline="always")
+def _unsigned(i):
+    """``i`` as an unsigned index: no wraparound test of negative indices on the column
+    reads and writes, which keeps the loops over the dense columns from vectorizing
+    (see ``features/_chain_crf.py``). Every operand of an index expression is unsigned:
+    mixed signed and unsigned arithmetic gives floats in numba."""
+    return np.uint64(i)
+
+
 @njit(parallel=True, **_NJIT)
 def _csr_matmul(data, indices, indptr, dense, bounds):
     """``matrix @ dense``, parallel over the chunks of rows ``bounds`` (no other
@@ -45,10 +54,10 @@ def _csr_matmul(data, indices, indptr, dense, bounds):
         for row in range(bounds[chunk], bounds[chunk + 1]):
             for c in range(n_cols):
                 out[row, c] = 0.0
-            for p in range(indptr[row], indptr[row + 1]):
+            for p in range(_unsigned(indptr[row]), _unsigned(indptr[row + 1])):
                 value = data[p]
-                col = indices[p]
-                for c in range(n_cols):
+                col = _unsigned(indices[p])
+                for c in range(_unsigned(n_cols)):
                     out[row, c] += value * dense[col, c]
     return out
 
@@ -69,10 +78,10 @@ def _scatter_transpose_matmul(data, indices, indptr, dense, n_out, bounds):
             for c in range(n_cols):
                 buffer[col, c] = 0.0
         for row in range(bounds[chunk], bounds[chunk + 1]):
-            for p in range(indptr[row], indptr[row + 1]):
+            for p in range(_unsigned(indptr[row]), _unsigned(indptr[row + 1])):
                 value = data[p]
-                col = indices[p]
-                for c in range(n_cols):
+                col = _unsigned(indices[p])
+                for c in range(_unsigned(n_cols)):
                     buffer[col, c] += value * dense[row, c]
     out = np.empty((n_out, n_cols))
     block = max(1, _SUM_BLOCK_WORK // max(1, n_chunks * n_cols))
