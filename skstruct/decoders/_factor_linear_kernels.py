@@ -49,7 +49,7 @@ with F_1 the entries fixed at 1 and S the free ones (initially all),
 
 .. math::
 
-    \tau = \frac{\sum_{S} c_i a'_i / w_i - (B - \sum_{F_1} c_i)}{\sum_S c_i^2 / w_i}
+    \\tau = \\frac{\\sum_{S} c_i a'_i / w_i - (B - \\sum_{F_1} c_i)}{\\sum_S c_i^2 / w_i}
 
 solves the equation with S unclipped; clipping at that τ overshoots the free entries
 above 1 by Σ c_i (x_i − 1) and below 0 by Σ c_i (−x_i). The larger side tells on which
