@@ -26,35 +26,53 @@ P = {v ≥ 0, v ≤ u_1, v ≤ u_2, v ≥ u_1 + u_2 − 1} (which implies 0 ≤ 
 (u_1, u_2, v) ∈ {(0,0,0), (1,0,0), (0,1,0), (1,1,1)}. With clip(x) = min(max(x, 0), 1):
 
 *s ≥ 0*: v is as large as feasible, v = min(u_1, u_2), and the problem in u is
-f_1(u_1) + f_2(u_2) + s min(u_1, u_2) over the box. Its optimum is, in this order,
+f_1(u_1) + f_2(u_2) + s min(u_1, u_2) over the box. With lo_i = clip(a_i/w_i),
+hi_i = clip((a_i + s)/w_i) and t = clip((a_1 + a_2 + s)/(w_1 + w_2)), its optimum is
 
-- A: u = (clip((a_1 + s)/w_1), clip(a_2/w_2)) if the first is ≤ the second; v = u_1;
-- B: u = (clip(a_1/w_1), clip((a_2 + s)/w_2)) if the second is ≤ the first; v = u_2;
-- C: u_1 = u_2 = v = clip((a_1 + a_2 + s)/(w_1 + w_2)) otherwise.
+- A: u = (hi_1, lo_2) if hi_1 ≤ lo_2; v = u_1;
+- B: u = (lo_1, hi_2) if hi_2 ≤ lo_1; v = u_2;
+- C: u_1 = u_2 = v = t otherwise.
 
 (A: the objective is at most f_1 + f_2 + s u_1, with equality where u_1 ≤ u_2, so the box
 maximizer of that bound solves the problem when it has u_1 ≤ u_2; B likewise; if neither,
 an optimum with u_1 ≠ u_2 would be the unique maximizer of one of the bounds, so
-u_1 = u_2.)
+u_1 = u_2.) Before clipping, t is the w-weighted mean of (a_1 + s)/w_1 and a_2/w_2, and
+of a_1/w_1 and (a_2 + s)/w_2, so it lies between each pair: the three cases are
+u_i = median(lo_i, t, hi_i), which the kernels compute without branches.
 
 *s < 0*: the change of variables u_2' = 1 − u_2, v' = u_1 − v maps P onto itself and
-gives the scores (a_1 + s, w_2 − a_2, −s); solving that problem by the rule above and
-mapping back gives, in this order,
+gives the scores (a_1 + s, w_2 − a_2, −s); solving that problem as above and mapping back
+gives, with lo_i = clip((a_i + s)/w_i), hi_i = clip(a_i/w_i) and
+t = clip((a_1 − a_2 + w_2)/(w_1 + w_2)),
 
-- A': u = (clip(a_1/w_1), clip(a_2/w_2)) if u_1 + u_2 ≤ 1; v = 0;
-- B': u = (clip((a_1 + s)/w_1), clip((a_2 + s)/w_2)) if u_1 + u_2 ≥ 1;
-  v = u_1 + u_2 − 1;
-- C': u_1 = clip((a_1 − a_2 + w_2)/(w_1 + w_2)), u_2 = 1 − u_1, v = 0 otherwise.
+- A': u = (hi_1, hi_2) if hi_1 + hi_2 ≤ 1; v = 0;
+- B': u = (lo_1, lo_2) if lo_1 + lo_2 ≥ 1; v = u_1 + u_2 − 1;
+- C': u = (t, 1 − t) otherwise; v = 0;
+
+that is u_1 = median(lo_1, t, hi_1), u_2 = median(lo_2, 1 − t, hi_2),
+v = max(0, u_1 + u_2 − 1).
 
 u is always unique (the objective is strictly concave in u). v is unique unless s = 0
-and 0 < u_1, u_2 < 1 ... any v in [max(0, u_1 + u_2 − 1), min(u_1, u_2)] is then optimal.
-*Rule*: s = 0 takes the s ≥ 0 branch, so v = min(u_1, u_2), the largest optimal v (the
-limit s → 0⁺); u is then (clip(a_1/w_1), clip(a_2/w_2)), two independent clips.
+and 0 < u_1, u_2 < 1: any v in [max(0, u_1 + u_2 − 1), min(u_1, u_2)] is then optimal.
+*Rule*: s = 0 (and −0.0) takes the s ≥ 0 form, so v = min(u_1, u_2), the largest optimal
+v (the limit s → 0⁺); u is then (clip(a_1/w_1), clip(a_2/w_2)), two independent clips.
 
-*Jacobian* of (a_1, a_2, s) ↦ (u_1, u_2, v) on the piece the rule above selects (the
-derivative of the active affine piece, as SparseMAP's backward pass uses), with
-g(x) = 1 if 0 < x < 1 else 0 for the argument x of each clip (g_1, g_2 of u_1's and
-u_2's, g of t's), q_i = g_i / w_i and q = g / (w_1 + w_2):
+*Jacobian* of (a_1, a_2, s) ↦ (u_1, u_2, v) on the piece the solution takes (the
+derivative of the active affine piece, as SparseMAP's backward pass uses): each u_i is
+the derivative of the argument its median selects (t when t is within [lo_i, hi_i], ties
+included), with g(x) = 1 if 0 < x < 1 else 0 for the argument x of that clip,
+q_i = g / w_i and q = g / (w_1 + w_2):
+
+==============  ===================================  ==================================
+u_i selects     s ≥ 0                                s < 0
+==============  ===================================  ==================================
+lo_i            q_i da_i                             q_i (da_i + ds)
+hi_i            q_i (da_i + ds)                      q_i da_i
+t               q (da_1 + da_2 + ds)                 ± q (da_1 − da_2) (+ for u_1)
+==============  ===================================  ==================================
+
+and dv = du_1 if u_1 ≤ u_2 else du_2 (s ≥ 0); dv = du_1 + du_2 if u_1 + u_2 > 1 else 0
+(s < 0). So the pieces A, B, C, A', B', C' have
 
 =====  =================================  ==============  ================
 piece  du_1                               du_2            dv
@@ -68,9 +86,9 @@ C'     q (da_1 − da_2)                    −du_1           0
 =====  =================================  ==============  ================
 
 Every piece's matrix is symmetric (it is the Hessian of the convex value function
-max_P ⋯ on that piece); :func:`pair_vjp` applies the transposed formulas. At s = 0 the
+max_P ⋯ on that piece); :func:`pair_vjp` applies the transposed matrix. At s = 0 the
 map is discontinuous in v (v jumps from max(0, u_1 + u_2 − 1) to min(u_1, u_2)) and the
-Jacobian is that of the A/B piece.
+Jacobian is that of the s ≥ 0 form.
 
 *MAP* (:func:`pair_map`): the best of the four vertices for Σ a_i u_i + s v, ties to the
 lexicographically smallest (u_1, u_2, v) (first entry most significant, 0 before 1):
@@ -126,9 +144,6 @@ FACTORS_PER_CHUNK = 4096
 #: Entries per parallel chunk of the OROut kernels.
 ENTRIES_PER_CHUNK = 4096
 
-#: PAIR pieces (see the module docstring).
-PIECE_A, PIECE_B, PIECE_C, PIECE_A_NEG, PIECE_B_NEG, PIECE_C_NEG = 0, 1, 2, 3, 4, 5
-
 #: OROut entry roles on the solution's piece: constant, free (du = da / w), in the group
 #: tied to the output (step 2), on the simplex support (step 3).
 CONSTANT, FREE, GROUP, SIMPLEX = 0, 1, 2, 3
@@ -147,41 +162,70 @@ def _inside(x):
 
 
 @njit(inline="always")
+def _pair_arguments(a1, a2, w1, w2, s):
+    """The unclipped arguments of lo_1, hi_1, lo_2, hi_2 and t of one PAIR factor."""
+    negative = s < 0.0
+    down = s if negative else 0.0
+    up = 0.0 if negative else s
+    t = (a1 - a2 + w2 if negative else a1 + a2 + s) / (w1 + w2)
+    return ((a1 + down) / w1, (a1 + up) / w1, (a2 + down) / w2, (a2 + up) / w2, t)
+
+
+@njit(inline="always")
+def _median(lo, t, hi):
+    return min(max(t, lo), hi)
+
+
+@njit(inline="always")
 def _pair_solve(a1, a2, w1, w2, s):
-    """(u_1, u_2, v, piece, g_1, g_2) of one PAIR factor; g_1 = g_2 = g on C pieces."""
-    if s >= 0.0:
-        x1 = (a1 + s) / w1
-        c2 = a2 / w2
-        u1 = _clip01(x1)
-        u2 = _clip01(c2)
-        if u1 <= u2:
-            return u1, u2, u1, PIECE_A, _inside(x1), _inside(c2)
-        c1 = a1 / w1
-        x2 = (a2 + s) / w2
-        u1 = _clip01(c1)
-        u2 = _clip01(x2)
-        if u2 <= u1:
-            return u1, u2, u2, PIECE_B, _inside(c1), _inside(x2)
-        t = (a1 + a2 + s) / (w1 + w2)
-        g = _inside(t)
-        t = _clip01(t)
-        return t, t, t, PIECE_C, g, g
-    c1 = a1 / w1
-    c2 = a2 / w2
-    u1 = _clip01(c1)
-    u2 = _clip01(c2)
-    if u1 + u2 <= 1.0:
-        return u1, u2, 0.0, PIECE_A_NEG, _inside(c1), _inside(c2)
-    x1 = (a1 + s) / w1
-    x2 = (a2 + s) / w2
-    u1 = _clip01(x1)
-    u2 = _clip01(x2)
-    if u1 + u2 >= 1.0:
-        return u1, u2, u1 + u2 - 1.0, PIECE_B_NEG, _inside(x1), _inside(x2)
-    t = (a1 - a2 + w2) / (w1 + w2)
-    g = _inside(t)
+    """(u_1, u_2, v) of one PAIR factor, without branches."""
+    lo1, hi1, lo2, hi2, t = _pair_arguments(a1, a2, w1, w2, s)
     t = _clip01(t)
-    return t, 1.0 - t, 0.0, PIECE_C_NEG, g, g
+    negative = s < 0.0
+    u1 = _median(_clip01(lo1), t, _clip01(hi1))
+    u2 = _median(_clip01(lo2), 1.0 - t if negative else t, _clip01(hi2))
+    v = max(0.0, u1 + u2 - 1.0) if negative else min(u1, u2)
+    return u1, u2, v
+
+
+@njit(inline="always")
+def _pair_row(lo, t, hi, gate_t, sign, w, i, negative, total):
+    """The row (∂/∂a_1, ∂/∂a_2, ∂/∂s) of u_i (i = 0, 1) on its median's piece."""
+    lo_c = _clip01(lo)
+    hi_c = _clip01(hi)
+    if t < lo_c or t > hi_c:
+        picked_lo = t < lo_c
+        q = _inside(lo if picked_lo else hi) / w
+        ds = q if picked_lo == negative else 0.0
+        return (q if i == 0 else 0.0), (q if i == 1 else 0.0), ds
+    q = gate_t / total
+    if negative:
+        return sign * q, -sign * q, 0.0
+    return q, q, q
+
+
+@njit(inline="always")
+def _pair_jacobian(a1, a2, w1, w2, s):
+    """The 3 × 3 Jacobian of (a_1, a_2, s) ↦ (u_1, u_2, v), row by row."""
+    lo1, hi1, lo2, hi2, t_arg = _pair_arguments(a1, a2, w1, w2, s)
+    t = _clip01(t_arg)
+    gate = _inside(t_arg)
+    negative = s < 0.0
+    total = w1 + w2
+    j11, j12, j13 = _pair_row(lo1, t, hi1, gate, 1.0, w1, 0, negative, total)
+    j21, j22, j23 = _pair_row(lo2, 1.0 - t if negative else t, hi2, gate, -1.0, w2, 1,
+                              negative, total)
+    u1, u2, _ = _pair_solve(a1, a2, w1, w2, s)
+    if negative:
+        if u1 + u2 > 1.0:
+            j31, j32, j33 = j11 + j21, j12 + j22, j13 + j23
+        else:
+            j31, j32, j33 = 0.0, 0.0, 0.0
+    elif u1 <= u2:
+        j31, j32, j33 = j11, j12, j13
+    else:
+        j31, j32, j33 = j21, j22, j23
+    return j11, j12, j13, j21, j22, j23, j31, j32, j33
 
 
 @njit(**_NJIT)
@@ -211,7 +255,7 @@ def pair_qp(a, w, s, u, v):
     bounds = _pair_chunks(s.shape[0])
     for chunk in prange(bounds.shape[0] - 1):
         for f in range(bounds[chunk], bounds[chunk + 1]):
-            u1, u2, vf, _, _, _ = _pair_solve(a[f, 0], a[f, 1], w[f, 0], w[f, 1], s[f])
+            u1, u2, vf = _pair_solve(a[f, 0], a[f, 1], w[f, 0], w[f, 1], s[f])
             u[f, 0] = u1
             u[f, 1] = u2
             v[f] = vf
@@ -283,43 +327,20 @@ def pair_jvp(a, w, s, da, ds, du, dv):
     bounds = _pair_chunks(s.shape[0])
     for chunk in prange(bounds.shape[0] - 1):
         for f in range(bounds[chunk], bounds[chunk + 1]):
-            _, _, _, piece, g1, g2 = _pair_solve(a[f, 0], a[f, 1], w[f, 0], w[f, 1], s[f])
+            j11, j12, j13, j21, j22, j23, j31, j32, j33 = _pair_jacobian(
+                a[f, 0], a[f, 1], w[f, 0], w[f, 1], s[f])
             d1 = da[f, 0]
             d2 = da[f, 1]
             d3 = ds[f]
-            if piece == PIECE_A:
-                x = g1 / w[f, 0] * (d1 + d3)
-                y = g2 / w[f, 1] * d2
-                z = x
-            elif piece == PIECE_B:
-                x = g1 / w[f, 0] * d1
-                y = g2 / w[f, 1] * (d2 + d3)
-                z = y
-            elif piece == PIECE_C:
-                x = g1 / (w[f, 0] + w[f, 1]) * (d1 + d2 + d3)
-                y = x
-                z = x
-            elif piece == PIECE_A_NEG:
-                x = g1 / w[f, 0] * d1
-                y = g2 / w[f, 1] * d2
-                z = 0.0
-            elif piece == PIECE_B_NEG:
-                x = g1 / w[f, 0] * (d1 + d3)
-                y = g2 / w[f, 1] * (d2 + d3)
-                z = x + y
-            else:
-                x = g1 / (w[f, 0] + w[f, 1]) * (d1 - d2)
-                y = -x
-                z = 0.0
-            du[f, 0] = x
-            du[f, 1] = y
-            dv[f] = z
+            du[f, 0] = j11 * d1 + j12 * d2 + j13 * d3
+            du[f, 1] = j21 * d1 + j22 * d2 + j23 * d3
+            dv[f] = j31 * d1 + j32 * d2 + j33 * d3
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def pair_vjp(a, w, s, gu, gv, ga, gs):
     """Vector-Jacobian product (ga, gs) = Jᵀ (gu, gv) of the map (a, s) ↦ (u, v) of
-    :func:`pair_qp` (w fixed), the transpose of :func:`pair_jvp`.
+    :func:`pair_qp` (w fixed): the transpose of the matrix :func:`pair_jvp` applies.
 
     Parameters
     ----------
@@ -335,37 +356,14 @@ def pair_vjp(a, w, s, gu, gv, ga, gs):
     bounds = _pair_chunks(s.shape[0])
     for chunk in prange(bounds.shape[0] - 1):
         for f in range(bounds[chunk], bounds[chunk + 1]):
-            _, _, _, piece, g1, g2 = _pair_solve(a[f, 0], a[f, 1], w[f, 0], w[f, 1], s[f])
+            j11, j12, j13, j21, j22, j23, j31, j32, j33 = _pair_jacobian(
+                a[f, 0], a[f, 1], w[f, 0], w[f, 1], s[f])
             e1 = gu[f, 0]
             e2 = gu[f, 1]
             e3 = gv[f]
-            if piece == PIECE_A:
-                x = g1 / w[f, 0] * (e1 + e3)
-                y = g2 / w[f, 1] * e2
-                z = x
-            elif piece == PIECE_B:
-                x = g1 / w[f, 0] * e1
-                y = g2 / w[f, 1] * (e2 + e3)
-                z = y
-            elif piece == PIECE_C:
-                x = g1 / (w[f, 0] + w[f, 1]) * (e1 + e2 + e3)
-                y = x
-                z = x
-            elif piece == PIECE_A_NEG:
-                x = g1 / w[f, 0] * e1
-                y = g2 / w[f, 1] * e2
-                z = 0.0
-            elif piece == PIECE_B_NEG:
-                x = g1 / w[f, 0] * (e1 + e3)
-                y = g2 / w[f, 1] * (e2 + e3)
-                z = x + y
-            else:
-                x = g1 / (w[f, 0] + w[f, 1]) * (e1 - e2)
-                y = -x
-                z = 0.0
-            ga[f, 0] = x
-            ga[f, 1] = y
-            gs[f] = z
+            ga[f, 0] = j11 * e1 + j21 * e2 + j31 * e3
+            ga[f, 1] = j12 * e1 + j22 * e2 + j32 * e3
+            gs[f] = j13 * e1 + j23 * e2 + j33 * e3
 
 
 @njit(**_NJIT)

@@ -318,7 +318,9 @@ def test_pair_batch_of_several_chunks_equals_one_call_per_factor(rng):
     n = 2 * FACTORS_PER_CHUNK + 123
     a, w, s = pair_cases(rng, n)
     da, ds = rng.normal(size=a.shape), rng.normal(size=s.shape)
-    assert_pair_batch_equals_single_factors(a, w, s, da, ds, range(0, n, 7))
+    edges = [k * FACTORS_PER_CHUNK + e for k in range(3) for e in (-1, 0, 1)] + [n - 1]
+    factors = sorted(set(range(0, n, 7)) | {f for f in edges if 0 <= f < n})
+    assert_pair_batch_equals_single_factors(a, w, s, da, ds, factors)
 
 
 @given(st.integers(1, 40), st.integers(0, 2 ** 32 - 1))
@@ -461,7 +463,9 @@ def test_orout_batch_of_several_chunks_equals_one_call_per_factor():
     a, w, offsets = orout_batch(rng, degrees)
     assert offsets[-1] > 2 * ENTRIES_PER_CHUNK
     da = rng.normal(size=a.shape)
-    assert_orout_batch_equals_single_factors(a, w, offsets, da, range(0, len(degrees), 5))
+    n = len(degrees)
+    assert_orout_batch_equals_single_factors(
+        a, w, offsets, da, sorted(set(range(0, n, 5)) | set(range(n - 3, n))))
 
 
 @given(st.lists(st.integers(0, 8), min_size=1, max_size=30), st.booleans(),
