@@ -58,7 +58,7 @@ and 0 < u_1, u_2 < 1: any v in [max(0, u_1 + u_2 − 1), min(u_1, u_2)] is then 
 v (the limit s → 0⁺); u is then (clip(a_1/w_1), clip(a_2/w_2)), two independent clips.
 
 *Jacobian* of (a_1, a_2, s) ↦ (u_1, u_2, v) on the piece the solution takes (the
-derivative of the active affine piece, as SparseMAP's backward pass uses): each u_i is
+derivative of the active affine piece, as SparseMAP's backward pass uses): du_i is
 the derivative of the argument its median selects (t when t is within [lo_i, hi_i], ties
 included), with g(x) = 1 if 0 < x < 1 else 0 for the argument x of that clip,
 q_i = g / w_i and q = g / (w_1 + w_2):
