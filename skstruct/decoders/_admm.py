@@ -221,7 +221,7 @@ class ADMMResult:
     converged : bool
         Both residuals below ``tol``.
     rho : float
-        The final penalty.
+        The final penalty (the one of the last local problems).
     map_mode : bool
     integral : bool or None
         In map_mode, whether every u_i is within 1e-6 of 0 or 1; None otherwise.
@@ -378,7 +378,8 @@ def admm_sparsemap(graph, eta_u, eta_pair, *, max_iter=1000, tol=1e-6, rho=0.1,
             if primal < tol and dual < tol:
                 converged = True
                 break
-            if adapt and n_iter % ADAPT_EVERY == 0:
+            # never after the last solve: result.rho is the ρ of the final local problems
+            if adapt and n_iter % ADAPT_EVERY == 0 and n_iter < max_iter:
                 if primal > 100.0 * dual:
                     rho = min(2.0 * rho, RHO_MAX)
                 elif dual > 10.0 * primal:

@@ -124,7 +124,11 @@ def local_polytope_qp(n_vars, factors, eta_u, eta_pair):
     Q = np.diag(np.r_[np.ones(n_vars), np.zeros(n - n_vars)])
     cons = [LinearConstraint(G, -np.inf, h)]
     if E.shape[0]:
-        cons.append(LinearConstraint(E, e, e))
+        # drop redundant equalities (several XOR factors may be dependent): trust-constr
+        # needs a full row rank
+        left, sing, _ = np.linalg.svd(E, full_matrices=False)
+        basis = left[:, sing > 1e-10 * sing[0]].T
+        cons.append(LinearConstraint(basis @ E, basis @ e, basis @ e))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rough = minimize(lambda z: -(eta @ z - 0.5 * z @ Q @ z), np.full(n, 0.5),
@@ -252,6 +256,15 @@ def test_map_mode_on_pair_tree_is_integral_enumerated_map(seed):
     np.testing.assert_array_equal(np.round(result.u), best_x)
 
 
+def test_map_mode_reports_fractional_solution_of_frustrated_cycle():
+    # three repulsive pairs: the best 0/1 vector scores 1, u = 0.5, v = 0 scores 1.5
+    graph = build_graph(3, pairs=[(0, 1), (1, 2), (0, 2)])
+    result = admm_sparsemap(graph, np.ones(3), np.full(3, -3.0), map_mode=True, tol=1e-9,
+                            max_iter=50000)
+    assert result.converged and result.integral is False
+    np.testing.assert_allclose(result.u, 0.5, atol=1e-6)
+
+
 # ------------------------------------------------------------------ backward pass
 
 def _solve(graph, eta_u, eta_pair):
@@ -298,6 +311,24 @@ def test_backward_of_single_pair_is_kernel_vjp():
     np.testing.assert_allclose(d_pair, gs, atol=1e-9)
 
 
+def test_result_rho_is_the_penalty_of_the_last_local_problems():
+    # the backward pass reads ρ from the result: it must be the one of the stored a, w,
+    # also when max_iter ends on an adaptation step
+    graph = build_graph(4, [((0, 1, 2), lin.XOR, (False,) * 3, (1.0,) * 3, 1.0)],
+                        pairs=[(0, 1), (1, 2), (2, 3), (0, 3)])
+    eta_u = np.array([0.4, 0.3, 0.5, 0.2])
+    eta_pair = np.array([0.8, -0.5, 0.6, 0.3])
+    rhos = set()
+    for max_iter in (10, 20, 30, 40):
+        # from a too small ρ, the primal residual dominates: ρ doubles every 10 iterations
+        result = admm_sparsemap(graph, eta_u, eta_pair, tol=0.0, max_iter=max_iter,
+                                rho=1e-3)
+        rhos.add(result.rho)
+        np.testing.assert_allclose(result.w * graph.degree[graph.entry_var],
+                                   1.0 + result.rho)
+    assert rhos == {1e-3, 2e-3, 4e-3, 8e-3}
+
+
 def test_backward_rejects_map_mode():
     graph = build_graph(2, pairs=[(0, 1)])
     result = admm_sparsemap(graph, np.zeros(2), np.zeros(1), map_mode=True)
@@ -319,7 +350,7 @@ def test_warm_start_from_converged_solution_converges_in_few_iterations():
     np.testing.assert_allclose(warm.u, cold.u, atol=1e-7)
 
 
-def test_stops_on_tolerance_and_runs_max_iter_at_zero_tol():
+def test_converged_residuals_below_tol_and_zero_tol_runs_max_iter():
     graph = build_graph(3, pairs=[(0, 1), (1, 2), (0, 2)])
     eta_u, eta_pair = np.array([0.2, -0.3, 0.9]), np.array([0.5, -0.4, 0.3])
     result = admm_sparsemap(graph, eta_u, eta_pair)
