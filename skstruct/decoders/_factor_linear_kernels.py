@@ -96,7 +96,8 @@ results do not depend on the chunks or the thread count.
 import numpy as np
 from numba import njit, prange
 
-from ..utils._parallel import token_chunks
+from ..utils._parallel import entry_chunks, longest_group
+from ._independent_kernels import _sort
 
 __all__ = ["XOR", "AT_MOST_ONE", "OR", "BUDGET", "KNAPSACK", "KIND_NAMES",
            "MAX_KNAPSACK_MAP_DEGREE", "check_linear_factors", "qp", "map_", "jvp", "vjp"]
@@ -155,21 +156,6 @@ def _constraint_active(a, w, coef, negated, kind, bound, f, lo, hi):
     if kind == OR:
         return total < 1.0
     return total > _bound(bound, kind, f)
-
-
-@njit(inline="always")
-def _sort_prefix(values, m):
-    """Sort values[:m] increasingly in place (insertion sort for short prefixes)."""
-    if m > 32:
-        values[:m] = np.sort(values[:m])
-        return
-    for k in range(1, m):
-        x = values[k]
-        j = k - 1
-        while j >= 0 and values[j] > x:
-            values[j + 1] = values[j]
-            j -= 1
-        values[j + 1] = x
 
 
 @njit(**_NJIT)
@@ -238,18 +224,7 @@ def _qp_factor(a, w, coef, negated, kind, bound, u, f, lo, hi, state):
 
 @njit(**_NJIT)
 def _chunks(offsets):
-    n_factors = offsets.shape[0] - 1
-    n_entries = offsets[n_factors] - offsets[0] if n_factors > 0 else 0
-    n_chunks = max(1, min(n_factors, n_entries // ENTRIES_PER_CHUNK))
-    return token_chunks(offsets, n_chunks)
-
-
-@njit(**_NJIT)
-def _max_degree(offsets, lo, hi):
-    degree = 0
-    for f in range(lo, hi):
-        degree = max(degree, offsets[f + 1] - offsets[f])
-    return degree
+    return entry_chunks(offsets, ENTRIES_PER_CHUNK)
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -277,7 +252,7 @@ def qp(a, w, offsets, kind, coef, bound, negated, u):
     for chunk in prange(bounds.shape[0] - 1):
         first = bounds[chunk]
         last = bounds[chunk + 1]
-        state = np.empty((4, _max_degree(offsets, first, last)))
+        state = np.empty((4, longest_group(offsets, first, last)))
         for f in range(first, last):
             _qp_factor(a, w, coef, negated, kind[f], bound, u, f, offsets[f],
                        offsets[f + 1], state)
@@ -329,7 +304,6 @@ def jvp(u, a, w, offsets, kind, coef, bound, negated, da, du):
                         offsets[f + 1], da, du)
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def vjp(u, a, w, offsets, kind, coef, bound, negated, du, da):
     """Vector-Jacobian product da = Jᵀ du of the map a ↦ u at the solution ``u`` of
     :func:`qp` for scores ``a``; J is symmetric, so this is the formula of :func:`jvp`.
@@ -343,11 +317,7 @@ def vjp(u, a, w, offsets, kind, coef, bound, negated, du, da):
     da : ndarray of shape (n_entries,), float64
         Output: Jᵀ du, the cotangent of the scores.
     """
-    bounds = _chunks(offsets)
-    for chunk in prange(bounds.shape[0] - 1):
-        for f in range(bounds[chunk], bounds[chunk + 1]):
-            _jvp_factor(u, a, w, coef, negated, kind[f], bound, f, offsets[f],
-                        offsets[f + 1], du, da)
+    jvp(u, a, w, offsets, kind, coef, bound, negated, du, da)
 
 
 @njit(**_NJIT)
@@ -376,7 +346,7 @@ def _map_cardinality(a, negated, kind, bound, x, f, lo, hi, ranked):
         for i in range(lo, hi):
             x[i] = 1.0 if negated[i] else 0.0
         return
-    _sort_prefix(ranked, n)
+    _sort(ranked[:n])
     tie = 0.0 if k_low < k_high else -ranked[k_low - 1]
     above = 0
     tied = 0
@@ -458,7 +428,7 @@ def map_(a, offsets, kind, coef, bound, negated, x):
     for chunk in prange(bounds.shape[0] - 1):
         first = bounds[chunk]
         last = bounds[chunk + 1]
-        ranked = np.empty(_max_degree(offsets, first, last))
+        ranked = np.empty(longest_group(offsets, first, last))
         for f in range(first, last):
             lo = offsets[f]
             hi = offsets[f + 1]

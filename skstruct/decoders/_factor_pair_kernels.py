@@ -133,7 +133,7 @@ score.
 import numpy as np
 from numba import njit, prange
 
-from ..utils._parallel import token_chunks
+from ..utils._parallel import entry_chunks, longest_group
 
 __all__ = ["FACTORS_PER_CHUNK", "ENTRIES_PER_CHUNK", "pair_qp", "pair_map", "pair_jvp",
            "pair_vjp", "orout_qp", "orout_map", "orout_jvp", "orout_vjp"]
@@ -491,18 +491,7 @@ def _orout_apply(w, lo, hi, role, da, du):
 
 @njit(**_NJIT)
 def _orout_chunks(offsets):
-    n_factors = offsets.shape[0] - 1
-    n_entries = offsets[n_factors] - offsets[0] if n_factors > 0 else 0
-    n_chunks = max(1, min(n_factors, n_entries // ENTRIES_PER_CHUNK))
-    return token_chunks(offsets, n_chunks)
-
-
-@njit(**_NJIT)
-def _max_degree(offsets, first, last):
-    degree = 0
-    for f in range(first, last):
-        degree = max(degree, offsets[f + 1] - offsets[f])
-    return degree
+    return entry_chunks(offsets, ENTRIES_PER_CHUNK)
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -524,7 +513,7 @@ def orout_qp(a, w, offsets, u):
     for chunk in prange(bounds.shape[0] - 1):
         first = bounds[chunk]
         last = bounds[chunk + 1]
-        degree = _max_degree(offsets, first, last)
+        degree = longest_group(offsets, first, last)
         keys = np.empty(degree)
         role = np.empty(degree, dtype=np.int8)
         for f in range(first, last):
@@ -550,7 +539,7 @@ def orout_jvp(a, w, offsets, da, du):
     for chunk in prange(bounds.shape[0] - 1):
         first = bounds[chunk]
         last = bounds[chunk + 1]
-        degree = _max_degree(offsets, first, last)
+        degree = longest_group(offsets, first, last)
         keys = np.empty(degree)
         solution = np.empty(degree)
         role = np.empty(degree, dtype=np.int8)
@@ -561,7 +550,6 @@ def orout_jvp(a, w, offsets, da, du):
             _orout_apply(w, lo, hi, role, da, du)
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def orout_vjp(a, w, offsets, gu, ga):
     """Vector-Jacobian product ga = Jᵀ gu of the map a ↦ u of :func:`orout_qp`; J is
     symmetric on every piece, so this applies the formula of :func:`orout_jvp`.
@@ -575,19 +563,7 @@ def orout_vjp(a, w, offsets, gu, ga):
     ga : ndarray of shape (n_entries,), float64
         Output: Jᵀ gu.
     """
-    bounds = _orout_chunks(offsets)
-    for chunk in prange(bounds.shape[0] - 1):
-        first = bounds[chunk]
-        last = bounds[chunk + 1]
-        degree = _max_degree(offsets, first, last)
-        keys = np.empty(degree)
-        solution = np.empty(degree)
-        role = np.empty(degree, dtype=np.int8)
-        for f in range(first, last):
-            lo = offsets[f]
-            hi = offsets[f + 1]
-            _orout_factor(a, w, lo, hi, solution, lo, role, keys)
-            _orout_apply(w, lo, hi, role, gu, ga)
+    orout_jvp(a, w, offsets, gu, ga)
 
 
 @njit(cache=True, nogil=True, parallel=True)

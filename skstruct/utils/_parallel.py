@@ -6,8 +6,8 @@ import numba
 import numpy as np
 from numba import njit
 
-__all__ = ["dynamic_schedule", "n_jobs_threads", "single_threaded_blas", "threads_for",
-           "token_chunks"]
+__all__ = ["dynamic_schedule", "entry_chunks", "longest_group", "n_jobs_threads",
+           "single_threaded_blas", "threads_for", "token_chunks"]
 
 #: Below this much work per thread (in multiply-adds, about a millisecond), waking and
 #: joining threads costs more than it saves; smaller batches use fewer threads.
@@ -156,3 +156,34 @@ def token_chunks(offsets, n_chunks):
         bounds[c] = seq
     bounds[n_chunks] = n_seq
     return bounds
+
+
+@njit(cache=True, nogil=True)
+def entry_chunks(offsets, entries_per_chunk):
+    """Chunks of factors (or sequences) of about ``entries_per_chunk`` entries each.
+
+    Parameters
+    ----------
+    offsets : ndarray of shape (n_groups + 1,), int64
+        Group ``g`` owns entries ``offsets[g]:offsets[g + 1]``.
+    entries_per_chunk : int
+
+    Returns
+    -------
+    bounds : ndarray of shape (n_chunks + 1,), int64
+        As :func:`token_chunks`; the number of chunks depends on the sizes only, never on
+        the thread count.
+    """
+    n_groups = offsets.shape[0] - 1
+    n_entries = offsets[n_groups] - offsets[0] if n_groups > 0 else 0
+    return token_chunks(offsets, max(1, min(n_groups, n_entries // entries_per_chunk)))
+
+
+@njit(cache=True, nogil=True)
+def longest_group(offsets, first, last):
+    """max(offsets[g + 1] - offsets[g]) over groups first <= g < last (0 when none): the
+    scratch size of a chunk."""
+    longest = 0
+    for g in range(first, last):
+        longest = max(longest, offsets[g + 1] - offsets[g])
+    return longest
