@@ -30,7 +30,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from skstruct.decoders._admm import FactorGraph, admm_sparsemap
+from skstruct.decoders._admm import FlatFactorGraph, admm_sparsemap
 
 RESULTS = Path(__file__).parent / "results"
 STEM = "lp_sparsemap_solver"
@@ -41,7 +41,7 @@ def pairwise_graph(n_labels, n_copies=1):
     first, second = np.triu_indices(n_labels, k=1)
     pairs = np.stack([first, second], axis=1)
     blocks = [pairs + copy * n_labels for copy in range(n_copies)]
-    return FactorGraph(n_vars=n_labels * n_copies, pair_var=np.concatenate(blocks))
+    return FlatFactorGraph(n_vars=n_labels * n_copies, pair_var=np.concatenate(blocks))
 
 
 def random_scores(rng, n_vars, n_pair):

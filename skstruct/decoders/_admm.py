@@ -2,7 +2,7 @@
 
 The problem
 -----------
-A :class:`FactorGraph` has ``n_vars`` binary variables u and factors of three groups
+A :class:`FlatFactorGraph` has ``n_vars`` binary variables u and factors of three groups
 (linear-constraint factors, PAIR factors with one additional variable v_f each, OROut
 factors), every factor seeing some variables through its *entries*. Entry j of a factor
 is a copy q_j of variable i(j); deg_i is the number of entries on variable i. LP-SparseMAP
@@ -85,7 +85,7 @@ from sklearn.exceptions import ConvergenceWarning
 from . import _factor_linear_kernels as _lin
 from . import _factor_pair_kernels as _pair
 
-__all__ = ["FactorGraph", "ADMMResult", "admm_sparsemap", "admm_backward"]
+__all__ = ["FlatFactorGraph", "ADMMResult", "admm_sparsemap", "admm_backward"]
 
 RHO_MIN, RHO_MAX = 1e-3, 100.0
 ADAPT_EVERY = 10
@@ -103,7 +103,7 @@ def _index_array(name, values, n_vars, shape_tail=()):
 
 
 @dataclass(frozen=True)
-class FactorGraph:
+class FlatFactorGraph:
     """A factor graph over binary variables, flat by factor group.
 
     Parameters
@@ -315,7 +315,7 @@ def admm_sparsemap(graph, eta_u, eta_pair, *, max_iter=1000, tol=1e-6, rho=0.1,
 
     Parameters
     ----------
-    graph : FactorGraph
+    graph : FlatFactorGraph
     eta_u : array-like of shape (n_vars,)
         Unary scores.
     eta_pair : array-like of shape (n_pair,)
@@ -336,8 +336,8 @@ def admm_sparsemap(graph, eta_u, eta_pair, *, max_iter=1000, tol=1e-6, rho=0.1,
     -------
     ADMMResult
     """
-    if not isinstance(graph, FactorGraph):
-        raise TypeError("graph must be a FactorGraph.")
+    if not isinstance(graph, FlatFactorGraph):
+        raise TypeError("graph must be a FlatFactorGraph.")
     eta_u, eta_pair = _check_scores(graph, eta_u, eta_pair)
     max_iter = int(max_iter)
     if max_iter < 1:
@@ -428,7 +428,7 @@ def admm_backward(graph, result, grad_u, grad_pair, *, max_iter=1000, tol=1e-10,
 
     Parameters
     ----------
-    graph : FactorGraph
+    graph : FlatFactorGraph
     result : ADMMResult
         A converged LP-SparseMAP (not map_mode) result on ``graph``.
     grad_u : array-like of shape (n_vars,)

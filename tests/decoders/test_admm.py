@@ -13,7 +13,7 @@ from scipy.optimize import LinearConstraint, minimize, nnls
 
 from skstruct.decoders import _factor_linear_kernels as lin
 from skstruct.decoders import _factor_pair_kernels as pk
-from skstruct.decoders._admm import FactorGraph, admm_backward, admm_sparsemap
+from skstruct.decoders._admm import FlatFactorGraph, admm_backward, admm_sparsemap
 
 TIGHT = dict(tol=1e-12, max_iter=50000)
 
@@ -27,7 +27,7 @@ def build_graph(n_vars, linear=(), pairs=(), orouts=()):
     offsets = np.cumsum([0] + [len(f[0]) for f in linear])
     or_var = [i for f in orouts for i in f]
     or_offsets = np.cumsum([0] + [len(f) for f in orouts])
-    return FactorGraph(
+    return FlatFactorGraph(
         n_vars,
         lin_var=np.array(lin_var, dtype=np.int64), lin_offsets=offsets,
         lin_kind=np.array([f[1] for f in linear], dtype=np.int64),
