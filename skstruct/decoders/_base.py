@@ -416,6 +416,12 @@ class Decoder(BaseEstimator):
     ``"parts"``
         :meth:`parts` and :meth:`score_outputs`: the indicator vector a_y of given outputs
         and their scores θ_y = ⟨η, a_y⟩.
+    ``"sample_uniform"``
+        :meth:`sample_uniform`: independent draws from the uniform distribution over the
+        valid outputs of every example (the outputs of finite score).
+    ``"neighbours"``
+        :meth:`neighbours`: the valid outputs at Hamming distance 1 .. k from given
+        outputs (the positions of the encoded output whose value differs).
 
     Outputs are *encoded*: integer states ``0 .. n_states - 1``, stacked batch-first.
     Decoders are scikit-learn estimators only so that their hyper-parameters are reachable
@@ -718,6 +724,79 @@ class Decoder(BaseEstimator):
     def parts(self, scores, y):
         """Part indicators a_y of the outputs ``y`` (laid out like ``scores``)."""
         self._unsupported("parts")
+
+    def sample_uniform(self, scores, n_draws, random_state=None):
+        """Independent draws from the uniform distribution over the valid outputs.
+
+        The valid outputs Y(x) of an example are those of finite score: a part scored
+        -inf forbids the outputs that contain it; the values of the finite scores do not
+        matter. Every draw is y ~ Uniform(Y(x)), independently of the others.
+
+        Parameters
+        ----------
+        scores : score container
+        n_draws : int >= 1
+            Draws per example.
+        random_state : None, int, numpy.random.Generator or numpy.random.RandomState
+            Turned into a ``numpy.random.Generator`` by ``numpy.random.default_rng`` (a
+            RandomState gives it one seed; see
+            :func:`skstruct.decoders._sampling.check_random_state`). All random numbers
+            are drawn from it before the compiled kernels run, so the same seed gives
+            the same draws whatever the number of threads.
+
+        Returns
+        -------
+        paths : ndarray, int64
+            Laid out like the paths of :meth:`top_k`: the encoded outputs stacked as
+            :meth:`map` returns them, with a trailing axis of length ``n_draws`` (chains
+            and trees: (n_tokens, n_draws); multilabel: (n_samples, n_labels, n_draws)).
+
+        Raises
+        ------
+        NotImplementedError
+            When ``"sample_uniform"`` is not among the decoder's ``capabilities``.
+        InfeasibleOutputError
+            When an example has no valid output.
+        """
+        self._unsupported("sample_uniform")
+
+    def neighbours(self, scores, y, k=1):
+        """The valid outputs at Hamming distance 1 .. k from the outputs ``y``.
+
+        The Hamming distance counts the positions of the encoded output whose value
+        differs (tokens whose label differs, labels that differ, tokens whose head
+        differs). A neighbour must be valid (of finite score, and an output of the
+        decoder under its options); ``y`` itself need not be. The order is
+        deterministic: distance 1 first, then 2, ... k; within one distance, the sets of
+        changed positions in lexicographic order, then the new values in lexicographic
+        order (:mod:`skstruct.decoders._sampling`).
+
+        Parameters
+        ----------
+        scores : score container
+        y : ndarray
+            Encoded outputs, stacked like the outputs of :meth:`map`; checked like the
+            ``y_true`` of :meth:`loss_augmented_map`.
+        k : int >= 1, default=1
+
+        Returns
+        -------
+        paths : ndarray, int64
+            Laid out like the paths of :meth:`top_k`, with a trailing axis of length
+            ``max(counts)``: column r of example i is its r-th neighbour for
+            r < counts[i], -1 beyond.
+        counts : ndarray of shape (n_examples,), int64
+            The number of neighbours of every example.
+
+        Raises
+        ------
+        NotImplementedError
+            When ``"neighbours"`` is not among the decoder's ``capabilities``.
+        ValueError
+            When ``y`` does not fit the scores, or when a neighbourhood would be too
+            large to enumerate (see :data:`skstruct.decoders._sampling.MAX_NEIGHBOUR_CANDIDATES`).
+        """
+        self._unsupported("neighbours")
 
     def score_outputs(self, scores, y):
         """Scores θ_y = ⟨η, a_y⟩ of the outputs ``y``, one per example."""

@@ -27,6 +27,12 @@ from ._constrained import (
     map_with_label_count,
     map_with_min_distance,
 )
+from ._sampling import (
+    check_n_draws,
+    check_neighbour_entries,
+    check_neighbourhood_size,
+    check_random_state,
+)
 from ._unary import _products
 
 __all__ = ["ChainScores", "ChainParts", "ChainDecoder"]
@@ -339,7 +345,8 @@ class ChainDecoder(Decoder):
     """
 
     output_kind = "sequence"
-    capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts"})
+    capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts",
+                              "sample_uniform", "neighbours"})
     score_types = ChainScores
     exact_cost_augmentation = True
     _example_name = "sequence"
@@ -495,6 +502,109 @@ class ChainDecoder(Decoder):
             slack rescaling when ``y_true`` scores -inf.
         """
         return super().loss_augmented_map(scores, y_true, task_loss, rescaling)
+
+    def sample_uniform(self, scores, n_draws, random_state=None):
+        """Independent uniform draws from the labelings of finite score of every chain.
+
+        Forward filtering with 0/1 indicators of the finite parts counts the valid
+        prefixes ending in every state (normalized at every position); backward sampling
+        then draws the last state, and every earlier state given the next one, with
+        probabilities proportional to those counts (see
+        :func:`~skstruct.decoders._chain_kernels.sample_uniform_one`). The values of the
+        finite scores do not matter. O(L S²) per sequence, then O(L S) per draw.
+
+        Parameters
+        ----------
+        scores : ChainScores
+        n_draws : int >= 1
+        random_state : None, int, numpy.random.Generator or numpy.random.RandomState
+            Turned into a Generator by ``numpy.random.default_rng``; it draws one uniform
+            per token and draw before the compiled kernel runs, so the draws do not
+            depend on the number of threads.
+
+        Returns
+        -------
+        paths : ndarray of shape (n_tokens, n_draws), int64
+            Column d stacks the d-th draw of every sequence.
+
+        Raises
+        ------
+        InfeasibleOutputError
+            When a sequence has no labeling with a finite score.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skstruct.decoders import ChainDecoder, ChainScores
+        >>> scores = ChainScores(np.zeros((2, 2)), [0, 2], transition=[[0, -np.inf], [0, 0]],
+        ...                      start=np.zeros(2), end=np.zeros(2))
+        >>> paths = ChainDecoder().sample_uniform(scores, 1000, random_state=0)
+        >>> paths.shape, np.unique(paths.T, axis=0).tolist()  # never 0 then 1
+        ((2, 1000), [[0, 0], [1, 0], [1, 1]])
+        """
+        self._check_scores(scores)
+        n_draws = check_n_draws(n_draws)
+        rng = check_random_state(random_state)
+        uniforms = rng.random((scores.unary.shape[0], n_draws))
+        with threads_for(scores.unary.size * (scores.n_states + n_draws)), \
+                dynamic_schedule():
+            paths, feasible = kernels.sample_uniform(*scores._kernel_args(), uniforms)
+        check_feasible(np.where(feasible, 0.0, -np.inf), "sequence")
+        return paths
+
+    def neighbours(self, scores, y, k=1):
+        """The labelings of finite score at Hamming distance 1 .. k from ``y``.
+
+        A neighbour relabels between 1 and k tokens (L (S − 1) candidates for k = 1,
+        Σ_{j ≤ k} C(L, j) (S − 1)^j in all) and is kept when its score is finite. Order:
+        distance 1 first; within one distance the sets of relabeled tokens in
+        lexicographic order, then their new labels in lexicographic order (each token's
+        labels other than its own, increasing). O(k) per candidate.
+
+        Parameters
+        ----------
+        scores : ChainScores
+        y : ndarray of shape (n_tokens,), int
+            Encoded label sequences, stacked (checked like ``y_true``).
+        k : int >= 1, default=1
+
+        Returns
+        -------
+        paths : ndarray of shape (n_tokens, max(counts)), int64
+            Column r stacks the r-th neighbour of every sequence; -1 past its count.
+        counts : ndarray of shape (n_sequences,), int64
+
+        Raises
+        ------
+        ValueError
+            When ``y`` does not fit the scores, or a sequence has more than
+            :data:`~skstruct.decoders._sampling.MAX_NEIGHBOUR_CANDIDATES` candidates.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skstruct.decoders import ChainDecoder, ChainScores
+        >>> scores = ChainScores(np.zeros((2, 2)), [0, 2], transition=[[0, -np.inf], [0, 0]],
+        ...                      start=np.zeros(2), end=np.zeros(2))
+        >>> paths, counts = ChainDecoder().neighbours(scores, np.array([1, 1]), k=2)
+        >>> paths.T, counts  # (0, 1) has the forbidden transition
+        (array([[1, 0],
+               [0, 0]]), array([2]))
+        """
+        self._check_scores(scores)
+        k = check_k(k)
+        y = self._check_y_true(scores, y)
+        check_neighbourhood_size(scores.lengths, np.full(scores.n_sequences,
+                                                         scores.n_states), k, "sequence")
+        counts = np.zeros(scores.n_sequences, dtype=np.int64)
+        args = scores._kernel_args() + (y, k)
+        with threads_for(scores.unary.size * scores.n_states * k), dynamic_schedule():
+            kernels.neighbours(*args, np.empty((0, 0), dtype=np.int64), counts, False)
+            check_neighbour_entries(y.shape[0], counts)
+            width = int(counts.max()) if counts.size else 0
+            paths = np.full((y.shape[0], width), -1, dtype=np.int64)
+            kernels.neighbours(*args, paths, counts, True)
+        return paths, counts
 
     def _counting_form(self, scores, task_loss, rescaling):
         """A count-statistic loss, or under slack rescaling the mismatch-count form of

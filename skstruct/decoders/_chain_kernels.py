@@ -24,6 +24,7 @@ from numba import njit, prange, types
 from numba.extending import intrinsic
 
 from ..utils._parallel import MAX_CHUNKS, TOKENS_PER_CHUNK, token_chunks
+from ._sampling import alternative_value, first_change, next_change
 
 #: Largest spread (max - min) of transition or end scores for which the scaled kernel is
 #: used. Intermediate quantities of the scaled recursions are bounded by exp(2 * spread),
@@ -826,3 +827,244 @@ def top_k_viterbi(unary, offsets, trans, start, end, k):
                 scores[seq, r] = -np.inf
             top_k_one(unary[a:b], trans, start, end, k, paths[a:b], scores[seq])
     return paths, scores
+
+
+# Uniform sampling over the labelings of finite score, and Hamming-k neighbourhoods.
+
+
+@njit(inline="always")
+def _pick(weights, n, total, u):
+    """The index drawn with probability weights[i] / total (inverse CDF at u in [0, 1));
+    rounding never picks an index of weight 0."""
+    target = u * total
+    acc = 0.0
+    last = -1
+    for i in range(n):
+        w = weights[i]
+        if w > 0.0:
+            acc += w
+            last = i
+            if acc > target:
+                return i
+    return last
+
+
+@njit(**_NJIT)
+def sample_uniform_one(unary, allowed, start, end, uniforms, alpha, weights, paths):
+    """Uniform labelings of one chain: count forward, sample backward.
+
+    With 0/1 indicators of the finite parts, α_t[s] is the number of valid prefixes that
+    end in state s at position t (normalized to sum 1 at every position, so that no
+    count overflows): α_0[s] = [start_s][unary_0s], α_t[s] = [unary_ts] Σ_i α_{t-1}[i]
+    [trans_is]. A uniform labeling draws its last state with probability ∝ α_{L-1}[s]
+    [end_s], then every earlier state given the next one s' with probability ∝ α_t[s]
+    [trans_ss'].
+
+    Parameters
+    ----------
+    unary : ndarray of shape (length, n_states)
+    allowed : ndarray of shape (n_states, n_states), float64
+        1.0 for a finite transition score, 0.0 for -inf.
+    start, end : ndarray of shape (n_states,)
+    uniforms : ndarray of shape (length, n_draws)
+        Uniforms in [0, 1): ``uniforms[t, d]`` draws the state of token t of draw d.
+    alpha : ndarray of shape (>= length, n_states)
+        Scratch.
+    weights : ndarray of shape (n_states,)
+        Scratch.
+    paths : ndarray of shape (length, n_draws), int64
+        Output.
+
+    Returns
+    -------
+    bool
+        False when the chain has no labeling of finite score (paths left as they are).
+    """
+    length, n_states = unary.shape
+    n_draws = uniforms.shape[1]
+    total = 0.0
+    for s in range(n_states):
+        v = 1.0 if start[s] > -np.inf and unary[0, s] > -np.inf else 0.0
+        alpha[0, s] = v
+        total += v
+    if total == 0.0:
+        return False
+    for s in range(n_states):
+        alpha[0, s] /= total
+    for t in range(1, length):
+        for s in range(n_states):
+            alpha[t, s] = 0.0
+        for i in range(n_states):
+            a = alpha[t - 1, i]
+            if a > 0.0:
+                for s in range(n_states):
+                    alpha[t, s] += a * allowed[i, s]
+        total = 0.0
+        for s in range(n_states):
+            if unary[t, s] == -np.inf:
+                alpha[t, s] = 0.0
+            total += alpha[t, s]
+        if total == 0.0:
+            return False
+        for s in range(n_states):
+            alpha[t, s] /= total
+    total = 0.0
+    for s in range(n_states):
+        weights[s] = alpha[length - 1, s] if end[s] > -np.inf else 0.0
+        total += weights[s]
+    if total == 0.0:
+        return False
+    last_total = total
+    for d in range(n_draws):
+        for s in range(n_states):
+            weights[s] = alpha[length - 1, s] if end[s] > -np.inf else 0.0
+        state = _pick(weights, n_states, last_total, uniforms[length - 1, d])
+        paths[length - 1, d] = state
+        for t in range(length - 2, -1, -1):
+            total = 0.0
+            for s in range(n_states):
+                weights[s] = alpha[t, s] * allowed[s, state]
+                total += weights[s]
+            state = _pick(weights, n_states, total, uniforms[t, d])
+            paths[t, d] = state
+    return True
+
+
+@njit(parallel=True, **_NJIT)
+def sample_uniform(unary, offsets, trans, start, end, uniforms):
+    """Uniform labelings of finite score of every chain (:func:`sample_uniform_one`).
+
+    Chunks of sequences per parallel iteration. The uniforms are given, so the draws do
+    not depend on the number of threads.
+
+    Parameters
+    ----------
+    uniforms : ndarray of shape (n_tokens, n_draws)
+
+    Returns
+    -------
+    paths : ndarray of shape (n_tokens, n_draws), int64
+        -1 for the chains without a labeling of finite score.
+    feasible : ndarray of shape (n_sequences,), bool
+    """
+    n_tokens, n_states = unary.shape
+    n_seq = offsets.shape[0] - 1
+    n_draws = uniforms.shape[1]
+    allowed = np.empty((n_states, n_states))
+    for i in range(n_states):
+        for j in range(n_states):
+            allowed[i, j] = 1.0 if trans[i, j] > -np.inf else 0.0
+    paths = np.empty((n_tokens, n_draws), dtype=np.int64)
+    feasible = np.empty(n_seq, dtype=np.bool_)
+    bounds = token_chunks(offsets, chunk_count_of(offsets))
+    for chunk in prange(bounds.shape[0] - 1):
+        longest = 1
+        for seq in range(bounds[chunk], bounds[chunk + 1]):
+            longest = max(longest, offsets[seq + 1] - offsets[seq])
+        alpha = np.empty((longest, n_states))
+        weights = np.empty(n_states)
+        for seq in range(bounds[chunk], bounds[chunk + 1]):
+            a, b = offsets[seq], offsets[seq + 1]
+            ok = sample_uniform_one(unary[a:b], allowed, start, end, uniforms[a:b], alpha,
+                                    weights, paths[a:b])
+            feasible[seq] = ok
+            if not ok:
+                for t in range(a, b):
+                    for d in range(n_draws):
+                        paths[t, d] = -1
+    return paths, feasible
+
+
+@njit(inline="always")
+def _label_at(t, y, j, positions, values):
+    for i in range(j):
+        if positions[i] == t:
+            return values[i]
+    return y[t]
+
+
+@njit(inline="always")
+def _forbidden_near(unary, trans, start, end, y, j, positions, values):
+    """How many parts scored -inf touch the changed ``positions`` in the labeling y with
+    ``values`` at them (each part counted once)."""
+    length = y.shape[0]
+    bad = 0
+    for i in range(j):
+        p = positions[i]
+        v = _label_at(p, y, j, positions, values)
+        if unary[p, v] == -np.inf:
+            bad += 1
+        if p == 0:
+            if start[v] == -np.inf:
+                bad += 1
+        elif i == 0 or positions[i - 1] != p - 1:
+            # the transition into p, unless it was counted as the one out of p − 1
+            if trans[_label_at(p - 1, y, j, positions, values), v] == -np.inf:
+                bad += 1
+        if p == length - 1:
+            if end[v] == -np.inf:
+                bad += 1
+        elif trans[v, _label_at(p + 1, y, j, positions, values)] == -np.inf:
+            bad += 1
+    return bad
+
+
+@njit(**_NJIT)
+def neighbours_one(unary, trans, start, end, y, k, paths, write):
+    """The labelings of finite score at Hamming distance 1 .. k from ``y``, in the order
+    of :mod:`skstruct.decoders._sampling`; written to ``paths`` (length, >= count) when
+    ``write``. Returns their number.
+
+    A candidate changes positions P to new values; it is valid when y has no forbidden
+    part away from P and the candidate none touching P: O(k) per candidate after an
+    O(length) count of y's forbidden parts.
+    """
+    length, n_states = unary.shape
+    positions = np.empty(k, dtype=np.int64)
+    alternatives = np.empty(k, dtype=np.int64)
+    values = np.empty(k, dtype=np.int64)
+    old = np.empty(k, dtype=np.int64)
+    bad_y = 0
+    for t in range(length):
+        if unary[t, y[t]] == -np.inf:
+            bad_y += 1
+        if t > 0 and trans[y[t - 1], y[t]] == -np.inf:
+            bad_y += 1
+    if start[y[0]] == -np.inf:
+        bad_y += 1
+    if end[y[length - 1]] == -np.inf:
+        bad_y += 1
+    count = 0
+    if n_states < 2:
+        return 0
+    for j in range(1, min(k, length) + 1):
+        first_change(j, positions, alternatives)
+        more = True
+        while more:
+            for i in range(j):
+                old[i] = y[positions[i]]
+                values[i] = alternative_value(alternatives[i], old[i])
+            before = _forbidden_near(unary, trans, start, end, y, j, positions, old)
+            after = _forbidden_near(unary, trans, start, end, y, j, positions, values)
+            if bad_y - before + after == 0:
+                if write:
+                    for t in range(length):
+                        paths[t, count] = y[t]
+                    for i in range(j):
+                        paths[positions[i], count] = values[i]
+                count += 1
+            more = next_change(j, positions, alternatives, length, n_states - 1)
+    return count
+
+
+@njit(parallel=True, **_NJIT)
+def neighbours(unary, offsets, trans, start, end, y, k, paths, counts, write):
+    """:func:`neighbours_one` for every chain: counts them (``write`` False) or writes
+    them into ``paths`` (n_tokens, max count), filled with -1 beforehand, and their
+    number into ``counts``. Chunks of sequences per parallel iteration."""
+    bounds = token_chunks(offsets, chunk_count_of(offsets))
+    for chunk in prange(bounds.shape[0] - 1):
+        for seq in range(bounds[chunk], bounds[chunk + 1]):
+            a, b = offsets[seq], offsets[seq + 1]
+            counts[seq] = neighbours_one(unary[a:b], trans, start, end, y[a:b], k,
+                                         paths[a:b], write)

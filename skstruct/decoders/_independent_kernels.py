@@ -18,6 +18,8 @@ the (N* + 1) (L − N* + 1) values of (TP, FP), N* the number of gold positives.
 import numpy as np
 from numba import njit, prange
 
+from ._sampling import first_change, next_change
+
 _NJIT = dict(cache=True, nogil=True)
 
 #: How :func:`count_loss_augmented_map` combines the score F of a (TP, FP) cell with the
@@ -416,3 +418,51 @@ def _block_sum(a, lo, n):
         res += a[lo + i]
         i += 1
     return res
+
+
+@njit(**_NJIT)
+def neighbours_one(unary, y, k, paths, write):
+    """The 0/1 vectors of finite score at Hamming distance 1 .. k from ``y`` (one
+    example), in the order of :mod:`skstruct.decoders._sampling` (sets of flipped labels
+    in lexicographic order, by size); written to ``paths`` (n_labels, >= count) when
+    ``write``. Returns their number.
+
+    A vector is valid when no label scored -inf is on: a candidate that flips the labels
+    P is valid when y turns on no forbidden label outside P and the candidate none in P.
+    """
+    n_labels = unary.shape[0]
+    positions = np.empty(k, dtype=np.int64)
+    alternatives = np.empty(k, dtype=np.int64)
+    bad_y = 0
+    for j in range(n_labels):
+        if y[j] == 1 and unary[j] == -np.inf:
+            bad_y += 1
+    count = 0
+    for j in range(1, min(k, n_labels) + 1):
+        first_change(j, positions, alternatives)
+        more = True
+        while more:
+            bad = bad_y
+            for i in range(j):
+                p = positions[i]
+                if unary[p] == -np.inf:
+                    bad += -1 if y[p] == 1 else 1
+            if bad == 0:
+                if write:
+                    for t in range(n_labels):
+                        paths[t, count] = y[t]
+                    for i in range(j):
+                        paths[positions[i], count] = 1 - y[positions[i]]
+                count += 1
+            more = next_change(j, positions, alternatives, n_labels, 1)
+    return count
+
+
+@njit(parallel=True, **_NJIT)
+def neighbours(unary, y, k, paths, counts, write, bounds):
+    """:func:`neighbours_one` for every example: counts them (``write`` False) or writes
+    them into ``paths`` (n_samples, n_labels, max count), filled with -1 beforehand.
+    Chunks of examples ``bounds[c]:bounds[c + 1]`` per parallel iteration."""
+    for chunk in prange(bounds.shape[0] - 1):
+        for i in range(bounds[chunk], bounds[chunk + 1]):
+            counts[i] = neighbours_one(unary[i], y[i], k, paths[i], write)

@@ -15,6 +15,12 @@ from ._base import (
     keeps_operations,
     no_exact_loss_augmented_map,
 )
+from ._sampling import (
+    check_n_draws,
+    check_neighbour_entries,
+    check_neighbourhood_size,
+    check_random_state,
+)
 from ._unary import UnaryParts, UnaryScores, _products
 from ._constrained import StatisticTable, _check_monotone
 
@@ -207,7 +213,8 @@ class MultilabelDecoder(Decoder):
     """
 
     output_kind = "multilabel"
-    capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts"})
+    capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts",
+                              "sample_uniform", "neighbours"})
     score_types = MultilabelScores
 
     def map(self, scores, *, return_score=False):
@@ -270,6 +277,90 @@ class MultilabelDecoder(Decoder):
         bounds = even_chunks(scores.n_examples, work)
         with threads_for(work), dynamic_schedule():
             return kernels.top_k_binary(scores.unary, k, bounds)
+
+    def sample_uniform(self, scores, n_draws, random_state=None):
+        """Independent uniform draws from the 0/1 vectors of finite score.
+
+        Every label is an independent fair coin, except the labels scored -inf, which
+        are always off (the all-off vector is always valid, so no example is
+        infeasible).
+
+        Parameters
+        ----------
+        scores : MultilabelScores
+        n_draws : int >= 1
+        random_state : None, int, numpy.random.Generator or numpy.random.RandomState
+            Turned into a Generator by ``numpy.random.default_rng``.
+
+        Returns
+        -------
+        paths : ndarray of shape (n_samples, n_labels, n_draws), int64
+            ``paths[:, :, d]`` holds the d-th draw of every example.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skstruct.decoders import MultilabelDecoder, MultilabelScores
+        >>> scores = MultilabelScores(np.array([[1., -np.inf, 0.5]]))
+        >>> paths = MultilabelDecoder().sample_uniform(scores, 1000, random_state=0)
+        >>> paths.shape, paths[0, 1].max(), paths[0, [0, 2]].mean().round(1)
+        ((1, 3, 1000), np.int64(0), np.float64(0.5))
+        """
+        self._check_scores(scores)
+        n_draws = check_n_draws(n_draws)
+        rng = check_random_state(random_state)
+        coins = rng.integers(0, 2, size=scores.unary.shape + (n_draws,), dtype=np.int64)
+        coins[scores.unary == -np.inf] = 0
+        return coins
+
+    def neighbours(self, scores, y, k=1):
+        """The 0/1 vectors of finite score at Hamming distance 1 .. k from ``y``.
+
+        A neighbour flips between 1 and k labels (Σ_{j ≤ k} C(L, j) candidates) and is
+        kept unless it turns on a label scored -inf. Order: one flip first; within one
+        number of flips, the sets of flipped labels in lexicographic order. O(k) per
+        candidate.
+
+        Parameters
+        ----------
+        scores : MultilabelScores
+        y : ndarray of shape (n_samples, n_labels)
+            0/1 indicators (checked like ``y_true``).
+        k : int >= 1, default=1
+
+        Returns
+        -------
+        paths : ndarray of shape (n_samples, n_labels, max(counts)), int64
+            ``paths[:, :, r]`` holds the r-th neighbour of every example; -1 past its
+            count.
+        counts : ndarray of shape (n_samples,), int64
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skstruct.decoders import MultilabelDecoder, MultilabelScores
+        >>> scores = MultilabelScores(np.array([[1., -np.inf, 0.5]]))
+        >>> paths, counts = MultilabelDecoder().neighbours(scores, np.array([[1, 0, 0]]))
+        >>> paths[0].T, counts
+        (array([[0, 0, 0],
+               [1, 0, 1]]), array([2]))
+        """
+        self._check_scores(scores)
+        k = check_k(k)
+        y = self._check_y_true(scores, y)
+        n_samples, n_labels = scores.unary.shape
+        check_neighbourhood_size(np.full(n_samples, n_labels), np.full(n_samples, 2), k)
+        counts = np.zeros(n_samples, dtype=np.int64)
+        work = scores.unary.size * k
+        bounds = even_chunks(n_samples, work)
+        with threads_for(work), dynamic_schedule():
+            kernels.neighbours(scores.unary, y, k, np.empty((0, 0, 0), dtype=np.int64),
+                               counts, False, bounds)
+            check_neighbour_entries(y.size, counts)
+            width = int(counts.max()) if counts.size else 0
+            paths = np.full((n_samples, n_labels, width), -1, dtype=np.int64)
+            kernels.neighbours(scores.unary, y, k, paths, counts, True, bounds)
+        return paths, counts
 
     def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
         """argmax_y H(θ_y, Δ(y_true, y)) for every example, exactly.

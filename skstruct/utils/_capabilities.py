@@ -14,7 +14,9 @@ def check_capability(decoder, capability, needed_by):
     ----------
     decoder : Decoder
     capability : str
-        One of the names listed in :class:`~skstruct.decoders.Decoder`.
+        One of the names listed in :class:`~skstruct.decoders.Decoder`: ``"map"``,
+        ``"marginals"``, ``"top_k"``, ``"loss_augmented_map"``, ``"parts"``,
+        ``"sample_uniform"`` or ``"neighbours"``.
     needed_by : str
         What needs it (a training loss, an estimator method), for the message.
     """
