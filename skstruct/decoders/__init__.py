@@ -24,6 +24,7 @@ from ._constrained import TableMemoryError
 from ._multiclass import MulticlassDecoder, MulticlassParts, MulticlassScores
 from ._matching import MatchingDecoder, MatchingParts, MatchingScores, matching_parts
 from ._multilabel import MultilabelDecoder, MultilabelParts, MultilabelScores
+from ._subset import SubsetDecoder
 from ._sparsemap import (
     SparseMAPResult,
     active_set_sparsemap,
@@ -51,6 +52,7 @@ __all__ = [
     "MultilabelParts",
     "MultilabelScores",
     "SparseMAPResult",
+    "SubsetDecoder",
     "TreeDecoder",
     "TreeParts",
     "TreeScores",
