@@ -1,0 +1,288 @@
+"""Compiled enumeration of directed acyclic graphs with bounded in-degree, and the
+decoder operations over it.
+
+A DAG on n nodes is held as its parent masks: entry c is the bit set of the parents of
+node c (n <= 6, so a mask fits a uint8). :func:`enumerate_dags` builds every DAG on
+nodes 0 .. m from every DAG on nodes 0 .. m − 1 by adding node m with a parent set P
+and a child set C among the old nodes; the result is acyclic iff no node of C reaches a
+node of P, and a DAG arises from exactly one smaller one (remove node m). The DAGs are
+then sorted lexicographically by their row-major adjacency matrix a[p, c] = 1 for the
+arc p -> c (the empty graph first).
+
+Every operation on a group of examples with the same number of nodes scores all DAGs of
+an example, θ_d = Σ_c S_c[parents_d(c)] with S_c[M] = Σ_{p ∈ M} A[p, c] tabulated over
+the 2^n masks M: O(2^n n² + N n) time per example for N DAGs, one example per parallel
+iteration.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+_NJIT = dict(cache=True, nogil=True)
+
+
+@njit(inline="always")
+def _popcount(mask):
+    x = np.int64(mask)
+    count = 0
+    while x:
+        x &= x - 1
+        count += 1
+    return count
+
+
+@njit(**_NJIT)
+def _extend(parents, m, max_parents, out, fill):
+    """The DAGs on m + 1 nodes from those on m nodes (``parents``, shape (N, m)):
+    their number, and when ``fill`` their parent masks written to ``out``."""
+    total = 0
+    desc = np.zeros(m, dtype=np.int64)
+    for d in range(parents.shape[0]):
+        # desc[c]: c and every node it reaches
+        for c in range(m):
+            desc[c] = 1 << c
+        for _ in range(m):
+            for c in range(m):
+                for e in range(m):
+                    if (parents[d, e] >> c) & 1:
+                        desc[c] |= desc[e]
+        for P in range(1 << m):
+            if _popcount(P) > max_parents:
+                continue
+            allowed = 0
+            for c in range(m):
+                if _popcount(parents[d, c]) < max_parents and (desc[c] & P) == 0:
+                    allowed |= 1 << c
+            C = allowed  # every subset of the allowed children
+            while True:
+                if fill:
+                    for c in range(m):
+                        out[total, c] = parents[d, c] | (((C >> c) & 1) << m)
+                    out[total, m] = P
+                total += 1
+                if C == 0:
+                    break
+                C = (C - 1) & allowed
+    return total
+
+
+@njit(**_NJIT)
+def _adjacency_keys(masks, n):
+    """The row-major adjacency matrix of every DAG read as a binary number, entry
+    (0, 0) the most significant bit."""
+    keys = np.zeros(masks.shape[0], dtype=np.int64)
+    top = n * n - 1
+    for d in range(masks.shape[0]):
+        key = 0
+        for c in range(n):
+            for p in range(n):
+                if (masks[d, c] >> p) & 1:
+                    key |= np.int64(1) << (top - (p * n + c))
+        keys[d] = key
+    return keys
+
+
+def enumerate_dags(n, max_parents):
+    """Parent masks (N, n), uint8, of every DAG on ``n`` nodes with at most
+    ``max_parents`` parents per node, sorted by adjacency matrix (see the module)."""
+    masks = np.zeros((1, 1), dtype=np.uint8)
+    for m in range(1, n):
+        count = _extend(masks, m, max_parents, np.zeros((0, m + 1), dtype=np.uint8), False)
+        grown = np.zeros((count, m + 1), dtype=np.uint8)
+        _extend(masks, m, max_parents, grown, True)
+        masks = grown
+    return masks[np.argsort(_adjacency_keys(masks, n), kind="stable")]
+
+
+@njit(**_NJIT)
+def _theta(masks, block, n, theta):
+    """Scores of every DAG of one example with arc scores ``block`` (n * n,), row-major
+    [parent, child]; -inf for a DAG with an arc scored -inf."""
+    S = np.zeros((n, 1 << n))
+    for c in range(n):
+        for M in range(1, 1 << n):
+            low = M & -M
+            p = 0
+            while (low >> p) != 1:
+                p += 1
+            if (M >> c) & 1:
+                S[c, M] = 0.0  # never used: a node is not its own parent
+            else:
+                S[c, M] = S[c, M ^ low] + block[p * n + c]
+    for d in range(masks.shape[0]):
+        total = 0.0
+        for c in range(n):
+            total += S[c, masks[d, c]]
+        theta[d] = total
+
+
+@njit(parallel=True, **_NJIT)
+def best(masks, blocks, n):
+    """Index (first of the ties) and score of the best DAG of every example."""
+    g = blocks.shape[0]
+    index = np.zeros(g, dtype=np.int64)
+    score = np.empty(g)
+    for i in prange(g):
+        theta = np.empty(masks.shape[0])
+        _theta(masks, blocks[i], n, theta)
+        j = np.argmax(theta)
+        index[i] = j
+        score[i] = theta[j]
+    return index, score
+
+
+@njit(inline="always")
+def _worse(hs, hi, a, b):
+    """Whether heap entry a ranks below entry b (lower score, or the later DAG)."""
+    return hs[a] < hs[b] or (hs[a] == hs[b] and hi[a] > hi[b])
+
+
+@njit(**_NJIT)
+def _sift_down(hs, hi, size, pos):
+    while True:
+        child = 2 * pos + 1
+        if child >= size:
+            return
+        if child + 1 < size and _worse(hs, hi, child + 1, child):
+            child += 1
+        if not _worse(hs, hi, child, pos):
+            return
+        hs[pos], hs[child] = hs[child], hs[pos]
+        hi[pos], hi[child] = hi[child], hi[pos]
+        pos = child
+
+
+@njit(parallel=True, **_NJIT)
+def top_k(masks, blocks, n, K):
+    """The indices (-1 beyond the DAGs of finite score) and scores (-inf beyond) of the
+    ``K`` best DAGs of every example, best first, ties in enumeration order; a heap of
+    the K best so far, O(N log K)."""
+    g = blocks.shape[0]
+    index = np.full((g, K), -1, dtype=np.int64)
+    score = np.full((g, K), -np.inf)
+    for i in prange(g):
+        theta = np.empty(masks.shape[0])
+        _theta(masks, blocks[i], n, theta)
+        hs = np.empty(K)
+        hi = np.empty(K, dtype=np.int64)
+        size = 0
+        for d in range(masks.shape[0]):
+            t = theta[d]
+            if t == -np.inf:
+                continue
+            if size < K:
+                hs[size] = t
+                hi[size] = d
+                pos = size
+                size += 1
+                while pos > 0:
+                    parent = (pos - 1) // 2
+                    if not _worse(hs, hi, pos, parent):
+                        break
+                    hs[pos], hs[parent] = hs[parent], hs[pos]
+                    hi[pos], hi[parent] = hi[parent], hi[pos]
+                    pos = parent
+            elif t > hs[0]:
+                hs[0] = t
+                hi[0] = d
+                _sift_down(hs, hi, size, 0)
+        for r in range(size - 1, -1, -1):  # pop the worst into the last free rank
+            score[i, r] = hs[0]
+            index[i, r] = hi[0]
+            last = r
+            hs[0] = hs[last]
+            hi[0] = hi[last]
+            _sift_down(hs, hi, last, 0)
+    return index, score
+
+
+@njit(parallel=True, **_NJIT)
+def log_partition(masks, blocks, n, with_marginals):
+    """log Σ_d exp θ_d of every example and, when asked, the arc marginals (g, n * n)."""
+    g = blocks.shape[0]
+    log_z = np.empty(g)
+    marginals = np.zeros((g, n * n) if with_marginals else (0, 0))
+    for i in prange(g):
+        theta = np.empty(masks.shape[0])
+        _theta(masks, blocks[i], n, theta)
+        top = np.max(theta)
+        total = 0.0
+        for d in range(masks.shape[0]):
+            total += np.exp(theta[d] - top)
+        lz = top + np.log(total)
+        log_z[i] = lz
+        if not with_marginals:
+            continue
+        for d in range(masks.shape[0]):
+            w = np.exp(theta[d] - lz)
+            if w == 0.0:
+                continue
+            for c in range(n):
+                for p in range(n):
+                    if (masks[d, c] >> p) & 1:
+                        marginals[i, p * n + c] += w
+    return log_z, marginals
+
+
+@njit(parallel=True, **_NJIT)
+def sample(masks, blocks, n, uniforms):
+    """DAG indices (g, n_draws) drawn uniformly among the DAGs of finite score: the
+    ⌊u M⌋-th of the M valid DAGs for every uniform u."""
+    g, n_draws = uniforms.shape
+    index = np.empty((g, n_draws), dtype=np.int64)
+    for i in prange(g):
+        theta = np.empty(masks.shape[0])
+        _theta(masks, blocks[i], n, theta)
+        valid = np.empty(masks.shape[0], dtype=np.int64)
+        count = 0
+        for d in range(masks.shape[0]):
+            if theta[d] > -np.inf:
+                valid[count] = d
+                count += 1
+        for r in range(n_draws):
+            index[i, r] = valid[min(int(uniforms[i, r] * count), count - 1)]
+    return index
+
+
+@njit(parallel=True, **_NJIT)
+def neighbours(masks, blocks, n, y_masks, k, index, write):
+    """The DAGs of finite score at Hamming distance 1 .. k from ``y_masks[i]``.
+
+    Counts them (returned, shape (g,)) and, when ``write``, writes their indices to
+    ``index`` (g, >= count) ordered by distance, then by the set of changed adjacency
+    entries in lexicographic order (for sets of one size: the changes read as a binary
+    number, entry (0, 0) the most significant bit, in decreasing order).
+    """
+    g = blocks.shape[0]
+    counts = np.zeros(g, dtype=np.int64)
+    top = n * n - 1
+    for i in prange(g):
+        theta = np.empty(masks.shape[0])
+        _theta(masks, blocks[i], n, theta)
+        found = np.empty(masks.shape[0], dtype=np.int64)
+        keys = np.empty(masks.shape[0], dtype=np.int64)
+        count = 0
+        for d in range(masks.shape[0]):
+            if theta[d] == -np.inf:
+                continue
+            distance = 0
+            for c in range(n):
+                distance += _popcount(masks[d, c] ^ y_masks[i, c])
+            if distance < 1 or distance > k:
+                continue
+            if write:
+                changed = 0
+                for c in range(n):
+                    x = np.int64(masks[d, c]) ^ np.int64(y_masks[i, c])
+                    for p in range(n):
+                        if (x >> p) & 1:
+                            changed |= np.int64(1) << (top - (p * n + c))
+                found[count] = d
+                keys[count] = (np.int64(distance) << 40) - changed
+            count += 1
+        counts[i] = count
+        if write:
+            order = np.argsort(keys[:count], kind="mergesort")
+            for r in range(count):
+                index[i, r] = found[order[r]]
+    return counts
