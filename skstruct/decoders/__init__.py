@@ -21,6 +21,7 @@ from ._base import Decoder, InfeasibleOutputError, check_capability
 from ._brute_force import BruteForceDecoder
 from ._chain import ChainDecoder, ChainParts, ChainScores, chain_parts
 from ._constrained import TableMemoryError
+from ._dag import DAGDecoder, DAGParts, DAGScores
 from ._multiclass import MulticlassDecoder, MulticlassParts, MulticlassScores
 from ._matching import MatchingDecoder, MatchingParts, MatchingScores, matching_parts
 from ._multilabel import MultilabelDecoder, MultilabelParts, MultilabelScores
@@ -39,6 +40,9 @@ __all__ = [
     "ChainDecoder",
     "ChainParts",
     "ChainScores",
+    "DAGDecoder",
+    "DAGParts",
+    "DAGScores",
     "Decoder",
     "InfeasibleOutputError",
     "TableMemoryError",
