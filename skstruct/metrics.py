@@ -1,11 +1,16 @@
-"""Evaluation metrics for sequence labelling.
+"""Evaluation metrics for sequence labelling and multilabel classification.
 
-Labels are given as lists of sequences: ``y_true`` and ``y_pred`` hold one
-1-D array-like of tags per sequence (e.g. ``[["B-NP", "I-NP"], ["O"]]``),
-which is also what sequence estimators' ``predict`` returns.
+Sequence labels are given as lists of sequences: ``y_true`` and ``y_pred``
+hold one 1-D array-like of tags per sequence (e.g.
+``[["B-NP", "I-NP"], ["O"]]``), which is also what sequence estimators'
+``predict`` returns. Chunk (span) metrics reproduce the CoNLL-2000
+evaluation script ``conlleval``; see :func:`extract_spans` for how tags
+delimit chunks.
 
-Chunk (span) metrics reproduce the CoNLL-2000 evaluation script
-``conlleval``; see :func:`extract_spans` for how tags delimit chunks.
+Multilabel metrics (:func:`example_f1_score`, :func:`hamming_loss`,
+:func:`subset_accuracy`, :func:`micro_f1_score`, :func:`macro_f1_score`)
+take 0/1 label indicator matrices of shape (n_samples, n_labels), dense or
+scipy sparse, which is what multilabel estimators' ``predict`` returns.
 """
 
 import copy
@@ -15,6 +20,7 @@ from collections import Counter
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import get_scorer as _sklearn_get_scorer
 from sklearn.metrics import get_scorer_names as _sklearn_get_scorer_names
@@ -23,8 +29,16 @@ from sklearn.metrics import make_scorer
 from .utils._sequences import check_sample_weight_sequences
 
 __all__ = [
+    "example_f1_score",
+    "example_f1_scorer",
     "extract_spans",
     "get_scorer",
+    "hamming_loss",
+    "macro_f1_score",
+    "macro_f1_scorer",
+    "micro_f1_score",
+    "micro_f1_scorer",
+    "neg_hamming_loss_scorer",
     "span_classification_report",
     "span_f1_score",
     "span_f1_scorer",
@@ -33,6 +47,8 @@ __all__ = [
     "span_precision_scorer",
     "span_recall_score",
     "span_recall_scorer",
+    "subset_accuracy",
+    "subset_accuracy_scorer",
     "token_accuracy",
     "token_accuracy_scorer",
 ]
@@ -665,28 +681,388 @@ def _format_report(report, digits, n_tokens):
     return "\n".join(lines)
 
 
+# --------------------------------------------------------------------------- multilabel
+
+_ZERO_DIVISIONS = (0.0, 1.0)
+_INDICATOR_HINT = (
+    "a 0/1 label indicator matrix of shape (n_samples, n_labels), dense or scipy "
+    "sparse (what multilabel estimators' predict returns; a list of label sets such as "
+    "[[0, 3], [1]] becomes one with sklearn.preprocessing.MultiLabelBinarizer)"
+)
+
+
+def _check_indicator(y, name):
+    """Return ``y`` as a float64 2-D ndarray or CSR matrix holding only 0 and 1."""
+    if sp.issparse(y):
+        if y.ndim != 2:
+            raise ValueError(f"{name} must be {_INDICATOR_HINT}; got a {y.ndim}-D matrix.")
+        matrix = sp.csr_matrix(y)
+        values = matrix.data
+    else:
+        if isinstance(y, (str, bytes)):
+            raise TypeError(f"{name} must be {_INDICATOR_HINT}; got the string {y!r}.")
+        try:
+            matrix = np.asarray(y)
+        except ValueError:  # ragged nesting
+            raise ValueError(
+                f"{name} must be {_INDICATOR_HINT}; got rows of different lengths."
+            ) from None
+        if matrix.ndim != 2:
+            raise ValueError(
+                f"{name} must be {_INDICATOR_HINT}; got an array of shape {matrix.shape}. "
+                "For one label per sample (multiclass) use sklearn.metrics.accuracy_score "
+                "or f1_score."
+            )
+        values = matrix
+    if values.dtype.kind not in "biuf":
+        raise TypeError(
+            f"{name} must be {_INDICATOR_HINT}; got values of dtype {values.dtype}."
+        )
+    bad = (values != 0) & (values != 1)  # NaN is neither
+    if bad.any():
+        if sp.issparse(matrix):
+            coo = matrix.tocoo()
+            k = int(np.flatnonzero(bad)[0])
+            where, value = (int(coo.row[k]), int(coo.col[k])), coo.data[k]
+        else:
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            value = matrix[where]
+        raise ValueError(
+            f"{name} must hold only 0 and 1 (a label indicator matrix); "
+            f"{name}[{where[0]}, {where[1]}] is {value.item()!r}."
+        )
+    if matrix.shape[0] == 0 or matrix.shape[1] == 0:
+        raise ValueError(
+            f"{name} has shape {matrix.shape}; it needs at least one sample and one label."
+        )
+    return matrix.astype(np.float64)
+
+
+def _check_sample_weight_samples(sample_weight, n_samples):
+    """Finite, non-negative weights of shape (n_samples,), not all zero."""
+    if sample_weight is None:
+        return np.ones(n_samples)
+    message = f"sample_weight must be numbers, one per sample (shape ({n_samples},))"
+    if isinstance(sample_weight, (str, bytes)):
+        raise TypeError(f"{message}; got {sample_weight!r}.")
+    try:
+        array = np.asarray(sample_weight)
+    except ValueError:
+        raise ValueError(f"{message}; got a ragged sequence.") from None
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"{message}; got values of dtype {array.dtype}.")
+    array = array.astype(np.float64)
+    if array.shape != (n_samples,):
+        raise ValueError(f"{message}; got shape {array.shape}.")
+    bad = ~np.isfinite(array) | (array < 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            "sample_weight must be finite and non-negative; the weight of sample "
+            f"{i} is {float(array[i])!r}."
+        )
+    if array.sum() <= 0:
+        raise ValueError("sample_weight must not be all zero.")
+    return array
+
+
+def _check_zero_division(zero_division):
+    if isinstance(zero_division, (bool, np.bool_)) or zero_division not in _ZERO_DIVISIONS:
+        raise ValueError(
+            "zero_division must be 0.0 or 1.0 (the F1 score given where there is no true "
+            f"and no predicted label), got {zero_division!r}."
+        )
+    return float(zero_division)
+
+
+class _MultilabelCounts:
+    """Label counts of a pair of indicator matrices.
+
+    Attributes ``true``, ``pred`` and ``both`` are the per-sample counts of true,
+    predicted and correctly predicted labels (ndarray of shape (n_samples,));
+    ``label_true``, ``label_pred`` and ``label_both`` the per-label counts weighted by
+    ``sample_weight`` (ndarray of shape (n_labels,)); ``weight`` the weights.
+    """
+
+    def __init__(self, y_true, y_pred, sample_weight):
+        y_true = _check_indicator(y_true, "y_true")
+        y_pred = _check_indicator(y_pred, "y_pred")
+        if y_true.shape != y_pred.shape:
+            raise ValueError(
+                f"y_true has shape {y_true.shape} but y_pred has shape {y_pred.shape}; "
+                "both must be indicator matrices of shape (n_samples, n_labels) with the "
+                "same labels in the same columns."
+            )
+        if sp.issparse(y_true) or sp.issparse(y_pred):
+            y_true, y_pred = sp.csr_matrix(y_true), sp.csr_matrix(y_pred)
+            both = y_true.multiply(y_pred)
+        else:
+            both = y_true * y_pred
+        self.n_labels = y_true.shape[1]
+        self.weight = _check_sample_weight_samples(sample_weight, y_true.shape[0])
+        for key, y in (("true", y_true), ("pred", y_pred), ("both", both)):
+            setattr(self, key, np.asarray(y.sum(axis=1)).ravel())
+            setattr(self, f"label_{key}", np.asarray(y.T @ self.weight).ravel())
+
+    def mean(self, per_sample):
+        """Weighted mean over samples."""
+        return float(self.weight @ per_sample / self.weight.sum())
+
+
+def _f1(both, true, pred, zero_division):
+    """2 |T ∩ P| / (|T| + |P|) elementwise, ``zero_division`` where |T| + |P| = 0."""
+    total = true + pred
+    out = np.full(np.shape(total), zero_division, dtype=float)
+    return np.divide(2.0 * both, total, out=out, where=total > 0)
+
+
+def example_f1_score(y_true, y_pred, sample_weight=None, *, zero_division=1.0):
+    """Example-based F1: the mean over samples of the F1 of each sample's label set.
+
+    With T_i and P_i the sets of true and predicted labels of sample i and weights s_i,
+
+        F1_ex = Σ_i s_i F_i / Σ_i s_i,   F_i = 2 |T_i ∩ P_i| / (|T_i| + |P_i|),
+
+    and F_i = ``zero_division`` (1 by default) when T_i and P_i are both empty: an empty
+    prediction for a sample without labels is a perfect one. This is the example-based
+    F-measure of the multilabel literature [1]_ (MULAN's convention for the empty-empty
+    case) and equals :func:`sklearn.metrics.f1_score` with ``average="samples"`` and the
+    same ``zero_division``.
+
+    Parameters
+    ----------
+    y_true : {array-like, sparse matrix} of shape (n_samples, n_labels)
+        True labels, a 0/1 indicator matrix.
+    y_pred : {array-like, sparse matrix} of shape (n_samples, n_labels)
+        Predicted labels, a 0/1 indicator matrix.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Finite, non-negative weights, not all zero.
+    zero_division : {1.0, 0.0}, default=1.0
+        F_i of a sample with no true and no predicted label.
+
+    Returns
+    -------
+    f1 : float
+        In [0, 1].
+
+    References
+    ----------
+    .. [1] G. Tsoumakas, I. Katakis and I. Vlahavas, "Mining Multi-label Data",
+       Data Mining and Knowledge Discovery Handbook, Springer, 2010.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.metrics import example_f1_score
+    >>> y_true = np.array([[1, 1, 0], [0, 0, 1], [0, 0, 0]])
+    >>> y_pred = np.array([[1, 0, 0], [0, 0, 1], [0, 0, 0]])
+    >>> example_f1_score(y_true, y_pred)  # (2/3 + 1 + 1) / 3
+    0.888...
+    >>> example_f1_score(y_true, y_pred, zero_division=0.0)
+    0.555...
+    """
+    counts = _MultilabelCounts(y_true, y_pred, sample_weight)
+    zero_division = _check_zero_division(zero_division)
+    return counts.mean(_f1(counts.both, counts.true, counts.pred, zero_division))
+
+
+def hamming_loss(y_true, y_pred, sample_weight=None):
+    """Fraction of wrong labels: (sample-weighted) mean of the symmetric differences.
+
+        H = Σ_i s_i |T_i Δ P_i| / (n_labels Σ_i s_i),
+
+    with T_i and P_i the true and predicted label sets of sample i. Equal to
+    :func:`sklearn.metrics.hamming_loss` on indicator matrices. Lower is better; as a
+    scorer (maximized) it is ``"neg_hamming_loss"``, see :func:`get_scorer`.
+
+    Parameters
+    ----------
+    y_true : {array-like, sparse matrix} of shape (n_samples, n_labels)
+        True labels, a 0/1 indicator matrix.
+    y_pred : {array-like, sparse matrix} of shape (n_samples, n_labels)
+        Predicted labels, a 0/1 indicator matrix.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Finite, non-negative weights, not all zero.
+
+    Returns
+    -------
+    loss : float
+        In [0, 1].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.metrics import hamming_loss
+    >>> y_true = np.array([[1, 1, 0], [0, 0, 1]])
+    >>> y_pred = np.array([[1, 0, 0], [1, 1, 1]])
+    >>> hamming_loss(y_true, y_pred)  # 3 wrong of 6
+    0.5
+    >>> hamming_loss(y_true, y_pred, sample_weight=[3, 1])  # (3 * 1 + 2) / (4 * 3)
+    0.416...
+    """
+    counts = _MultilabelCounts(y_true, y_pred, sample_weight)
+    return counts.mean(counts.true + counts.pred - 2 * counts.both) / counts.n_labels
+
+
+def subset_accuracy(y_true, y_pred, sample_weight=None):
+    """Fraction of samples whose predicted label set is exactly the true one.
+
+        A = Σ_i s_i [P_i = T_i] / Σ_i s_i
+
+    (the "exact match ratio"; 1 − A is the expected 0/1 subset loss). Equal to
+    :func:`sklearn.metrics.accuracy_score` on indicator matrices.
+
+    Parameters
+    ----------
+    y_true : {array-like, sparse matrix} of shape (n_samples, n_labels)
+        True labels, a 0/1 indicator matrix.
+    y_pred : {array-like, sparse matrix} of shape (n_samples, n_labels)
+        Predicted labels, a 0/1 indicator matrix.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Finite, non-negative weights, not all zero.
+
+    Returns
+    -------
+    accuracy : float
+        In [0, 1].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.metrics import subset_accuracy
+    >>> y_true = np.array([[1, 1, 0], [0, 0, 1]])
+    >>> y_pred = np.array([[1, 0, 0], [0, 0, 1]])
+    >>> subset_accuracy(y_true, y_pred)
+    0.5
+    """
+    counts = _MultilabelCounts(y_true, y_pred, sample_weight)
+    return counts.mean(counts.true + counts.pred - 2 * counts.both == 0)
+
+
+def micro_f1_score(y_true, y_pred, sample_weight=None, *, zero_division=1.0):
+    """Micro-averaged F1: the F1 of all (sample, label) decisions pooled.
+
+        F1_micro = 2 Σ_i s_i |T_i ∩ P_i| / Σ_i s_i (|T_i| + |P_i|),
+
+    ``zero_division`` when no sample has a true or a predicted label. Equal to
+    :func:`sklearn.metrics.f1_score` with ``average="micro"`` and the same
+    ``zero_division``.
+
+    Parameters
+    ----------
+    y_true : {array-like, sparse matrix} of shape (n_samples, n_labels)
+        True labels, a 0/1 indicator matrix.
+    y_pred : {array-like, sparse matrix} of shape (n_samples, n_labels)
+        Predicted labels, a 0/1 indicator matrix.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Finite, non-negative weights, not all zero.
+    zero_division : {1.0, 0.0}, default=1.0
+        The score when there is no true and no predicted label at all.
+
+    Returns
+    -------
+    f1 : float
+        In [0, 1].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.metrics import micro_f1_score
+    >>> y_true = np.array([[1, 1, 0], [0, 0, 1], [0, 0, 0]])
+    >>> y_pred = np.array([[1, 0, 0], [0, 0, 1], [0, 0, 0]])
+    >>> micro_f1_score(y_true, y_pred)  # 2 * 2 / (3 + 2)
+    0.8
+    """
+    counts = _MultilabelCounts(y_true, y_pred, sample_weight)
+    zero_division = _check_zero_division(zero_division)
+    return float(_f1(counts.label_both.sum(), counts.label_true.sum(),
+                     counts.label_pred.sum(), zero_division))
+
+
+def macro_f1_score(y_true, y_pred, sample_weight=None, *, zero_division=1.0):
+    """Macro-averaged F1: the unweighted mean over labels of each label's F1.
+
+        F1_macro = (1 / n_labels) Σ_j 2 TP_j / (|T^j| + |P^j|),
+
+    with TP_j, |T^j| and |P^j| the (sample-weighted) numbers of samples that have label j
+    in both, in the true and in the predicted set; a label that no sample has and none
+    is predicted to have scores ``zero_division`` (1 by default: never predicting an
+    absent label is right). Equal to :func:`sklearn.metrics.f1_score` with
+    ``average="macro"`` and the same ``zero_division``.
+
+    Parameters
+    ----------
+    y_true : {array-like, sparse matrix} of shape (n_samples, n_labels)
+        True labels, a 0/1 indicator matrix.
+    y_pred : {array-like, sparse matrix} of shape (n_samples, n_labels)
+        Predicted labels, a 0/1 indicator matrix.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Finite, non-negative weights, not all zero.
+    zero_division : {1.0, 0.0}, default=1.0
+        F1 of a label with no true and no predicted occurrence.
+
+    Returns
+    -------
+    f1 : float
+        In [0, 1].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.metrics import macro_f1_score
+    >>> y_true = np.array([[1, 1, 0], [0, 0, 0], [1, 0, 0]])
+    >>> y_pred = np.array([[1, 0, 0], [0, 0, 0], [1, 0, 0]])
+    >>> macro_f1_score(y_true, y_pred)  # (1 + 0 + 1) / 3: label 2 never occurs
+    0.666...
+    >>> macro_f1_score(y_true, y_pred, zero_division=0.0)
+    0.333...
+    """
+    counts = _MultilabelCounts(y_true, y_pred, sample_weight)
+    zero_division = _check_zero_division(zero_division)
+    return float(np.mean(_f1(counts.label_both, counts.label_true, counts.label_pred,
+                             zero_division)))
+
+
 token_accuracy_scorer = make_scorer(token_accuracy)
 span_f1_scorer = make_scorer(span_f1_score)
 span_precision_scorer = make_scorer(span_precision_score)
 span_recall_scorer = make_scorer(span_recall_score)
+example_f1_scorer = make_scorer(example_f1_score)
+neg_hamming_loss_scorer = make_scorer(hamming_loss, greater_is_better=False)
+subset_accuracy_scorer = make_scorer(subset_accuracy)
+micro_f1_scorer = make_scorer(micro_f1_score)
+macro_f1_scorer = make_scorer(macro_f1_score)
 
-_SCORERS = {
+_SEQUENCE_SCORERS = {
     "token_accuracy": token_accuracy_scorer,
     "span_f1": span_f1_scorer,
     "span_precision": span_precision_scorer,
     "span_recall": span_recall_scorer,
 }
+_MULTILABEL_SCORERS = {
+    "example_f1": example_f1_scorer,
+    "neg_hamming_loss": neg_hamming_loss_scorer,
+    "subset_accuracy": subset_accuracy_scorer,
+    "micro_f1": micro_f1_scorer,
+    "macro_f1": macro_f1_scorer,
+}
+_SCORERS = {**_SEQUENCE_SCORERS, **_MULTILABEL_SCORERS}
 
 
 def get_scorer(scoring):
-    """Get a scorer by name, including the sequence-labelling scorers.
+    """Get a scorer by name, including the sequence-labelling and multilabel scorers.
 
     Parameters
     ----------
     scoring : str or callable
-        ``"token_accuracy"``, ``"span_f1"``, ``"span_precision"`` or
-        ``"span_recall"``; anything else is passed to
-        :func:`sklearn.metrics.get_scorer`.
+        Label sequences: ``"token_accuracy"``, ``"span_f1"``, ``"span_precision"`` or
+        ``"span_recall"``. Multilabel indicator matrices: ``"example_f1"``,
+        ``"neg_hamming_loss"``, ``"subset_accuracy"``, ``"micro_f1"`` or ``"macro_f1"``
+        (:func:`example_f1_score`, :func:`hamming_loss`, :func:`subset_accuracy`,
+        :func:`micro_f1_score`, :func:`macro_f1_score` with their defaults). A scorer is
+        maximized, so the Hamming loss is negated and named ``"neg_hamming_loss"``, as
+        scikit-learn names its losses (``"neg_log_loss"``...); ``"hamming_loss"`` itself
+        is refused. Anything else is passed to :func:`sklearn.metrics.get_scorer`.
 
     Returns
     -------
@@ -701,19 +1077,29 @@ def get_scorer(scoring):
     >>> from skstruct.metrics import get_scorer
     >>> get_scorer("span_f1")
     make_scorer(span_f1_score, response_method='predict')
+    >>> get_scorer("neg_hamming_loss")
+    make_scorer(hamming_loss, greater_is_better=False, response_method='predict')
     >>> get_scorer("accuracy")
     make_scorer(accuracy_score, response_method='predict')
     """
     if isinstance(scoring, str) and scoring in _SCORERS:
         return copy.deepcopy(_SCORERS[scoring])
     if isinstance(scoring, str) and scoring not in _sklearn_get_scorer_names():
+        if scoring == "hamming_loss":
+            raise ValueError(
+                "'hamming_loss' is not a valid scoring value: scorers are maximized, so "
+                "the Hamming loss is the scorer 'neg_hamming_loss' (minus the loss, as "
+                "scikit-learn names its losses)."
+            )
         close = difflib.get_close_matches(
             scoring, [*_SCORERS, *_sklearn_get_scorer_names()], n=3
         )
         hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
         raise ValueError(
             f"{scoring!r} is not a valid scoring value.{hint} skstruct's scorers for "
-            f"label sequences are {', '.join(map(repr, _SCORERS))}; scikit-learn's "
+            f"label sequences are {', '.join(map(repr, _SEQUENCE_SCORERS))}; for "
+            "multilabel indicator matrices "
+            f"{', '.join(map(repr, _MULTILABEL_SCORERS))}; scikit-learn's "
             "scorers (for flat labels, not sequences) are listed by "
             "sklearn.metrics.get_scorer_names()."
         )
