@@ -21,7 +21,7 @@ from ._base import (
     check_score_array,
     no_exact_loss_augmented_map,
 )
-from ._subset import check_random_generator
+from ._sampling import check_neighbour_entries, check_random_state
 from ._unary import BlockParts
 
 __all__ = ["DAGScores", "DAGParts", "DAGDecoder", "enumerate_dags", "MAX_DAG_NODES"]
@@ -415,7 +415,7 @@ class DAGDecoder(Decoder):
         scores : DAGScores
         n_draws : int >= 1
         random_state : None, int, numpy Generator or RandomState, default=None
-            See :func:`~skstruct.decoders._subset.check_random_generator`; the uniforms
+            See :func:`~skstruct.decoders._sampling.check_random_state`; the uniforms
             are drawn in example order before the compiled call.
 
         Returns
@@ -424,7 +424,7 @@ class DAGDecoder(Decoder):
         """
         self._check_scores(scores)
         n_draws = check_k(n_draws, "n_draws")
-        uniforms = check_random_generator(random_state).random((scores.n_examples, n_draws))
+        uniforms = check_random_state(random_state).random((scores.n_examples, n_draws))
         draws = np.zeros((scores.unary.shape[0], n_draws), dtype=np.int64)
         for n, examples, masks, blocks in self._groups(scores):
             with self._threads(masks, blocks):
@@ -472,6 +472,7 @@ class DAGDecoder(Decoder):
                 counts[examples] = kernels.neighbours(
                     masks, blocks, n, y_masks[n], distance,
                     np.zeros((0, 0), dtype=np.int64), False)
+        check_neighbour_entries(scores.unary.shape[0], counts)
         width = int(counts.max()) if counts.size else 0
         paths = np.full((scores.unary.shape[0], width), -1, dtype=np.int64)
         for n, examples, masks, blocks in groups:

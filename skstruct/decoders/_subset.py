@@ -17,32 +17,15 @@ from ._base import (
     check_k,
     no_exact_loss_augmented_map,
 )
+from ._sampling import (
+    MAX_NEIGHBOUR_CANDIDATES,
+    check_neighbour_entries,
+    check_random_state,
+)
 from ._multilabel import MultilabelParts, MultilabelScores, _check_indicators, _scores_of
 
 __all__ = ["SubsetDecoder"]
 
-#: Most neighbours (valid or not) that :meth:`SubsetDecoder.neighbours` lists for one
-#: example: Σ_j C(k, j) C(L − k, j) over the swaps j <= distance / 2.
-MAX_NEIGHBOUR_CANDIDATES = 1_000_000
-
-
-def check_random_generator(random_state):
-    """A ``numpy.random.Generator`` from None, an int, a Generator or a RandomState.
-
-    None and ints seed ``numpy.random.default_rng``; a Generator is used as it is (its
-    state advances); a RandomState gives one seed (its state advances by one draw).
-    """
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(0, 2**63 - 1, dtype=np.int64))
-    if random_state is None or (isinstance(random_state, Integral)
-                                and not isinstance(random_state, (bool, np.bool_))):
-        return np.random.default_rng(random_state)
-    raise TypeError(
-        "random_state must be None, an int, a numpy.random.Generator or a "
-        f"numpy.random.RandomState; got {type(random_state).__name__}."
-    )
 
 
 class SubsetDecoder(Decoder):
@@ -233,7 +216,7 @@ class SubsetDecoder(Decoder):
         scores : MultilabelScores
         n_draws : int >= 1
         random_state : None, int, numpy Generator or RandomState, default=None
-            See :func:`check_random_generator`.
+            See :func:`~skstruct.decoders._sampling.check_random_state`.
 
         Returns
         -------
@@ -247,7 +230,7 @@ class SubsetDecoder(Decoder):
         """
         self._check_scores(scores)
         n_draws = check_k(n_draws, "n_draws")
-        rng = check_random_generator(random_state)
+        rng = check_random_state(random_state)
         unary = scores.unary
         n, L = unary.shape
         finite = unary > -np.inf
@@ -270,7 +253,9 @@ class SubsetDecoder(Decoder):
         Order: by distance (number of swaps j); within it, by the set of labels that
         change (the j turned off and the j turned on, sorted), in lexicographic order.
         A neighbour with a label scored -inf on is left out (``y`` itself may have
-        one). At most :data:`MAX_NEIGHBOUR_CANDIDATES` candidates per example.
+        one). At most
+        :data:`~skstruct.decoders._sampling.MAX_NEIGHBOUR_CANDIDATES` candidates per
+        example.
 
         Parameters
         ----------
@@ -322,6 +307,7 @@ class SubsetDecoder(Decoder):
             blocks.append((out_labels, in_labels, valid))
         counts = sum((valid.sum(axis=1) for *_, valid in blocks),
                      np.zeros(n, dtype=np.int64)).astype(np.int64)
+        check_neighbour_entries(n * L, counts)
         width = int(counts.max()) if n else 0
         paths = np.full((n, L, width), -1, dtype=np.int64)
         start = np.zeros(n, dtype=np.int64)
