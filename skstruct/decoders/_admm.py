@@ -358,46 +358,93 @@ class BatchADMMResult:
 # sizes[g] entries (template order), starting at n_slots * starts[g]; the running
 # examples are the first rows of every block.
 
+@njit(cache=True, nogil=True)
+def _local_scores_one(k, eta_u, u, lam, entry_var, inv_degree, starts, sizes, n_slots,
+                      rho, kappa, a, w):
+    eta_k = eta_u[k]
+    u_k = u[k]
+    rho_k = rho[k]
+    weight = kappa + rho_k
+    for g in range(starts.shape[0]):
+        base = n_slots * starts[g] + k * sizes[g]
+        start = starts[g]
+        for j in range(sizes[g]):
+            i = entry_var[start + j]
+            a[base + j] = (eta_k[i] + rho_k * u_k[i]) * inv_degree[i] + lam[base + j]
+            w[base + j] = weight * inv_degree[i]
+
+
+@njit(cache=True, nogil=True)
+def _consensus_one(k, q, entry_var, inv_degree, starts, sizes, n_slots, rho, u, lam,
+                   primal, dual):
+    n_vars = u.shape[1]
+    u_k = u[k]
+    rho_k = rho[k]
+    total = np.zeros(n_vars)
+    for g in range(starts.shape[0]):
+        base = n_slots * starts[g] + k * sizes[g]
+        start = starts[g]
+        for j in range(sizes[g]):
+            total[entry_var[start + j]] += q[base + j]
+    change = 0.0
+    for i in range(n_vars):
+        if inv_degree[i] > 0.0:
+            new = total[i] * inv_degree[i]
+            change += (new - u_k[i]) ** 2
+            u_k[i] = new
+    gap = 0.0
+    for g in range(starts.shape[0]):
+        base = n_slots * starts[g] + k * sizes[g]
+        start = starts[g]
+        for j in range(sizes[g]):
+            i = entry_var[start + j]
+            r = q[base + j] - u_k[i]
+            step = r * inv_degree[i]
+            gap += r * step
+            lam[base + j] -= rho_k * step
+    primal[k] = np.sqrt(gap)
+    dual[k] = np.sqrt(change)
+
+
 @njit(cache=True, nogil=True, parallel=True)
+def _local_scores_parallel(eta_u, u, lam, entry_var, inv_degree, starts, sizes, n_slots,
+                           rho, kappa, a, w):
+    for k in prange(rho.shape[0]):
+        _local_scores_one(k, eta_u, u, lam, entry_var, inv_degree, starts, sizes,
+                          n_slots, rho, kappa, a, w)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _consensus_parallel(q, entry_var, inv_degree, starts, sizes, n_slots, rho, u, lam,
+                        primal, dual):
+    for k in prange(rho.shape[0]):
+        _consensus_one(k, q, entry_var, inv_degree, starts, sizes, n_slots, rho, u, lam,
+                       primal, dual)
+
+
 def _local_scores(eta_u, u, lam, entry_var, inv_degree, starts, sizes, n_slots, rho,
                   kappa, a, w):
-    for k in prange(rho.shape[0]):
-        for g in range(starts.shape[0]):
-            base = n_slots * starts[g] + k * sizes[g]
-            for j in range(sizes[g]):
-                i = entry_var[starts[g] + j]
-                a[base + j] = (eta_u[k, i] + rho[k] * u[k, i]) * inv_degree[i] + lam[base + j]
-                w[base + j] = (kappa + rho[k]) * inv_degree[i]
+    """a_j = (η_i + ρ u_i) / deg_i + λ'_j and w_j = (κ + ρ) / deg_i for every entry of
+    the running examples (rho holds theirs); in parallel over examples when several."""
+    if rho.shape[0] == 1:
+        _local_scores_one(0, eta_u, u, lam, entry_var, inv_degree, starts, sizes,
+                          n_slots, rho, kappa, a, w)
+    else:
+        _local_scores_parallel(eta_u, u, lam, entry_var, inv_degree, starts, sizes,
+                               n_slots, rho, kappa, a, w)
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def _consensus(q, entry_var, inv_degree, starts, sizes, n_slots, rho, u, lam, primal,
                dual):
     """u ← mean of the copies (variables with copies only), λ' update; the primal and
-    dual residuals of every running example."""
-    n_vars = u.shape[1]
-    for k in prange(rho.shape[0]):
-        total = np.zeros(n_vars)
-        for g in range(starts.shape[0]):
-            base = n_slots * starts[g] + k * sizes[g]
-            for j in range(sizes[g]):
-                total[entry_var[starts[g] + j]] += q[base + j]
-        change = 0.0
-        for i in range(n_vars):
-            if inv_degree[i] > 0.0:
-                new = total[i] * inv_degree[i]
-                change += (new - u[k, i]) ** 2
-                u[k, i] = new
-        gap = 0.0
-        for g in range(starts.shape[0]):
-            base = n_slots * starts[g] + k * sizes[g]
-            for j in range(sizes[g]):
-                i = entry_var[starts[g] + j]
-                r = q[base + j] - u[k, i]
-                gap += r * r * inv_degree[i]
-                lam[base + j] -= rho[k] * r * inv_degree[i]
-        primal[k] = np.sqrt(gap)
-        dual[k] = np.sqrt(change)
+    dual residuals of every running example (one thread for a single example: a
+    parallel region per call costs more than it saves there)."""
+    if rho.shape[0] == 1:
+        _consensus_one(0, q, entry_var, inv_degree, starts, sizes, n_slots, rho, u, lam,
+                       primal, dual)
+    else:
+        _consensus_parallel(q, entry_var, inv_degree, starts, sizes, n_slots, rho, u, lam,
+                            primal, dual)
 
 
 class _Layout:
@@ -493,6 +540,12 @@ def _check_options(graph, max_iter, tol, rho):
     return max_iter
 
 
+def _group_views(layout, state, s, v, m):
+    """(group, a, w, q, s, v) of the first m examples, flat views, per group."""
+    return list(zip(layout.groups, *(layout.entry_views(state[k], m) for k in "awq"),
+                    layout.extra_views(s, m), layout.extra_views(v, m)))
+
+
 def _run(graph, eta_u, eta_pair, u0, lam0, rho0, max_iter, tol, adapt, map_mode):
     """The batched ADMM from the start (u0, lam0 (template order), rho0) of every
     example; returns a BatchADMMResult."""
@@ -532,25 +585,30 @@ def _run(graph, eta_u, eta_pair, u0, lam0, rho0, max_iter, tol, adapt, map_mode)
         entry_var = graph.entry_var
         m = n
         it = 0
+        views = _group_views(layout, state, s, v, m)
         while m:
             it += 1
             _local_scores(eta, u, state["lam"], entry_var, inv_degree, layout.starts,
                           layout.sizes, n, rho[:m], kappa, state["a"], state["w"])
-            for g, a_g, w_g, q_g, s_g, v_g in zip(
-                    layout.groups, *(layout.entry_views(state[k], m) for k in "awq"),
-                    layout.extra_views(s, m), layout.extra_views(v, m)):
+            for g, a_g, w_g, q_g, s_g, v_g in views:
                 g.qp(a_g, w_g, s_g, q_g, v_g)
             _consensus(state["q"], entry_var, inv_degree, layout.starts, layout.sizes, n,
                        rho[:m], u, state["lam"], primal, dual)
-            done_ok = (primal[:m] < tol) & (dual[:m] < tol)
-            done = done_ok | (it >= max_iter)
-            if adapt and it % ADAPT_EVERY == 0 and it < max_iter:
-                r, p, d = rho[:m], primal[:m], dual[:m]
-                up = ~done & (p > 100.0 * d)
-                down = ~done & ~up & (d > 10.0 * p)
+            p, d = primal[:m], dual[:m]
+            last = it >= max_iter
+            if last or (p.min() < tol and d.min() < tol):
+                done_ok = (p < tol) & (d < tol)
+                done = done_ok | last
+            else:
+                done = None
+            if adapt and it % ADAPT_EVERY == 0 and not last:
+                r = rho[:m]
+                running = np.ones(m, dtype=bool) if done is None else ~done
+                up = running & (p > 100.0 * d)
+                down = running & ~up & (d > 10.0 * p)
                 r[up] = np.minimum(2.0 * r[up], rho_max)
                 r[down] = np.maximum(0.5 * r[down], rho_min)
-            if not done.any():
+            if done is None or not done.any():
                 continue
             target = order[:m][done]
             out_u[target] = u[:m][done]
@@ -570,6 +628,7 @@ def _run(graph, eta_u, eta_pair, u0, lam0, rho0, max_iter, tol, adapt, map_mode)
                 for name in ("lam",):
                     layout.compact(state[name], m, keep)
                 layout.compact(s, m, keep, extra=True)
+                views = _group_views(layout, state, s, v, m_new)
             m = m_new
     else:
         converged[:] = True
