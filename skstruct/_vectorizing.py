@@ -21,6 +21,8 @@ from operator import is_not
 import numpy as np
 import scipy.sparse as sp
 
+from .utils._sequences import SequenceBlocks
+
 __all__ = ["DROP", "MISS", "column_table", "lookup_csr", "split_rows"]
 
 #: Table code of a feature that is not stored (a numeric feature of value 0).
@@ -206,7 +208,10 @@ def split_rows(X, lengths):
 
     Returns
     -------
-    blocks : list of n_sequences csr_matrix of shape (lengths[i], n_features)
+    blocks : SequenceBlocks or list of n_sequences csr_matrix of shape (lengths[i], n_features)
+        A :class:`~skstruct.utils._sequences.SequenceBlocks` (a list that also remembers
+        ``X``, so that estimators skip stacking the blocks again) when the blocks were
+        assembled directly; a plain list when scipy's constructor built them.
     """
     X.eliminate_zeros()
     n_sequences, n_features = len(lengths), X.shape[1]
@@ -232,14 +237,15 @@ def split_rows(X, lengths):
             for i in range(1, n_sequences)
         ]
     maxprint, new, cls = first.maxprint, sp.csr_matrix.__new__, sp.csr_matrix
-    blocks = [first]
-    for i in range(1, n_sequences):
+    blocks = []
+    for i in range(n_sequences):  # the first too: all views (scipy copies small views)
         block = new(cls)
         block.__dict__ = {"_shape": shapes[i], "maxprint": maxprint,
                           "indices": indices[nnz[i]:nnz[i + 1]],
                           "indptr": local[ext[i]:ext[i + 1]], "data": data[nnz[i]:nnz[i + 1]]}
         blocks.append(block)
-    return blocks
+    return SequenceBlocks(blocks, data, indices, X.indptr.astype(index_dtype, copy=False),
+                          n_features, bounds, local)
 
 
 def _csr_by_constructor(data, indices, indptr, shape):
