@@ -1,8 +1,8 @@
 """Token feature dicts to one CSR matrix, and a CSR matrix to per-sequence blocks, fast.
 
 :class:`~skstruct.preprocessing.SequenceVectorizer` spends its time here. Every step
-iterates at C level (``map``, ``itertools.chain``, ``dict.get``, ``array.array``) or in
-numpy; Python code runs only once per feature that the column table misses (a number
+iterates at C level (``map``, ``itertools.chain``, ``dict.get``), in numpy or in a
+compiled kernel; Python code runs only once per feature that the column table misses (a number
 other than 0 or 1, an unseen string) and once per sequence when splitting.
 
 The column table ``{key: {value: column}}`` holds every fitted one-hot feature
@@ -14,12 +14,12 @@ string feature, and always has the value 1 when it is stored (0 is dropped, as
 DictVectorizer drops it when it removes stored zeros).
 """
 
-from array import array
 from itertools import chain, islice, repeat
 from operator import is_not
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 
 from .utils._sequences import SequenceBlocks
 
@@ -65,8 +65,11 @@ def column_table(by_value, by_key):
 def _codes(tokens, counts, table):
     """Table code of every (key, value) item of every token, in token then dict order.
 
-    Two C-level passes over the items: the types of the values, then one lookup per
-    item written straight into the output array (no list of values or codes is built).
+    C-level passes over the items: the list of all values, their types (checked on that
+    list), then one lookup per item written straight into the output array. Reading
+    the values once into a list makes the two later passes and the misses (read back by
+    position) cheaper than iterating the dicts again (about 15 ms on the 884,067 items
+    of the CoNLL-2000 test set).
 
     Parameters
     ----------
@@ -81,21 +84,24 @@ def _codes(tokens, counts, table):
     codes : ndarray of shape (n_items,), dtype int64, or None
         Column, :data:`DROP` or :data:`MISS`; None when a value's type is not one of
         :data:`_TABLE_TYPES`.
+    values : list of n_items values, or None
     """
-    if not _TABLE_TYPES.issuperset(map(type, chain.from_iterable(map(dict.values, tokens)))):
-        return None
-    inner_tables = map(table.get, chain.from_iterable(map(dict.keys, tokens)), repeat(_EMPTY))
-    lookups = map(dict.get, inner_tables, chain.from_iterable(map(dict.values, tokens)),
-                  repeat(MISS))
+    values = list(chain.from_iterable(map(dict.values, tokens)))
     n_items = int(counts.sum())
+    if len(values) != n_items:
+        raise RuntimeError("a token feature dict changed while it was being vectorized")
+    if not _TABLE_TYPES.issuperset(map(type, values)):
+        return None, None
+    inner_tables = map(table.get, chain.from_iterable(map(dict.keys, tokens)), repeat(_EMPTY))
+    lookups = map(dict.get, inner_tables, values, repeat(MISS))
     try:
         codes = np.fromiter(lookups, dtype=np.int64, count=n_items)
-    except ValueError as error:  # fewer items than counted
+    except ValueError as error:  # fewer keys than counted
         raise RuntimeError("a token feature dict changed while it was being vectorized"
                            ) from error
-    if next(lookups, None) is not None:  # more items than counted
+    if next(inner_tables, None) is not None:  # more keys than values
         raise RuntimeError("a token feature dict changed while it was being vectorized")
-    return codes
+    return codes, values
 
 
 def lookup_csr(tokens, table, by_key, n_features, dtype):
@@ -127,66 +133,141 @@ def lookup_csr(tokens, table, by_key, n_features, dtype):
         uses its general path, which also explains bad input.
     """
     try:
-        counts = np.frombuffer(array("q", map(len, tokens)), dtype=np.int64)
-        codes = _codes(tokens, counts, table)
+        counts = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+        codes, values = _codes(tokens, counts, table)
     except TypeError:  # a token that is not a dict
         return None
     if codes is None:
         return None
-    n_items = codes.shape[0]
-    data = np.ones(n_items, dtype=dtype)
+    number_items, number_values = _NO_NUMBERS, np.zeros(0, dtype=dtype)
     misses = np.flatnonzero(codes == MISS)
     if misses.size:
-        _resolve_misses(tokens, counts, misses, by_key, codes, data)
-    kept = codes >= 0
-    item_bounds = np.zeros(len(tokens) + 1, dtype=np.int64)
-    np.cumsum(counts, out=item_bounds[1:])
-    kept_before = np.zeros(n_items + 1, dtype=np.int64)
-    np.cumsum(kept, out=kept_before[1:])
-    indptr = kept_before[item_bounds]
-    matrix = sp.csr_matrix(
-        (data[kept], codes[kept].astype(np.int32), indptr), shape=(len(tokens), n_features)
-    )
-    matrix.sum_duplicates()
-    return matrix
+        number_items, number_values = _resolve_misses(tokens, values, counts, misses,
+                                                      by_key, codes, dtype)
+    indptr, indices, data = _assemble_rows(codes, counts, number_items, number_values)
+    return sp.csr_matrix((data, indices, indptr), shape=(len(tokens), n_features))
 
 
-def _resolve_misses(tokens, counts, misses, by_key, codes, data):
-    """Fill ``codes`` and ``data`` at the items the table missed (in place).
+_NO_NUMBERS = np.zeros(0, dtype=np.int64)
+
+#: Rows with more items are sorted by a merge sort instead of by insertion.
+_INSERTION_SORT_ITEMS = 48
+
+
+@njit(cache=True, nogil=True)
+def _assemble_rows(codes, counts, number_items, number_values):
+    """CSR rows of the kept items: columns increasing within each row, duplicates summed.
+
+    Token ``t`` owns the next ``counts[t]`` entries of ``codes``; an entry ``>= 0`` is a
+    column, of value ``number_values[p]`` if the item is ``number_items[p]``, else 1.
+    A row of ``k`` items is sorted by insertion (O(k^2), k is small) or, above
+    :data:`_INSERTION_SORT_ITEMS`, by a merge sort (O(k log k)). O(n_items) otherwise.
+
+    Parameters
+    ----------
+    codes : ndarray of shape (n_items,), int64
+    counts : ndarray of shape (n_tokens,), int64
+    number_items : ndarray of shape (n_numbers,), int64, increasing
+    number_values : ndarray of shape (n_numbers,), floating
+
+    Returns
+    -------
+    indptr : ndarray of shape (n_tokens + 1,), int64
+    indices : ndarray of shape (nnz,), int32
+    data : ndarray of shape (nnz,), dtype of ``number_values``
+    """
+    n_tokens, n_items = counts.shape[0], codes.shape[0]
+    indptr = np.empty(n_tokens + 1, dtype=np.int64)
+    indices = np.empty(n_items, dtype=np.int32)
+    data = np.empty(n_items, dtype=number_values.dtype)
+    indptr[0] = 0
+    nnz = item = p = 0
+    for t in range(n_tokens):
+        start, stop = nnz, item + counts[t]
+        if counts[t] > _INSERTION_SORT_ITEMS:  # gather, then sort and merge below
+            for j in range(item, stop):
+                value = 1.0
+                if p < number_items.shape[0] and number_items[p] == j:
+                    value = number_values[p]
+                    p += 1
+                if codes[j] >= 0:
+                    indices[nnz] = codes[j]
+                    data[nnz] = value
+                    nnz += 1
+            order = np.argsort(indices[start:nnz], kind="mergesort")
+            row_indices = indices[start:nnz][order]
+            row_data = data[start:nnz][order]
+            nnz = start
+            for q in range(row_indices.shape[0]):
+                if nnz > start and indices[nnz - 1] == row_indices[q]:
+                    data[nnz - 1] += row_data[q]
+                else:
+                    indices[nnz] = row_indices[q]
+                    data[nnz] = row_data[q]
+                    nnz += 1
+        else:
+            for j in range(item, stop):
+                value = 1.0
+                if p < number_items.shape[0] and number_items[p] == j:
+                    value = number_values[p]
+                    p += 1
+                column = codes[j]
+                if column < 0:
+                    continue
+                i = nnz
+                while i > start and indices[i - 1] > column:
+                    i -= 1
+                if i > start and indices[i - 1] == column:
+                    data[i - 1] += value
+                    continue
+                for q in range(nnz, i, -1):
+                    indices[q] = indices[q - 1]
+                    data[q] = data[q - 1]
+                indices[i] = column
+                data[i] = value
+                nnz += 1
+        item = stop
+        indptr[t + 1] = nnz
+    return indptr, indices[:nnz], data[:nnz]
+
+
+def _resolve_misses(tokens, values, counts, misses, by_key, codes, dtype):
+    """The items the table missed that are numbers of a numeric key; their codes in place.
 
     An unseen string stays a miss (dropped); a number gets the column of its key, if the
-    key was numeric in fit, and its own value unless that is 0 (dropped). The values of
-    the tokens with a miss are read again at C level; Python code runs once per missed
-    number (its key is read from its token).
+    key was numeric in fit, and keeps its own value unless that is 0 (dropped). The
+    missed values are read from ``values`` by position at C level; Python code runs once
+    per missed number (its key is read from its token).
+
+    Returns
+    -------
+    number_items : ndarray of shape (n_numbers,), int64
+        Increasing positions of the kept numbers among all items (``codes`` now holds
+        their columns).
+    number_values : ndarray of shape (n_numbers,), ``dtype``
     """
-    starts = np.zeros(len(tokens) + 1, dtype=np.int64)
-    np.cumsum(counts, out=starts[1:])
-    token_of = np.searchsorted(starts, misses, side="right") - 1
-    missed_tokens = np.unique(token_of)
-    token_values = list(chain.from_iterable(
-        map(dict.values, map(tokens.__getitem__, missed_tokens.tolist()))))
-    value_starts = np.zeros(missed_tokens.shape[0] + 1, dtype=np.int64)
-    np.cumsum(counts[missed_tokens], out=value_starts[1:])
-    positions = (value_starts[np.searchsorted(missed_tokens, token_of)]
-                 + misses - starts[token_of])
-    missed = list(map(token_values.__getitem__, positions.tolist()))
+    missed = list(map(values.__getitem__, misses.tolist()))
     is_number = np.fromiter(map(is_not, map(type, missed), repeat(str)), dtype=bool,
                             count=len(missed))
-    if not is_number.any():
-        return
     number_items, number_columns, number_values = [], [], []
-    for j in np.flatnonzero(is_number).tolist():
-        item, token = int(misses[j]), int(token_of[j])
-        key = next(islice(tokens[token], item - int(starts[token]), None))
-        value = missed[j]
-        column = by_key.get(key)
-        if column is not None and value:
-            number_items.append(item)
-            number_columns.append(column)
-            number_values.append(value)
+    if is_number.any():
+        starts = np.zeros(len(tokens) + 1, dtype=np.int64)
+        np.cumsum(counts, out=starts[1:])
+        numbers = np.flatnonzero(is_number)
+        items = misses[numbers]
+        token_of = np.searchsorted(starts, items, side="right") - 1
+        for j, item, token in zip(numbers.tolist(), items.tolist(), token_of.tolist()):
+            key = next(islice(tokens[token], item - int(starts[token]), None))
+            value = missed[j]
+            column = by_key.get(key)
+            if column is not None and value:
+                number_items.append(item)
+                number_columns.append(column)
+                number_values.append(value)
     if number_items:
         codes[number_items] = number_columns
-        data[number_items] = np.array(number_values, dtype=data.dtype)
+    return (np.array(number_items, dtype=np.int64),
+            np.array(number_values, dtype=dtype).reshape(-1))
 
 
 def split_rows(X, lengths):

@@ -95,8 +95,8 @@ def test_conll_test_set_has_unseen_features_and_misses(conll):
     table, by_key = vectorizer._index
     tokens = list(chain.from_iterable(X_test))
     counts = np.array([len(token) for token in tokens], dtype=np.int64)
-    codes = _vectorizing._codes(tokens, counts, table)
-    assert len(codes) == sum(map(len, tokens))
+    codes, values = _vectorizing._codes(tokens, counts, table)
+    assert len(codes) == len(values) == sum(map(len, tokens))
     assert (codes == _vectorizing.MISS).sum() > 100
     assert (codes == _vectorizing.DROP).sum() > 100  # booleans False
     assert (codes >= 0).sum() > 1000
@@ -281,3 +281,26 @@ def test_values_in_a_later_chunk_are_checked_and_resolved(conll):
     assert blocks[-1].toarray()[0, vectorizer.vocabulary_["n"]] == 2.5
     with pytest.raises(TypeError, match=f"feature 'n' of sequence {len(X_test)} token 1"):
         vectorizer.transform(X_test + [[{"n": 2.5}, {"n": np.True_}]])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_long_rows_sorted_and_summed_like_the_general_path(dtype):
+    """Rows with more items than the insertion sort handles are merge-sorted; numbers,
+    zeros, unseen features and a one-hot name equal to a numeric key in every row."""
+    rng = np.random.default_rng(0)
+    keys = [f"f{i}" for i in range(120)]
+
+    def token(n):
+        chosen = rng.choice(keys, size=n, replace=False)
+        values = [str(rng.integers(0, 3)) if i % 3 else float(rng.integers(-1, 3))
+                  for i in range(n)]
+        return {**dict(zip(chosen.tolist(), values)), "k": "v", "k=v": 2.5}
+
+    X_train = [[token(120) for _ in range(4)]]
+    X = [[token(n) for n in (1, 47, 48, 49, 110, 120)], [token(60)]]
+    vectorizer = SequenceVectorizer(dtype=dtype).fit(X_train)
+    blocks = vectorizer.transform(X)
+    assert max(np.diff(blocks[0].indptr)) > _vectorizing._INSERTION_SORT_ITEMS
+    assert_same_blocks(blocks, general_path(vectorizer, X))
+    column = vectorizer.vocabulary_["k=v"]
+    np.testing.assert_array_equal(blocks[1].toarray()[:, column], [3.5])
