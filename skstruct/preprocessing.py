@@ -31,7 +31,8 @@ def _check_sequences(X):
         )
     if len(X) == 0:
         raise ValueError("X is empty: pass at least one sequence.")
-    if any(isinstance(seq, (str, Mapping)) for seq in X):
+    if not {list, tuple}.issuperset(map(type, X)) and any(
+            isinstance(seq, (str, Mapping)) for seq in X):
         raise ValueError(
             "X must be a list of sequences of token feature dicts, not a flat list "
             "of dicts: pass a list of sequences, e.g. [[{...}, {...}], [{...}]]."

@@ -178,7 +178,8 @@ def split_sequences(stacked, offsets):
     list of ndarray
         ``n_sequences`` views, the ``i``-th of shape ``(lengths[i], ...)``.
     """
-    return np.split(stacked, offsets[1:-1])
+    inner = np.asarray(offsets)[1:-1].tolist()  # np.split's pieces, without its overhead
+    return list(map(stacked.__getitem__, map(slice, [None] + inner, inner + [None])))
 
 
 def _as_sequence_list(X, name):
