@@ -111,8 +111,8 @@ class ElasticNetQuasiNewtonMixin:
                      l1=self.alpha * self.l1_ratio > 0)
         return super()._fit_quasi_newton(X, y, sample_weight, loss, needs)
 
-    def _training_features(self, kind, batch, y_encoded, classes):
-        features = super()._training_features(kind, batch, y_encoded, classes)
+    def _training_features(self, kind, batch, y_encoded, classes, decoder):
+        features = super()._training_features(kind, batch, y_encoded, classes, decoder)
         if self.feature_label_pairs == "seen" and hasattr(features, "restricted"):
             features = features.restricted(
                 seen_pairs(batch.X, y_encoded, len(classes), kind.name))

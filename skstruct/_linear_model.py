@@ -48,7 +48,7 @@ class LinearStructuredModel(StructuredEstimator):
             X, y, sample_weight
         )
         decoder = self._make_decoder(kind, needs, y_encoded, batch)
-        features = self._training_features(kind, batch, y_encoded, classes)
+        features = self._training_features(kind, batch, y_encoded, classes, decoder)
         cost = getattr(loss, "cost", None)
         if cost is not None:
             # Fail now, with the decoder's message, if the cost cannot enter the scores.
@@ -70,11 +70,39 @@ class LinearStructuredModel(StructuredEstimator):
         self._finish_fit(kind, classes, batch, features, decoder, result)
         return self
 
-    def _training_features(self, kind, batch, y_encoded, classes):
+    def _training_features(self, kind, batch, y_encoded, classes, decoder):
         """The feature map the solver trains (its ``n_params`` is the solver's vector):
-        the kind's own here. ``kind.store_coefficients`` and ``kind.coefficients`` go
-        through it, so it may lay the parameters out differently."""
-        return kind.feature_map(batch.n_features, classes)
+        :meth:`_feature_map`'s here. ``kind.store_coefficients`` and
+        ``kind.coefficients`` go through it, so it may lay the parameters out
+        differently."""
+        return self._feature_map(kind, batch.n_features, classes, decoder)
+
+    @staticmethod
+    def _feature_map(kind, n_features, classes, decoder):
+        """The decoder's own feature map when it scores parts of its own (a factor
+        graph's PAIR factors: ``decoder.feature_map``), else the output kind's."""
+        own = getattr(decoder, "feature_map", None)
+        if own is not None:
+            return own(n_features, classes)
+        return kind.feature_map(n_features, classes)
+
+    def _store_coefficients(self, kind, features, w):
+        """Fitted attributes from ``w``: through the feature map when it stores its own
+        (``coupling_`` of factor graphs), else through the output kind."""
+        store = getattr(features, "store_coefficients", None)
+        if store is not None:
+            store(self, w)
+            return
+        if hasattr(self, "coupling_"):  # left by a previous fit with a factor graph
+            del self.coupling_
+        kind.store_coefficients(self, features, w)
+
+    @staticmethod
+    def _read_coefficients(fitted, kind, features):
+        read = getattr(features, "coefficients", None)
+        if callable(read) and hasattr(features, "store_coefficients"):
+            return read(fitted)
+        return kind.coefficients(fitted, features)
 
     def _penalty(self, kind, features, batch, y_encoded, classes):
         """The L2 strength of the risk and any further solver options (an L1 strength,
@@ -90,16 +118,17 @@ class LinearStructuredModel(StructuredEstimator):
             self.feature_names_in_ = batch.feature_names
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
-        kind.store_coefficients(self, features, result.w)
+        self._store_coefficients(kind, features, result.w)
         self.decoder_ = decoder
         self.n_iter_ = result.n_iter
         self.objective_curve_ = np.asarray(result.objective_curve)
 
     def _features(self):
-        return self._fitted_kind().feature_map(self.n_features_in_, self.classes_)
+        return self._feature_map(self._fitted_kind(), self.n_features_in_, self.classes_,
+                                 self.decoder_)
 
     def _params(self):
-        return self._fitted_kind().coefficients(self, self._features())
+        return self._read_coefficients(self, self._fitted_kind(), self._features())
 
     def _initial_params(self, features, kind, classes, n_features):
         if not (self.warm_start and hasattr(self, "coef_")):
@@ -115,7 +144,7 @@ class LinearStructuredModel(StructuredEstimator):
                 f"features as the previous fit ({self.output_kind_} outputs, {previous}"
                 f"{self.n_features_in_} features)."
             )
-        return kind.coefficients(self, features)
+        return self._read_coefficients(self, kind, features)
 
     def _scores(self, batch):
         return self._features().scores(batch, self._params())

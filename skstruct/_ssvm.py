@@ -255,7 +255,7 @@ TaskLoss, default="hamming"
         decoder = self._make_decoder(kind, [("loss_augmented_map", "StructuredSVM training"),
                                             ("map", "StructuredSVM prediction")],
                                      y_encoded, batch)
-        features = kind.feature_map(batch.n_features, classes)
+        features = self._feature_map(kind, batch.n_features, classes, decoder)
         w0 = self._initial_params(features, kind, classes, batch.n_features)
         kind.check_training_memory(task_loss, decoder, features, batch, y_encoded, w0)
         risk = RegularizedRisk(features, batch, y_encoded, decoder,
@@ -377,7 +377,7 @@ class StructuredPerceptron(LinearStructuredModel):
             X, y, sample_weight
         )
         decoder = self._make_decoder(kind, [("map", "StructuredPerceptron")], y_encoded, batch)
-        features = kind.feature_map(batch.n_features, classes)
+        features = self._feature_map(kind, batch.n_features, classes, decoder)
         w0 = self._initial_params(features, kind, classes, batch.n_features)
         risk = RegularizedRisk(features, batch, y_encoded, decoder, PerceptronLoss(), 0.0,
                                weights)

@@ -22,6 +22,13 @@ from ._brute_force import BruteForceDecoder
 from ._chain import ChainDecoder, ChainParts, ChainScores, chain_parts
 from ._constrained import TableMemoryError
 from ._dag import DAGDecoder, DAGParts, DAGScores
+from ._factor_graph import FactorGraph, Variables
+from ._factor_graph_decoder import (
+    FactorGraphDecoder,
+    FactorGraphParts,
+    FactorGraphScores,
+    LPSparseMAPResult,
+)
 from ._multiclass import MulticlassDecoder, MulticlassParts, MulticlassScores
 from ._matching import MatchingDecoder, MatchingParts, MatchingScores, matching_parts
 from ._multilabel import MultilabelDecoder, MultilabelParts, MultilabelScores
@@ -44,7 +51,12 @@ __all__ = [
     "DAGParts",
     "DAGScores",
     "Decoder",
+    "FactorGraph",
+    "FactorGraphDecoder",
+    "FactorGraphParts",
+    "FactorGraphScores",
     "InfeasibleOutputError",
+    "LPSparseMAPResult",
     "TableMemoryError",
     "MatchingDecoder",
     "MatchingParts",
@@ -70,4 +82,5 @@ __all__ = [
     "clip_sparsemap",
     "states_to_heads",
     "tree_parts",
+    "Variables",
 ]

@@ -1,0 +1,553 @@
+"""Inference on a factor graph: LP-MAP, LP-SparseMAP and exact MAP by enumeration.
+
+:class:`FactorGraphDecoder` decodes 0/1 vectors over the variables of a
+:class:`~skstruct.decoders.FactorGraph` template. The parts of an output y are its
+variables (``unary``) and the products y_a y_b of the variables of every PAIR factor
+(``pair``); θ_y = ⟨unary, y⟩ + Σ_k pair_k y_{a_k} y_{b_k}. Outputs must satisfy the
+graph's logic factors (XOR, OR, budgets, ...).
+
+- ``map``: LP-MAP by the ADMM of AD3 (the local-polytope relaxation, no quadratic term),
+  rounded at 1/2; exact when the LP solution is integral, which :meth:`lp_map` reports
+  per example. ``map_method="enumerate"`` gives the exact MAP by enumerating the
+  feasible outputs (tiny graphs only: the test oracle).
+- ``sparsemap``: LP-SparseMAP, argmax over the local polytope of ηᵀμ − ½‖u‖², by the
+  same ADMM with the quadratic term, and its backward pass (:mod:`._admm`).
+- ``loss_augmented_map``: LP-MAP on cost-augmented scores, for losses that decompose
+  over the variables (Hamming) under margin rescaling.
+
+A factor graph has no tractable partition function in general: ``marginals`` and
+``log_partition`` are not offered (the CRF cannot train it); SparseMAP marginals take
+their place (``SparseMAPClassifier.predict_marginals``).
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ..losses._base import check_task_loss_values
+from ._base import (
+    Decoder,
+    check_encoded_outputs,
+    check_feasible,
+    check_part_scores,
+    check_score_array,
+    no_exact_loss_augmented_map,
+)
+from ._factor_graph import FactorGraph
+
+__all__ = ["FactorGraphScores", "FactorGraphParts", "FactorGraphDecoder",
+           "LPSparseMAPResult"]
+
+#: Largest number of variables :class:`FactorGraphDecoder` enumerates (2 ** 16 outputs).
+MAX_ENUMERATED_VARS = 16
+
+
+class FactorGraphScores:
+    """Part scores of a batch of examples of one factor-graph template.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_examples, n_vars)
+        Score of every variable being on; finite.
+    pair : ndarray of shape (n_examples, n_pairs), default=None
+        Score of both variables of every PAIR factor being on (zeros when None and the
+        graph has PAIR factors, an empty array otherwise); finite.
+
+    Notes
+    -----
+    Scores must be finite: the ADMM has no way to forbid a part by -inf. Rule a
+    configuration out with a logic factor (XOR, OR, BUDGET, ...) instead.
+    """
+
+    def __init__(self, unary, pair=None):
+        owner = type(self).__name__
+        unary = check_score_array(unary, "unary", owner=owner, ndim=2,
+                                  layout="(n_examples, n_vars)")
+        check_part_scores(unary, "unary", owner=owner, allow_minus_inf=False)
+        if pair is None:
+            pair = np.zeros((unary.shape[0], 0))
+        pair = check_score_array(pair, "pair", owner=owner, ndim=2,
+                                 layout="(n_examples, n_pairs)")
+        check_part_scores(pair, "pair", owner=owner, allow_minus_inf=False)
+        if pair.shape[0] != unary.shape[0]:
+            raise ValueError(
+                f"{owner}: unary has {unary.shape[0]} examples and pair {pair.shape[0]}; "
+                "both hold one row per example."
+            )
+        self.unary = unary
+        self.pair = pair
+
+    @classmethod
+    def _trusted(cls, unary, pair):
+        scores = cls.__new__(cls)
+        scores.unary, scores.pair = unary, pair
+        return scores
+
+    @property
+    def n_examples(self):
+        """Number of examples in the batch."""
+        return self.unary.shape[0]
+
+    @property
+    def n_vars(self):
+        return self.unary.shape[1]
+
+    @property
+    def offsets(self):
+        """Example ``i`` is the binary "sequence" ``offsets[i]:offsets[i + 1]`` of
+        variables (states 0, off, and 1, on), for task losses."""
+        return np.arange(self.n_examples + 1) * self.n_vars
+
+    @property
+    def unary_offsets(self):
+        """Example ``i`` owns ``unary.ravel()[unary_offsets[i]:unary_offsets[i + 1]]``."""
+        return self.offsets
+
+    def replace(self, *, unary=None, pair=None):
+        """A copy with the unary or pair scores replaced."""
+        return type(self)(self.unary if unary is None else unary,
+                          self.pair if pair is None else pair)
+
+    def take(self, indices):
+        """The scores of examples ``indices`` (in that order)."""
+        indices = np.asarray(indices, dtype=np.int64)
+        return self._trusted(self.unary[indices], self.pair[indices])
+
+
+class FactorGraphParts:
+    """Part vectors of a batch of factor-graph examples: indicators or marginals.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_examples, n_vars)
+        u: the variables (0/1, or their marginals).
+    pair : ndarray of shape (n_examples, n_pairs)
+        v: the PAIR parts (u_a u_b, or their marginals).
+    """
+
+    def __init__(self, unary, pair):
+        self.unary = unary
+        self.pair = pair
+
+    @property
+    def n_examples(self):
+        return self.unary.shape[0]
+
+    @property
+    def unary_offsets(self):
+        return np.arange(self.unary.shape[0] + 1) * self.unary.shape[1]
+
+    def example(self, i):
+        """The parts of example ``i`` alone, as views."""
+        return FactorGraphParts(self.unary[i:i + 1], self.pair[i:i + 1])
+
+    def scale(self, weights):
+        """Multiply the parts of example ``i`` by ``weights[i]``."""
+        weights = np.asarray(weights, dtype=np.float64)[:, None]
+        return FactorGraphParts(self.unary * weights, self.pair * weights)
+
+    def dot(self, scores):
+        """Per-example inner products ⟨a_i, η_i⟩, shape (n_examples,)."""
+        return (np.einsum("ij,ij->i", self.unary, scores.unary)
+                + np.einsum("ij,ij->i", self.pair, scores.pair))
+
+    def __add__(self, other):
+        return FactorGraphParts(self.unary + other.unary, self.pair + other.pair)
+
+    def __sub__(self, other):
+        return FactorGraphParts(self.unary - other.unary, self.pair - other.pair)
+
+    def __mul__(self, factor):
+        return FactorGraphParts(self.unary * factor, self.pair * factor)
+
+    __rmul__ = __mul__
+
+    def __isub__(self, other):
+        self.unary -= other.unary
+        self.pair -= other.pair
+        return self
+
+
+def _pair_products(y, pairs):
+    """y_a y_b of every PAIR factor, shape (n_examples, n_pairs)."""
+    return (y[:, pairs[:, 0]] * y[:, pairs[:, 1]]).astype(np.float64)
+
+
+class LPSparseMAPResult:
+    """The LP-SparseMAP solution of a batch, as :class:`SparseMAPLoss` and
+    :class:`~skstruct.SparseMAPClassifier` read a SparseMAP result.
+
+    Attributes
+    ----------
+    unary : ndarray of shape (n_examples, n_vars)
+        u*, the variable marginals.
+    marginals : FactorGraphParts
+        μ* = [u*; v*], with v* the PAIR marginals.
+    objective : ndarray of shape (n_examples,)
+        ηᵀμ* − ½‖u*‖².
+    n_iter : ndarray of shape (n_examples,)
+        ADMM iterations.
+    gap : ndarray of shape (n_examples,)
+        The larger of the final primal and dual residuals (0 at the optimum).
+    converged : ndarray of shape (n_examples,), bool
+    method : str
+        ``"admm"``.
+    admm : BatchADMMResult
+        The solver's state (penalties, multipliers), for warm starts and the backward
+        pass.
+
+    Notes
+    -----
+    The local polytope's points are not convex combinations of a few outputs in
+    general, so there is no distribution over structures (:meth:`distribution`
+    raises).
+    """
+
+    method = "admm"
+
+    def __init__(self, decoder, graph, scores, admm):
+        self._decoder = decoder
+        self._graph = graph
+        self._scores = scores
+        self.admm = admm
+        self.unary = admm.u
+        self.marginals = FactorGraphParts(admm.u, admm.v)
+        self.objective = (self.marginals.dot(scores)
+                          - 0.5 * np.einsum("ij,ij->i", admm.u, admm.u))
+        self.n_iter = np.asarray(admm.n_iter)
+        self.gap = np.maximum(admm.primal_residual, admm.dual_residual)
+        self.converged = np.asarray(admm.converged)
+
+    @property
+    def n_examples(self):
+        return self.unary.shape[0]
+
+    def distribution(self, i):
+        raise ValueError(
+            "LP-SparseMAP solves over the local polytope of the factor graph, whose points "
+            "are not distributions over a few outputs; use the marginals (unary) instead."
+        )
+
+    def vjp(self, grad_unary):
+        """Backward pass: the gradient with respect to η = (unary, pair) of
+        ⟨grad_unary, u*(η)⟩, by fixed-point iteration at the final ADMM state.
+
+        Parameters
+        ----------
+        grad_unary : ndarray of shape (n_examples, n_vars)
+
+        Returns
+        -------
+        FactorGraphParts
+        """
+        from ._admm import admm_batch_backward
+
+        grad_unary = np.asarray(grad_unary, dtype=np.float64)
+        if grad_unary.shape != self.unary.shape:
+            raise ValueError(
+                f"grad_unary has shape {grad_unary.shape}; expected {self.unary.shape}, "
+                "the shape of the unary marginals."
+            )
+        d_unary, d_pair = admm_batch_backward(
+            self._graph, self.admm, grad_unary, np.zeros_like(self.admm.v))
+        return FactorGraphParts(d_unary, d_pair)
+
+
+class FactorGraphDecoder(Decoder):
+    """LP-MAP and LP-SparseMAP on a factor graph, batched over examples.
+
+    Every example has the structure of ``graph`` and its own scores
+    (:class:`FactorGraphScores`); outputs are 0/1 vectors over the graph's variables,
+    shape (n_examples, n_vars), that satisfy its logic factors. The ADMM solves all
+    factors of one type in one compiled call per iteration and all examples together,
+    each with its own penalty and stopping (see :mod:`skstruct.decoders._admm`).
+
+    Parameters
+    ----------
+    graph : FactorGraph
+        The structure of every example.
+    max_iter : int, default=1000
+        Most ADMM iterations per solve (LP-MAP and LP-SparseMAP).
+    tol : float, default=1e-6
+        Stop an example when its primal and dual residuals are below ``tol``.
+    map_method : {"admm", "enumerate"}, default="admm"
+        How ``map`` and loss-augmented MAP are solved: LP-MAP rounded at 1/2, or exact
+        MAP by enumerating the 2 ** n_vars outputs (at most 16 variables).
+
+    Notes
+    -----
+    *Rounding.* LP-MAP returns the maximizer over the local polytope; when it is
+    integral (:meth:`lp_map` reports it per example, as AD3 does) it is the exact MAP.
+    Otherwise ``map`` rounds it (:meth:`FactorGraph.round`: at 1/2, then every logic
+    factor the rounding broke is repaired greedily in the order of u), which need not be
+    the best output.
+
+    The ``max_iter`` and ``tol`` given to :meth:`sparsemap` by a caller (in units of
+    MAP calls and Frank–Wolfe gap, for the active set) are ignored: the decoder's own
+    govern the ADMM.
+
+    Used by :class:`~skstruct.SparseMAPClassifier` (the LP-SparseMAP loss),
+    :class:`~skstruct.StructuredSVM` (structured hinge with LP-MAP loss-augmented
+    inference) and :class:`~skstruct.StructuredPerceptron`, which read multilabel data
+    (X a matrix, y a 0/1 indicator matrix with one column per variable) and learn, with
+    this decoder, one score per PAIR factor beside the per-label weights (see
+    :meth:`feature_map`).
+
+    References
+    ----------
+    Niculae & Martins (2020). LP-SparseMAP: differentiable relaxed optimization for
+    sparse structured prediction. ICML.
+    Martins, Figueiredo, Aguiar, Smith & Xing (2015). AD3: alternating directions dual
+    decomposition for MAP inference in graphical models. JMLR.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.decoders import FactorGraph, FactorGraphDecoder, FactorGraphScores
+    >>> graph = FactorGraph()
+    >>> y = graph.variables(3)
+    >>> graph.add_xor(y)
+    >>> decoder = FactorGraphDecoder(graph)
+    >>> scores = FactorGraphScores(np.array([[0.2, 1.5, 0.3]]))
+    >>> decoder.map(scores)
+    array([[0, 1, 0]])
+    >>> decoder.sparsemap(scores).unary.round(2)
+    array([[0.  , 1.  , 0.  ]])
+    """
+
+    output_kind = "multilabel"
+    capabilities = frozenset({"map", "parts", "loss_augmented_map"})
+    score_types = FactorGraphScores
+
+    _parameter_constraints = {
+        "graph": [FactorGraph],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "map_method": [StrOptions({"admm", "enumerate"})],
+    }
+
+    def __init__(self, graph, *, max_iter=1000, tol=1e-6, map_method="admm"):
+        self.graph = graph
+        self.max_iter = max_iter
+        self.tol = tol
+        self.map_method = map_method
+
+    # -- checks --------------------------------------------------------------------
+
+    def _check_scores(self, scores):
+        super()._check_scores(scores)
+        graph = self.graph
+        if scores.unary.shape[1] != graph.n_vars or scores.pair.shape[1] != graph.n_pairs:
+            if scores.pair.shape[1] == 0 and graph.n_pairs and \
+                    scores.unary.shape[1] == graph.n_vars:
+                return scores.replace(pair=np.zeros((scores.n_examples, graph.n_pairs)))
+            raise ValueError(
+                f"The scores do not fit the graph: unary has {scores.unary.shape[1]} "
+                f"columns and pair {scores.pair.shape[1]}; the graph has {graph.n_vars} "
+                f"variables and {graph.n_pairs} PAIR factors."
+            )
+        return scores
+
+    def _check_y_true(self, scores, y_true):
+        return self._check_y(scores, y_true, "y_true")
+
+    def _check_y(self, scores, y, name="y"):
+        return check_encoded_outputs(
+            y, scores.offsets, 1, shape=scores.unary.shape, name=name, unit="variable",
+            expected="0 or 1 (a 0/1 vector per example)", whole_floats=True)
+
+    def check_outputs(self, y, offsets):
+        """Raise a ``ValueError`` unless every row of ``y`` satisfies the graph's logic
+        factors (and has one entry per variable)."""
+        y = np.asarray(y)
+        if y.ndim != 2 or y.shape[1] != self.graph.n_vars:
+            raise ValueError(
+                f"The outputs have shape {y.shape}; the factor graph has "
+                f"{self.graph.n_vars} variables: y must be a 0/1 matrix with one column "
+                "per variable."
+            )
+        bad = np.flatnonzero(~self.graph.feasible(y))
+        if bad.size:
+            raise ValueError(
+                f"Output {bad[0]} ({bad.size} in all) breaks a logic factor of the graph "
+                "(XOR, OR, budget, ...): the decoder can never produce it."
+            )
+
+    # -- inference -----------------------------------------------------------------
+
+    def _admm(self, scores, map_mode, warm_start=None):
+        from ._admm import admm_batch
+
+        return admm_batch(self.graph.flat(), scores.unary, scores.pair,
+                          max_iter=self.max_iter, tol=self.tol, map_mode=map_mode,
+                          warm_start=warm_start)
+
+    def lp_map(self, scores):
+        """LP-MAP of every example: the ADMM's solution over the local polytope.
+
+        Parameters
+        ----------
+        scores : FactorGraphScores
+
+        Returns
+        -------
+        BatchADMMResult
+            ``u`` (n_examples, n_vars) in [0, 1], ``v`` the PAIR parts, ``integral``
+            (n_examples,): whether u is a 0/1 vector (then it is the exact MAP),
+            ``converged``, ``n_iter``.
+        """
+        scores = self._check_scores(scores)
+        return self._admm(scores, map_mode=True)
+
+    def map(self, scores, *, return_score=False):
+        """The best output of every example: LP-MAP rounded at 1/2, or exact by
+        enumeration (``map_method``).
+
+        Parameters
+        ----------
+        scores : FactorGraphScores
+        return_score : bool, default=False
+
+        Returns
+        -------
+        labels : ndarray of shape (n_examples, n_vars), int64
+        best : ndarray of shape (n_examples,)
+            θ of the returned outputs, when ``return_score`` is True.
+        """
+        scores = self._check_scores(scores)
+        if self.map_method == "enumerate":
+            labels = self._enumerate_map(scores)
+        else:
+            labels = self.graph.round(self._admm(scores, map_mode=True).u)
+        if return_score:
+            return labels, self._parts(scores, labels).dot(scores)
+        return labels
+
+    def _enumerate_map(self, scores):
+        n_vars = self.graph.n_vars
+        if n_vars > MAX_ENUMERATED_VARS:
+            raise ValueError(
+                f"map_method='enumerate' enumerates 2 ** n_vars outputs and takes at most "
+                f"{MAX_ENUMERATED_VARS} variables; the graph has {n_vars}. Use "
+                "map_method='admm'."
+            )
+        outputs = (np.arange(2 ** n_vars)[:, None] >> np.arange(n_vars)[::-1]) & 1
+        outputs = outputs[self.graph.feasible(outputs)]
+        if outputs.shape[0] == 0:
+            check_feasible(np.full(scores.n_examples, -np.inf))
+        pairs = self.graph.pairs
+        theta = (scores.unary @ outputs.T
+                 + scores.pair @ _pair_products(outputs, pairs).T)
+        return outputs[np.argmax(theta, axis=1)].astype(np.int64)
+
+    def sparsemap(self, scores, *, max_iter=100, tol=1e-9, init=None, **options):
+        """LP-SparseMAP of every example: argmax over the local polytope of
+        ηᵀμ − ½‖u‖², with its backward pass (``result.vjp``).
+
+        Parameters
+        ----------
+        scores : FactorGraphScores
+        max_iter, tol : ignored
+            The decoder's own ``max_iter`` and ``tol`` govern the ADMM.
+        init : LPSparseMAPResult, default=None
+            A previous solution on as many examples: the ADMM starts from its state.
+        **options
+            Not accepted (a ``TypeError`` names them).
+
+        Returns
+        -------
+        LPSparseMAPResult
+        """
+        if options:
+            raise TypeError(
+                f"FactorGraphDecoder.sparsemap takes no options {sorted(options)}; its "
+                "solver is the ADMM, set by the decoder's max_iter and tol."
+            )
+        scores = self._check_scores(scores)
+        warm = None
+        if isinstance(init, LPSparseMAPResult) and init.n_examples == scores.n_examples:
+            warm = init.admm
+        return LPSparseMAPResult(self, self.graph.flat(), scores,
+                                 self._admm(scores, map_mode=False, warm_start=warm))
+
+    # -- parts and losses ----------------------------------------------------------
+
+    def _parts(self, scores, y):
+        return FactorGraphParts(y.astype(np.float64), _pair_products(y, self.graph.pairs))
+
+    def parts(self, scores, y):
+        """Parts of the 0/1 outputs ``y`` (n_examples, n_vars): y and its PAIR products."""
+        scores = self._check_scores(scores)
+        return self._parts(scores, self._check_y(scores, y))
+
+    def score_outputs(self, scores, y):
+        """θ_y = ⟨unary, y⟩ + Σ_k pair_k y_a y_b of every example, shape (n_examples,)."""
+        return self.parts(scores, y).dot(self._check_scores(scores))
+
+    def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
+        """LP-MAP (or enumeration) on cost-augmented scores: argmax_y θ_y + Δ(y_true, y)
+        for losses that decompose over the variables (Hamming), margin rescaling.
+
+        Parameters
+        ----------
+        scores : FactorGraphScores
+        y_true : ndarray of shape (n_examples, n_vars)
+        task_loss : TaskLoss or str
+        rescaling : {"margin"}
+
+        Returns
+        -------
+        ndarray of shape (n_examples, n_vars), int64
+        """
+        return super().loss_augmented_map(self._check_scores(scores), y_true, task_loss,
+                                          rescaling)
+
+    def _cost_augmented(self, scores, y_true, task_loss):
+        if task_loss.decomposition != "parts":
+            raise self._unsupported_loss(task_loss, "margin")
+        costs = task_loss.unary_costs(y_true.ravel(), scores.offsets, 2)
+        check_task_loss_values(costs, task_loss, "unary_costs")
+        on_minus_off = (costs[:, 1] - costs[:, 0]).reshape(scores.unary.shape)
+        return scores.replace(unary=scores.unary + on_minus_off)
+
+    def cost_augmented(self, scores, y_true, task_loss):
+        """Scores η + c with ⟨c, y⟩ = Δ(y_true, y) up to a constant per example, for
+        losses that decompose over the variables (Hamming)."""
+        return super().cost_augmented(self._check_scores(scores), y_true, task_loss)
+
+    def _unsupported_loss(self, task_loss, rescaling):
+        return no_exact_loss_augmented_map(
+            self, task_loss, rescaling,
+            "losses that decompose over the variables (HammingLoss, or a loss with "
+            "unary_costs) under margin rescaling, by LP-MAP on cost-augmented scores",
+            f"For a loss that is a sum over variables, implement "
+            f"{type(task_loss).__name__}.unary_costs(y_true, offsets, n_states) (with "
+            "n_states=2) and use rescaling='margin'.",
+        )
+
+    # -- learning ------------------------------------------------------------------
+
+    def feature_map(self, n_features, classes):
+        """The linear feature map of models with this decoder: per-label weights and
+        bias, and one learned score per PAIR factor (shared by all examples).
+
+        Parameters
+        ----------
+        n_features : int
+        classes : ndarray of shape (n_vars,)
+            The label indices (one per variable).
+
+        Returns
+        -------
+        FactorGraphFeatures
+        """
+        from ..features._factor_graph import FactorGraphFeatures
+
+        if len(classes) != self.graph.n_vars:
+            raise ValueError(
+                f"y has {len(classes)} labels but the factor graph has {self.graph.n_vars} "
+                "variables; a model with a FactorGraphDecoder learns one label per variable."
+            )
+        return FactorGraphFeatures(n_features, self.graph.n_vars, self.graph.n_pairs,
+                                   FactorGraphScores)

