@@ -117,3 +117,30 @@ def test_clone_pickle_and_nested_decoder_parameters():
     _fit(model, X, Y)
     restored = pickle.loads(pickle.dumps(model))
     np.testing.assert_array_equal(restored.predict(X), model.predict(X))
+
+
+def test_grid_search_and_cross_validate_with_multilabel_scorers():
+    from sklearn.model_selection import GridSearchCV, cross_validate
+
+    from skstruct.metrics import example_f1_score, get_scorer, hamming_loss
+
+    X, Y = _coupled_data(n=60)
+    model = SparseMAPClassifier(decoder=FactorGraphDecoder(FactorGraph.pairwise(4)),
+                                max_iter=15)
+    scoring = {name: get_scorer(name) for name in
+               ("example_f1", "neg_hamming_loss", "subset_accuracy", "micro_f1", "macro_f1")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        search = GridSearchCV(model, {"alpha": [1e-2, 1.0], "decoder__max_iter": [50, 200]},
+                              scoring=scoring, refit="example_f1", cv=2).fit(X, Y)
+        scores = cross_validate(model, X, Y, cv=3, scoring=scoring)
+    assert len(search.cv_results_["params"]) == 4
+    assert search.best_estimator_.coupling_.shape == (6,)
+    assert search.best_estimator_.decoder_.max_iter in (50, 200)
+    for name in scoring:
+        assert scores[f"test_{name}"].shape == (3,)
+    # the scorers score the predictions as the metrics do
+    best = search.best_estimator_
+    pred = best.predict(X)
+    np.testing.assert_allclose(scoring["example_f1"](best, X, Y), example_f1_score(Y, pred))
+    np.testing.assert_allclose(scoring["neg_hamming_loss"](best, X, Y), -hamming_loss(Y, pred))
