@@ -14,11 +14,20 @@ from ._base import (
     Decoder,
     _trusted,
     check_encoded_outputs,
+    check_feasible,
+    check_k,
     check_offsets,
     check_part_scores,
     check_score_array,
     keeps_operations,
     no_exact_loss_augmented_map,
+)
+from ._sampling import (
+    check_n_draws,
+    check_neighbour_entries,
+    check_neighbourhood_size,
+    check_random_state,
+    example_seeds,
 )
 from ._unary import BlockParts
 
@@ -520,7 +529,8 @@ class TreeDecoder(Decoder):
     """
 
     output_kind = "tree"
-    capabilities = frozenset({"map", "marginals", "loss_augmented_map", "parts"})
+    _capabilities = frozenset({"map", "marginals", "loss_augmented_map", "parts",
+                               "sample_uniform", "neighbours"})
     score_types = TreeScores
     _example_name = "sentence"
     _parameter_constraints: dict = {"projective": ["boolean"], "single_root": ["boolean"]}
@@ -528,6 +538,132 @@ class TreeDecoder(Decoder):
     def __init__(self, projective=False, single_root=False):
         self.projective = projective
         self.single_root = single_root
+
+    @property
+    def capabilities(self):
+        """The operations this decoder answers: every one of the family, except
+        ``"sample_uniform"`` when ``projective`` (not implemented for projective
+        trees)."""
+        if self.projective:
+            return self._capabilities - {"sample_uniform"}
+        return self._capabilities
+
+    def sample_uniform(self, scores, n_draws, random_state=None):
+        """Independent uniform draws from the valid trees of every sentence.
+
+        Wilson's algorithm (loop-erased random walks towards the root) on the graph of
+        the arcs of finite score gives a uniform spanning arborescence rooted at the
+        virtual root. With ``single_root`` the root child r is drawn first with
+        probability proportional to the number of trees in which it is the root child
+        (the matrix-tree theorem over the token arcs, computed only when some token arc
+        is forbidden; otherwise uniform among the tokens whose root arc is allowed),
+        then the rest of the tree by Wilson's algorithm rooted at r. Expected time
+        O(n²) per sentence for the choices, then the mean hitting time of the walks per
+        draw (O(n) on the complete graph). :class:`TreeScores` holds finite scores only,
+        so every tree is valid and no sentence is infeasible; the kernels also honour
+        -inf arcs.
+
+        Parameters
+        ----------
+        scores : TreeScores
+        n_draws : int >= 1
+        random_state : None, int, numpy.random.Generator or numpy.random.RandomState
+            Turned into a Generator by ``numpy.random.default_rng``; it draws one 64-bit
+            seed per sentence before the compiled kernel runs (each sentence has its own
+            splitmix64 stream), so the draws do not depend on the number of threads.
+
+        Returns
+        -------
+        paths : ndarray of shape (n_tokens, n_draws), int64
+            Column d stacks the d-th draw of every sentence (encoded trees).
+
+        Raises
+        ------
+        NotImplementedError
+            With ``projective=True``: uniform sampling over projective trees is not
+            implemented.
+        InfeasibleOutputError
+            When a sentence has no valid tree.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skstruct.decoders._tree import TreeDecoder, TreeScores
+        >>> scores = TreeScores.from_blocks([np.zeros((3, 3))])
+        >>> paths = TreeDecoder().sample_uniform(scores, 1600, random_state=0)
+        >>> len(np.unique(paths.T, axis=0))  # (n + 1)^(n - 1) trees
+        16
+        """
+        scores = self._check_scores(scores)
+        if self.projective:
+            raise NotImplementedError(
+                "TreeDecoder(projective=True) does not implement 'sample_uniform': uniform "
+                "sampling over projective trees is not implemented (its capabilities are "
+                f"{sorted(self.capabilities)}); use projective=False."
+            )
+        n_draws = check_n_draws(n_draws)
+        seeds = example_seeds(check_random_state(random_state), scores.n_examples)
+        lengths = scores.lengths.astype(np.float64)
+        with threads_for(np.sum(lengths**2) + n_draws * np.sum(lengths) * 4):
+            paths, feasible = kernels.sample_trees(*scores._kernel_args(),
+                                                   bool(self.single_root), n_draws, seeds)
+        check_feasible(np.where(feasible, 0.0, -np.inf), "sentence")
+        return paths
+
+    def neighbours(self, scores, y, k=1):
+        """The valid trees at Hamming distance 1 .. k from the trees ``y``.
+
+        A neighbour changes the heads of 1 .. k tokens (n (n − 1) candidates for k = 1,
+        Σ_{j ≤ k} C(n, j) (n − 1)^j in all: 3.6 thousand for n = 10 and k = 2, 2.9
+        million for n = 50, k = 2) and is kept when it is a tree under the decoder's
+        options (no cycle, one root child with ``single_root``, no crossing arcs with
+        ``projective``) and its arcs have finite scores. Order: distance 1 first; within
+        one distance the sets of tokens in lexicographic order, then their new heads in
+        lexicographic order (each token's heads other than its own, increasing, the
+        token's own index standing for the root). O(n) per candidate, O(n²) when
+        projective; a sentence with more than
+        :data:`~skstruct.decoders._sampling.MAX_NEIGHBOUR_CANDIDATES` candidates raises a
+        ``ValueError`` before any work.
+
+        Parameters
+        ----------
+        scores : TreeScores
+        y : ndarray of shape (n_tokens,), int
+            Encoded trees, stacked (checked like ``y_true``; they need not be trees).
+        k : int >= 1, default=1
+
+        Returns
+        -------
+        paths : ndarray of shape (n_tokens, max(counts)), int64
+            Column r stacks the r-th neighbour of every sentence; -1 past its count.
+        counts : ndarray of shape (n_sentences,), int64
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skstruct.decoders._tree import TreeDecoder, TreeScores
+        >>> scores = TreeScores.from_blocks([np.zeros((2, 2))])
+        >>> paths, counts = TreeDecoder().neighbours(scores, np.array([0, 0]), k=2)
+        >>> paths.T, counts  # [1, 0] has a cycle
+        (array([[0, 1],
+               [1, 1]]), array([2]))
+        """
+        scores = self._check_scores(scores)
+        k = check_k(k)
+        y = self._check_y_true(scores, y)
+        lengths = scores.lengths
+        check_neighbourhood_size(lengths, lengths, k, "sentence")
+        counts = np.zeros(scores.n_examples, dtype=np.int64)
+        args = scores._kernel_args() + (y, k, bool(self.projective),
+                                        bool(self.single_root))
+        work = np.sum(lengths.astype(np.float64) ** (k + 2))
+        with threads_for(work):
+            kernels.neighbours(*args, np.empty((0, 0), dtype=np.int64), counts, False)
+            check_neighbour_entries(y.shape[0], counts)
+            width = int(counts.max()) if counts.size else 0
+            paths = np.full((y.shape[0], width), -1, dtype=np.int64)
+            kernels.neighbours(*args, paths, counts, True)
+        return paths, counts
 
     def map(self, scores, *, return_score=False):
         """The highest-scoring tree of every sentence.

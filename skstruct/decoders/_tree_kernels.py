@@ -20,6 +20,8 @@ position 0 and t + 1 on the line (Eisner's spans).
 import numpy as np
 from numba import njit, prange
 
+from ._sampling import alternative_value, first_change, next_change, next_uniform
+
 _NJIT = dict(cache=True, nogil=True)
 # Reassociation lets sums over split points and over tokens vectorize; no flag assumes
 # finite values.
@@ -1026,3 +1028,279 @@ def non_projective_sentences(states, offsets):
             if out[i]:
                 break
     return out
+
+
+# --------------------------------------------------------------------------------------
+# Uniform sampling (Wilson's algorithm) and Hamming-k neighbourhoods
+#
+# The valid trees of a sentence are those whose arcs all have a finite score (and, with
+# ``single_root``, one root child). Node n stands for the root in these routines.
+
+
+@njit(**_NJIT)
+def _reach(arc, n, target, reached, queue):
+    """Mark ``reached[m]`` for every token with a path of allowed arcs from m up to
+    ``target`` (a token, or n for the root: through an allowed root arc A[m, m]; token
+    arcs only for a token target). Returns how many tokens are reached (the target
+    token included)."""
+    count = 0
+    for m in range(n):
+        reached[m] = False
+    size = 0
+    if target == n:
+        for m in range(n):
+            if arc[m * n + m] > -np.inf:
+                reached[m] = True
+                queue[size] = m
+                size += 1
+    else:
+        reached[target] = True
+        queue[0] = target
+        size = 1
+    head = 0
+    while head < size:
+        h = queue[head]
+        head += 1
+        count += 1
+        for m in range(n):
+            if not reached[m] and m != h and arc[m * n + h] > -np.inf:
+                reached[m] = True
+                queue[size] = m
+                size += 1
+    return count
+
+
+@njit(**_NJIT)
+def _wilson(choices, n_choices, n, root_child, state, nxt, in_tree, out):
+    """One uniform spanning arborescence by Wilson's algorithm (loop-erased random walks
+    towards the root).
+
+    Token m walks to a uniform choice among ``choices[m, :n_choices[m]]`` (a head
+    index, or m itself for the root); walks start from the tokens in order and stop at
+    the tree built so far, and the last exit from every node is kept (Wilson 1996).
+    With ``root_child`` >= 0 the tree is rooted at that token instead (its own walk is
+    never taken) and the choices must hold no root arc.
+    """
+    for m in range(n):
+        in_tree[m] = False
+    if root_child >= 0:
+        in_tree[root_child] = True
+        out[root_child] = root_child
+    for i in range(n):
+        u = i
+        while u < n and not in_tree[u]:
+            c = n_choices[u]
+            pick = min(int(next_uniform(state) * c), c - 1)
+            h = choices[u, pick]
+            nxt[u] = h
+            u = n if h == u else h
+        u = i
+        while u < n and not in_tree[u]:
+            in_tree[u] = True
+            out[u] = nxt[u]
+            u = n if nxt[u] == u else nxt[u]
+
+
+@njit(**_NJIT)
+def sample_trees_one(arc, n, single_root, seed, paths):
+    """``paths.shape[1]`` uniform trees of finite score of one sentence.
+
+    Without ``single_root``: Wilson's algorithm on the allowed arcs (root arcs included),
+    once every token can reach the root. With ``single_root``: the root child r is drawn
+    with probability ∝ [A[r, r] finite] N_r, with N_r the number of spanning
+    arborescences of the allowed token arcs rooted at r (the matrix-tree theorem:
+    det of the out-degree Laplacian without row and column r, one ``slogdet`` per token
+    when some token arc is forbidden; N_r = 0 exactly when a token cannot reach r), then
+    the rest of the tree by Wilson's algorithm rooted at r.
+
+    Returns
+    -------
+    bool
+        False when the sentence has no valid tree (``paths`` left as they are).
+    """
+    n_draws = paths.shape[1]
+    state = np.empty(1, dtype=np.uint64)
+    state[0] = seed
+    reached = np.empty(n, dtype=np.bool_)
+    queue = np.empty(n, dtype=np.int64)
+    choices = np.empty((n, n), dtype=np.int64)
+    n_choices = np.zeros(n, dtype=np.int64)
+    nxt = np.empty(n, dtype=np.int64)
+    in_tree = np.empty(n, dtype=np.bool_)
+    out = np.empty(n, dtype=np.int64)
+    complete = True
+    for m in range(n):
+        for h in range(n):
+            allowed = arc[m * n + h] > -np.inf
+            if h != m and not allowed:
+                complete = False
+            if allowed and (h != m or not single_root):
+                choices[m, n_choices[m]] = h
+                n_choices[m] += 1
+    if not single_root:
+        if _reach(arc, n, n, reached, queue) < n:
+            return False
+        for d in range(n_draws):
+            _wilson(choices, n_choices, n, -1, state, nxt, in_tree, out)
+            for m in range(n):
+                paths[m, d] = out[m]
+        return True
+    weights = np.zeros(n)
+    logs = np.full(n, -np.inf)
+    for r in range(n):
+        if arc[r * n + r] > -np.inf and _reach(arc, n, r, reached, queue) == n:
+            logs[r] = 0.0
+            if not complete and n > 1:
+                minor = np.empty((n - 1, n - 1))
+                for a in range(n - 1):
+                    m = a if a < r else a + 1
+                    for b in range(n - 1):
+                        h = b if b < r else b + 1
+                        minor[a, b] = -1.0 if (m != h and arc[m * n + h] > -np.inf) else 0.0
+                    minor[a, a] = n_choices[m]
+                logs[r] = np.linalg.slogdet(minor)[1]
+    top = logs.max()
+    if top == -np.inf:
+        return False
+    total = 0.0
+    for r in range(n):
+        weights[r] = np.exp(logs[r] - top) if logs[r] > -np.inf else 0.0
+        total += weights[r]
+    for d in range(n_draws):
+        u = next_uniform(state) * total
+        r = -1
+        acc = 0.0
+        for t in range(n):
+            if weights[t] > 0.0:
+                r = t
+                acc += weights[t]
+                if acc > u:
+                    break
+        _wilson(choices, n_choices, n, r, state, nxt, in_tree, out)
+        for m in range(n):
+            paths[m, d] = out[m]
+    return True
+
+
+@njit(parallel=True, **_NJIT)
+def sample_trees(unary, offsets, unary_offsets, single_root, n_draws, seeds):
+    """Uniform trees of finite score of every sentence (:func:`sample_trees_one`), one
+    sentence per parallel iteration, each with its own splitmix64 stream seeded by
+    ``seeds[i]`` (so the draws do not depend on the number of threads).
+
+    Returns
+    -------
+    paths : ndarray of shape (n_tokens, n_draws), int64
+        -1 for the sentences without a valid tree.
+    feasible : ndarray of shape (n_sentences,), bool
+    """
+    n_sent = offsets.shape[0] - 1
+    paths = np.empty((offsets[-1], n_draws), dtype=np.int64)
+    feasible = np.empty(n_sent, dtype=np.bool_)
+    for s in prange(n_sent):
+        a, n, start = offsets[s], offsets[s + 1] - offsets[s], unary_offsets[s]
+        ok = sample_trees_one(unary[start : start + n * n], n, single_root, seeds[s],
+                              paths[a : a + n])
+        feasible[s] = ok
+        if not ok:
+            for t in range(a, a + n):
+                for d in range(n_draws):
+                    paths[t, d] = -1
+    return paths, feasible
+
+
+@njit(**_NJIT)
+def _is_tree(heads, n, mark):
+    """Whether the heads (m itself for the root) form a tree: every token reaches the
+    root. O(n) with ``mark`` (n,) scratch."""
+    for m in range(n):
+        mark[m] = -1
+    for i in range(n):
+        u = i
+        walking = True
+        while walking:
+            if mark[u] != -1:
+                if mark[u] == i:
+                    return False  # back to a token of this walk: a cycle
+                walking = False  # a token that reaches the root
+            else:
+                mark[u] = i
+                if heads[u] == u:
+                    walking = False
+                else:
+                    u = heads[u]
+    return True
+
+
+@njit(**_NJIT)
+def _is_projective(heads, n):
+    """Whether the tree has no crossing arcs (the root at position -1)."""
+    for m in range(n):
+        head = -1 if heads[m] == m else heads[m]
+        lo, hi = min(head, m), max(head, m)
+        for t in range(lo + 1, hi):
+            head_t = -1 if heads[t] == t else heads[t]
+            if head_t < lo or head_t > hi:
+                return False
+    return True
+
+
+@njit(**_NJIT)
+def neighbours_one(arc, n, y, k, projective, single_root, paths, write):
+    """The valid trees at Hamming distance 1 .. k from the heads ``y`` of one sentence,
+    in the order of :mod:`skstruct.decoders._sampling`; written to ``paths``
+    (n, >= count) when ``write``. Returns their number.
+
+    A candidate changes the heads of 1 .. k tokens; it is kept when its arcs have finite
+    scores, it has no cycle, one root child under ``single_root`` and no crossing arcs
+    under ``projective``: O(n) per candidate, O(n²) when projective.
+    """
+    positions = np.empty(k, dtype=np.int64)
+    alternatives = np.empty(k, dtype=np.int64)
+    heads = np.empty(n, dtype=np.int64)
+    mark = np.empty(n, dtype=np.int64)
+    bad_y = 0
+    roots_y = 0
+    for m in range(n):
+        heads[m] = y[m]
+        if arc[m * n + y[m]] == -np.inf:
+            bad_y += 1
+        if y[m] == m:
+            roots_y += 1
+    count = 0
+    if n < 2:
+        return 0
+    for j in range(1, min(k, n) + 1):
+        first_change(j, positions, alternatives)
+        more = True
+        while more:
+            bad = bad_y
+            roots = roots_y
+            for i in range(j):
+                m = positions[i]
+                h = alternative_value(alternatives[i], y[m])
+                heads[m] = h
+                bad += int(arc[m * n + h] == -np.inf) - int(arc[m * n + y[m]] == -np.inf)
+                roots += int(h == m) - int(y[m] == m)
+            if (bad == 0 and (roots == 1 or not single_root) and _is_tree(heads, n, mark)
+                    and (not projective or _is_projective(heads, n))):
+                if write:
+                    for m in range(n):
+                        paths[m, count] = heads[m]
+                count += 1
+            for i in range(j):
+                heads[positions[i]] = y[positions[i]]
+            more = next_change(j, positions, alternatives, n, n - 1)
+    return count
+
+
+@njit(parallel=True, **_NJIT)
+def neighbours(unary, offsets, unary_offsets, y, k, projective, single_root, paths,
+               counts, write):
+    """:func:`neighbours_one` for every sentence, one per parallel iteration: counts
+    them (``write`` False) or writes them into ``paths`` (n_tokens, max count), filled
+    with -1 beforehand."""
+    for s in prange(offsets.shape[0] - 1):
+        a, n, start = offsets[s], offsets[s + 1] - offsets[s], unary_offsets[s]
+        counts[s] = neighbours_one(unary[start : start + n * n], n, y[a : a + n], k,
+                                   projective, single_root, paths[a : a + n], write)

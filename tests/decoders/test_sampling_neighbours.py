@@ -172,6 +172,76 @@ def test_multilabel_neighbours_equal_enumeration(k):
                        lambda i: y[i], k)
 
 
+# --------------------------------------------------------------------------- trees
+
+
+def _forbid_arcs(scores, seed, rate=0.3):
+    """Scores with some arcs set to -inf after construction (TreeScores rejects -inf,
+    the samplers and neighbourhoods honour it), every sentence keeping a valid tree
+    under both root options."""
+    rng = np.random.default_rng(seed)
+    while True:
+        unary = scores.unary.copy()
+        unary[rng.random(unary.shape) < rate] = -np.inf
+        forbidden = scores.replace()
+        forbidden.unary = unary
+        if all(len(_valid_trees(TreeDecoder(single_root=True), forbidden, i))
+               for i in range(forbidden.n_examples)):
+            return forbidden
+
+
+OPTIONS = [dict(), dict(single_root=True), dict(projective=True),
+           dict(projective=True, single_root=True)]
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+@pytest.mark.parametrize("forbid", [False, True])
+def test_tree_draws_are_uniform_over_valid_trees(single_root, forbid):
+    scores = _tree_scores(0)
+    if forbid:
+        scores = _forbid_arcs(scores, 1)
+    decoder = TreeDecoder(single_root=single_root)
+    paths = decoder.sample_uniform(scores, 4000, random_state=2)
+    assert paths.shape == (scores.offsets[-1], 4000)
+    for i, draws in enumerate(_examples(paths, scores.offsets)):
+        _assert_uniform(draws, _valid_trees(decoder, scores, i))
+
+
+@pytest.mark.parametrize("options", OPTIONS)
+@pytest.mark.parametrize("k", [1, 2])
+def test_tree_neighbours_equal_enumeration(options, k):
+    scores = _forbid_arcs(_tree_scores(3, lengths=(1, 2, 4, 5)), 4, rate=0.15)
+    decoder = TreeDecoder(**options)
+    rng = np.random.default_rng(k)
+    # any head assignment, tree or not
+    y = np.concatenate([rng.integers(0, n, size=n) for n in scores.lengths])
+    paths, counts = decoder.neighbours(scores, y, k=k)
+    offsets = scores.offsets
+    _assert_neighbours(_examples(paths, offsets), counts,
+                       lambda i: _valid_trees(decoder, scores, i),
+                       lambda i: y[offsets[i] : offsets[i + 1]], k)
+
+
+def test_tree_without_valid_tree_is_infeasible():
+    scores = _tree_scores(0)
+    scores.unary[scores.unary_offsets[2] + np.arange(4) * 5] = -np.inf  # no root arc
+    with pytest.raises(InfeasibleOutputError, match="sentence 2 ") as info:
+        TreeDecoder().sample_uniform(scores, 2, random_state=0)
+    assert info.value.examples.tolist() == [2]
+    scores.unary[scores.unary_offsets[1] + np.array([1, 2, 3, 5, 6, 7])] = -np.inf
+    with pytest.raises(InfeasibleOutputError, match="sentences 1, 2 "):
+        TreeDecoder(single_root=True).sample_uniform(scores, 2, random_state=0)
+
+
+def test_projective_trees_have_no_uniform_sampler():
+    decoder = TreeDecoder(projective=True)
+    assert "sample_uniform" not in decoder.capabilities
+    assert "neighbours" in decoder.capabilities
+    assert {"sample_uniform", "neighbours"} <= TreeDecoder().capabilities
+    with pytest.raises(NotImplementedError, match="projective"):
+        decoder.sample_uniform(_tree_scores(0), 3)
+
+
 # --------------------------------------------------------------------------- common
 
 
@@ -180,10 +250,12 @@ def _cases():
     return [
         (ChainDecoder(), chain, np.zeros(chain.unary.shape[0], dtype=int)),
         (MultilabelDecoder(), _multilabel_scores(2), np.zeros((3, 4), dtype=int)),
+        (TreeDecoder(), _tree_scores(0), np.zeros(8, dtype=int)),
+        (TreeDecoder(single_root=True), _tree_scores(1), np.zeros(8, dtype=int)),
     ]
 
 
-@pytest.mark.parametrize("case", range(2))
+@pytest.mark.parametrize("case", range(4))
 def test_same_seed_same_draws_and_different_seeds_differ(case):
     decoder, scores, _ = _cases()[case]
     a = decoder.sample_uniform(scores, 50, random_state=7)
@@ -197,7 +269,22 @@ def test_same_seed_same_draws_and_different_seeds_differ(case):
     assert decoder.sample_uniform(scores, 1, random_state=0).shape[-1] == 1
 
 
-@pytest.mark.parametrize("case", range(2))
+def test_draws_do_not_depend_on_the_number_of_threads():
+    import numba
+
+    cases = _cases()
+    before = [d.sample_uniform(s, 20, random_state=1) for d, s, _ in cases]
+    previous = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        after = [d.sample_uniform(s, 20, random_state=1) for d, s, _ in cases]
+    finally:
+        numba.set_num_threads(previous)
+    for a, b in zip(before, after):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("case", range(4))
 def test_bad_arguments_are_rejected(case):
     decoder, scores, y = _cases()[case]
     with pytest.raises(ValueError, match="n_draws must be an integer >= 1"):
@@ -228,3 +315,7 @@ def test_huge_neighbourhood_is_refused_before_any_work():
     with pytest.raises(ValueError, match="Hamming-3 neighbourhood of sequence 0"):
         ChainDecoder().neighbours(scores, np.zeros(200, dtype=int), k=3)
     assert _sampling.MAX_NEIGHBOUR_CANDIDATES < 200 * 199 * 198 // 6 * 29**3
+    trees = TreeScores.from_blocks([np.zeros((50, 50))])
+    with pytest.raises(ValueError, match="Hamming-2 neighbourhood of sentence 0 has "
+                                         "2,943,675 candidate"):
+        TreeDecoder().neighbours(trees, np.arange(50), k=2)
