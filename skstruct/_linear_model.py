@@ -8,6 +8,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._structured_base import StructuredEstimator
 from .decoders import check_capability
+from .features import decoder_feature_map
 from .optim import RegularizedRisk, run_solver
 
 __all__ = ["LinearStructuredModel"]
@@ -80,11 +81,10 @@ class LinearStructuredModel(StructuredEstimator):
     @staticmethod
     def _feature_map(kind, n_features, classes, decoder):
         """The decoder's own feature map when it scores parts of its own (a factor
-        graph's PAIR factors: ``decoder.feature_map``), else the output kind's."""
-        own = getattr(decoder, "feature_map", None)
-        if own is not None:
-            return own(n_features, classes)
-        return kind.feature_map(n_features, classes)
+        graph's PAIR factors: :func:`~skstruct.features.decoder_feature_map`), else the
+        output kind's."""
+        own = decoder_feature_map(decoder, n_features, classes)
+        return kind.feature_map(n_features, classes) if own is None else own
 
     def _store_coefficients(self, kind, features, w):
         """Fitted attributes from ``w``: through the feature map when it stores its own

@@ -1,6 +1,7 @@
 """Feature maps: linear maps from inputs and weights to part scores, and their transposes."""
 
 from ._compiled import CompiledFeatures
+from ._factor_graph import FactorGraphFeatures, decoder_feature_map
 from ._linear import LinearFeatures
 from ._linear_arc import LinearArcFeatures
 from ._linear_chain import LinearChainFeatures
@@ -8,9 +9,11 @@ from ._sparse import csr_matmul, csr_transpose_matmul
 
 __all__ = [
     "CompiledFeatures",
+    "FactorGraphFeatures",
     "LinearArcFeatures",
     "LinearChainFeatures",
     "LinearFeatures",
     "csr_matmul",
     "csr_transpose_matmul",
+    "decoder_feature_map",
 ]

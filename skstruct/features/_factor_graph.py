@@ -6,7 +6,41 @@ from ._linear import LinearFeatures
 from ._linear_chain import _present_columns
 from ._sparse import matmul, transpose_matmul
 
-__all__ = ["FactorGraphFeatures"]
+__all__ = ["FactorGraphFeatures", "decoder_feature_map"]
+
+
+def decoder_feature_map(decoder, n_features, classes):
+    """The feature map a decoder needs beyond its output kind's, or None.
+
+    A :class:`~skstruct.decoders.FactorGraphDecoder` scores a part per PAIR factor:
+    its models learn one score per PAIR factor beside the per-label weights
+    (:class:`FactorGraphFeatures`). Any other decoder may bring its own map with a
+    ``feature_map(n_features, classes)`` method; otherwise None (the output kind's map).
+
+    Parameters
+    ----------
+    decoder : Decoder
+    n_features : int
+    classes : ndarray
+        The label indices (one per variable for factor graphs).
+
+    Returns
+    -------
+    feature map or None
+    """
+    from ..decoders import FactorGraphDecoder, FactorGraphScores
+
+    if isinstance(decoder, FactorGraphDecoder):
+        graph = decoder.graph
+        if len(classes) != graph.n_vars:
+            raise ValueError(
+                f"y has {len(classes)} labels but the factor graph has {graph.n_vars} "
+                "variables; a model with a FactorGraphDecoder learns one label per variable."
+            )
+        return FactorGraphFeatures(n_features, graph.n_vars, graph.n_pairs,
+                                   FactorGraphScores)
+    own = getattr(decoder, "feature_map", None)
+    return None if own is None else own(n_features, classes)
 
 
 class FactorGraphFeatures(LinearFeatures):
