@@ -324,7 +324,10 @@ def test_decoder_parameters():
     assert decoder.get_params() == {"projective": True, "single_root": False}
     assert decoder.set_params(single_root=True).single_root is True
     assert TreeDecoder.output_kind == "tree"
-    assert decoder.capabilities == {"map", "marginals", "loss_augmented_map", "parts"}
+    # projective trees: no uniform sampler (Wilson's algorithm draws any arborescence)
+    assert decoder.capabilities == {"map", "marginals", "loss_augmented_map", "parts",
+                                    "neighbours"}
+    assert "sample_uniform" in TreeDecoder().capabilities
     decoder._validate_params()
     with pytest.raises(ValueError, match="projective"):
         TreeDecoder(projective="yes")._validate_params()
