@@ -18,11 +18,13 @@ from . import _threading  # noqa: E402, F401
 from ._crf import CRF  # noqa: E402
 from ._sparsemap import SparseMAPClassifier  # noqa: E402
 from ._ssvm import StructuredPerceptron, StructuredSVM  # noqa: E402
+from ._perturbation import PerturbedMAPClassifier  # noqa: E402
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "CRF",
+    "PerturbedMAPClassifier",
     "SparseMAPClassifier",
     "StructuredPerceptron",
     "StructuredSVM",

@@ -1,0 +1,489 @@
+"""Learning MAP-perturbation models from random candidate sets, without MAP calls."""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import _fit_context
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ._linear_model import LinearStructuredModel
+from .decoders import Decoder
+from .optim._result import OptimizeResult
+
+__all__ = ["PerturbedMAPClassifier"]
+
+#: Decoder operations the counter reports (``decoder_calls_``).
+COUNTED_OPERATIONS = ("map", "top_k", "marginals", "log_partition", "loss_augmented_map",
+                      "sparsemap", "sample_uniform", "neighbours", "score_outputs", "parts")
+
+
+class _CountingDecoder:
+    """A decoder seen through a counter of its operations' calls."""
+
+    def __init__(self, decoder):
+        self._decoder = decoder
+        self.calls = dict.fromkeys(COUNTED_OPERATIONS, 0)
+
+    def __getattr__(self, name):
+        attribute = getattr(self._decoder, name)
+        if name in COUNTED_OPERATIONS:
+            def counted(*args, **kwargs):
+                self.calls[name] += 1
+                return attribute(*args, **kwargs)
+            return counted
+        return attribute
+
+
+def _per_entry(mask, output_offsets):
+    """A per-example mask repeated over the first axis of stacked outputs."""
+    return np.repeat(mask, np.diff(output_offsets))
+
+
+def _select(mask, a, b, output_offsets):
+    """Stacked outputs: example i's from ``a`` where ``mask[i]``, else from ``b``."""
+    entries = _per_entry(mask, output_offsets).reshape((-1,) + (1,) * (a.ndim - 1))
+    return np.where(entries, a, b)
+
+
+def _hashes(outputs, output_offsets, salt):
+    """A 64-bit fingerprint of every example's output (equal outputs, equal prints)."""
+    flat = outputs.reshape(outputs.shape[0], -1).astype(np.uint64) + np.uint64(1)
+    mixed = flat * salt[: flat.shape[1]]
+    rows = np.bitwise_xor.reduce(mixed, axis=1) if flat.shape[1] > 1 else mixed[:, 0]
+    position = np.arange(flat.shape[0], dtype=np.uint64) - np.repeat(
+        output_offsets[:-1], np.diff(output_offsets)).astype(np.uint64)
+    rows = rows * (position * np.uint64(0x9E3779B97F4A7C15) + np.uint64(0xBF58476D1CE4E5B9))
+    return np.add.reduceat(rows, output_offsets[:-1]) if rows.size else rows
+
+
+def _score_layers(decoder, scores, layers):
+    """θ of R stacked output batches (each laid out like ``scores``' outputs) in one
+    decoder call, shape (R, n_examples)."""
+    n_examples = scores.n_examples
+    tiled = scores.take(np.tile(np.arange(n_examples), len(layers)))
+    return decoder.score_outputs(tiled, np.concatenate(layers, axis=0)).reshape(
+        len(layers), n_examples)
+
+
+def _softmax_over_candidates(theta, keep, beta):
+    """p[l, i]: softmax over the kept candidate layers of example i of θ / β."""
+    logits = np.stack([np.where(k, th / beta, -np.inf) for k, th in zip(keep, theta)])
+    logits -= logits.max(axis=0)
+    p = np.exp(logits)
+    return p / p.sum(axis=0)
+
+
+def _soft_threshold(w, threshold):
+    return np.sign(w) * np.maximum(np.abs(w) - threshold, 0.0)
+
+
+class PerturbedMAPClassifier(LinearStructuredModel):
+    """A MAP-perturbation model learned from random candidate sets (no MAP calls).
+
+    The predictor is f(x) = argmax_{y ∈ Y(x)} ⟨φ(x, y), w⟩ + γ_y with γ_y i.i.d.
+    Gumbel(0, β), so that P(f(x) = y) = softmax(⟨φ(x, ·), w⟩ / β)_y, the CRF's
+    distribution at temperature β (:meth:`sample` draws from it; :meth:`predict` returns
+    the MAP, γ = 0). Training maximizes the likelihood of the data under the model
+    restricted, for every example, to a small candidate set T_i: the gold output and
+    ⌈√m⌉ draws of a proposal that never calls the MAP decoder (Algorithm 1 of Ghoshal
+    & Honorio 2019): with probability α start from a uniform sample of Y(x_i), else from
+    y_i; scan the Hamming-``k`` neighbourhood of the start and keep the best output
+    seen (ties to the later one), which depends only on the order of the scores. Each
+    of ``max_iter`` iterations takes one step of size ``learning_rate / √t`` along
+
+        g = Σ_i q_i (φ(x_i, y_i) − E_{p_i}[φ(x_i, ·)]) / (β Σ_i q_i),
+
+    the gradient of log (1/m) Σ_i q_i, with p_i = softmax over T_i of the scores / β and
+    q_i = p_i(y_i), then an ℓ1 proximal step (soft-thresholding by step × ``l1``).
+
+    The decoder needs ``sample_uniform``, ``neighbours``, ``parts`` and
+    ``score_outputs`` for training (``map`` only for :meth:`predict`); chains,
+    multilabel sets, k-subsets, trees and DAGs provide them. ``decoder_calls_`` counts
+    the decoder operations of the last ``fit``: a training without MAP has
+    ``decoder_calls_["map"] == 0``.
+
+    Parameters
+    ----------
+    decoder : Decoder, default=None
+        Inferred from ``y`` as for :class:`StructuredSVM`.
+    k : int, default=1
+        Hamming radius of the proposal's neighbourhood.
+    n_candidates : "sqrt" or int, default="sqrt"
+        Proposal draws per example and iteration: ⌈√m⌉ for m training examples, as in
+        the paper, or a number.
+    candidates : {"proposal", "all"}, default="proposal"
+        ``"all"``: T_i = Y(x_i), every output (enumerated by ``top_k``; tiny problems
+        only), which is exact CRF training by the same steps (the paper's CRF_ALL).
+    beta : "auto" or float, default="auto"
+        Gumbel scale β; ``"auto"`` is the paper's 1 / log((r − 1)(√m − 1)) with r the
+        largest number of outputs of an example (read from ``max_outputs``), clipped
+        to a positive value.
+    alpha : "auto" or float in [0, 1], default="auto"
+        Probability of a uniform start; ``"auto"`` is min(1, ‖w‖₁ / √m), recomputed
+        every iteration.
+    l1 : float, default=0.01
+        ℓ1 strength of the proximal step.
+    learning_rate : float, default=1.0
+        Step size at t = 1; steps decay as 1/√t.
+    max_iter : int, default=20
+        Gradient iterations (T).
+    max_outputs : int, default=100000
+        For ``candidates="all"``, ``beta="auto"`` and :meth:`sample`: the largest
+        number of outputs enumerated per example.
+    random_state : int, RandomState or None, default=None
+    verbose : int, default=0
+    warm_start : bool, default=False
+        Start from the previous solution.
+    n_jobs : int, default=None
+        Accepted for the scikit-learn conventions; the decoder's compiled kernels use
+        their own threads.
+
+    Attributes
+    ----------
+    coef_, intercept_, transition_, ... : ndarray
+        As for the other linear models of the output kind.
+    beta_ : float
+        The Gumbel scale used.
+    n_iter_ : int
+    objective_curve_ : ndarray of shape (n_iter_,)
+        The randomized loss 1 − (1/m) Σ_i q_i before each step.
+    decoder_calls_ : dict
+        Calls of every decoder operation during the last ``fit``.
+    output_kind_, classes_, decoder_, n_features_in_
+
+    References
+    ----------
+    Ghoshal & Honorio (2019). Learning maximum-a-posteriori perturbation models for
+    structured prediction in polynomial time. ICML.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct import PerturbedMAPClassifier
+    >>> X = np.array([[1., 0.], [0., 1.], [1., 1.], [0., 0.]])
+    >>> Y = np.array([[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 1]])
+    >>> model = PerturbedMAPClassifier(random_state=0, max_iter=30).fit(X, Y)
+    >>> model.decoder_calls_["map"]
+    0
+    """
+
+    _decoder_operations = ("map",)
+
+    _parameter_constraints = {
+        "decoder": [None, Decoder],
+        "k": [Interval(Integral, 1, None, closed="left")],
+        "n_candidates": [StrOptions({"sqrt"}), Interval(Integral, 1, None, closed="left")],
+        "candidates": [StrOptions({"proposal", "all"})],
+        "beta": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "alpha": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="both")],
+        "l1": [Interval(Real, 0, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "max_outputs": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "warm_start": ["boolean"],
+        "n_jobs": [None, Integral],
+    }
+
+    def __init__(self, decoder=None, *, k=1, n_candidates="sqrt", candidates="proposal",
+                 beta="auto", alpha="auto", l1=0.01, learning_rate=1.0, max_iter=20,
+                 max_outputs=100000, random_state=None, verbose=0, warm_start=False,
+                 n_jobs=None):
+        self.decoder = decoder
+        self.k = k
+        self.n_candidates = n_candidates
+        self.candidates = candidates
+        self.beta = beta
+        self.alpha = alpha
+        self.l1 = l1
+        self.learning_rate = learning_rate
+        self.max_iter = max_iter
+        self.max_outputs = max_outputs
+        self.random_state = random_state
+        self.verbose = verbose
+        self.warm_start = warm_start
+        self.n_jobs = n_jobs
+
+    # -- training ------------------------------------------------------------------
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit the model by randomized likelihood ascent (no MAP calls).
+
+        Parameters
+        ----------
+        X, y
+            As for :meth:`StructuredSVM.fit`.
+        sample_weight : None
+            Not supported (the randomized likelihood has no example weights); must be
+            None.
+
+        Returns
+        -------
+        self : PerturbedMAPClassifier
+        """
+        if sample_weight is not None:
+            raise ValueError("PerturbedMAPClassifier does not support sample_weight.")
+        kind, batch, classes, y_encoded, _ = self._validate_training_data(X, y, None)
+        needs = ([("top_k", "PerturbedMAPClassifier(candidates='all')")]
+                 if self.candidates == "all" else
+                 [("sample_uniform", "PerturbedMAPClassifier's proposal"),
+                  ("neighbours", "PerturbedMAPClassifier's proposal")])
+        decoder = self._make_decoder(kind, needs + [("parts", "PerturbedMAPClassifier")],
+                                     y_encoded, batch)
+        features = self._feature_map(kind, batch.n_features, classes, decoder)
+        w = np.array(self._initial_params(features, kind, classes, batch.n_features),
+                     dtype=np.float64)
+        counting = _CountingDecoder(decoder)
+        rng = check_random_state(self.random_state)
+        state = self._training_state(counting, features, batch, y_encoded, w, rng)
+        curve = []
+        for t in range(1, self.max_iter + 1):
+            scores = features.scores(batch, w)
+            layers, theta, keep = self._candidate_sets(
+                counting, scores, y_encoded, state, w, rng, self.candidates)
+            p = _softmax_over_candidates(theta, keep, state["beta"])
+            q = p[0]
+            curve.append(1.0 - float(q.mean()))
+            # ∇ log (1/m) Σ_i q_i in part-score space, one part vector per candidate layer
+            scale = q / (state["beta"] * q.sum())
+            grad_parts = None
+            for index, (outputs, _) in enumerate(layers):
+                weight = scale * ((1.0 - p[0]) if index == 0 else -p[index])
+                if index and not np.any(weight):
+                    continue
+                part = counting.parts(scores, self._fill(
+                    outputs, y_encoded, state["offsets"], keep[index])).scale(weight)
+                grad_parts = part if grad_parts is None else grad_parts + part
+            step = self.learning_rate / np.sqrt(t)
+            w = _soft_threshold(w + step * features.transpose(batch, grad_parts),
+                                step * self.l1)
+            if self.verbose:
+                print(f"iteration {t}: randomized loss {curve[-1]:.6f}, "
+                      f"|T_i| mean {np.mean(np.sum(keep, axis=0)):.2f}, "
+                      f"nonzero {np.count_nonzero(w)}")
+        result = OptimizeResult(w=w, n_iter=self.max_iter, converged=True,
+                                objective_curve=curve, message="max_iter reached")
+        self._finish_fit(kind, classes, batch, features, decoder, result)
+        self.beta_ = state["beta"]
+        self.decoder_calls_ = dict(counting.calls)
+        return self
+
+    def _training_state(self, decoder, features, batch, y_encoded, w, rng):
+        """β, the draw count, the enumeration size and the output fingerprint salt."""
+        m = batch.n_sequences
+        log_r = self._log_largest_output_count(decoder, features, batch, w)
+        return {
+            "offsets": np.asarray(batch.output_offsets),
+            "n_draws": (int(np.ceil(np.sqrt(m))) if self.n_candidates == "sqrt"
+                        else self.n_candidates),
+            "beta": self._beta(log_r, m),
+            "n_all": int(min(self.max_outputs, np.ceil(np.exp(min(log_r, 50.0)) - 1e-9))),
+            "salt": rng.randint(1, 2 ** 62, size=max(1, y_encoded[:1].size)).astype(
+                np.uint64) | np.uint64(1),
+        }
+
+    def _candidate_sets(self, decoder, scores, y_encoded, state, w, rng, candidates):
+        """The candidate layers of every example, their scores and which to keep.
+
+        Layer 0 is the gold output; ``keep[l][i]`` is False where layer ``l`` repeats
+        an earlier candidate of example ``i`` or holds none.
+        """
+        offsets = state["offsets"]
+        m = offsets.shape[0] - 1
+        if candidates == "all":
+            layers = self._all_outputs(decoder, scores, state["n_all"])
+            filled = [self._fill(out, y_encoded, offsets, valid) for out, valid in layers]
+            theta = list(_score_layers(decoder, scores, [y_encoded] + filled))
+            layers = [(y_encoded, np.ones(m, bool))] + layers
+            theta = theta[:1] + [np.where(valid, th, -np.inf)
+                                 for th, (_, valid) in zip(theta[1:], layers[1:])]
+            gold = _hashes(y_encoded, offsets, state["salt"])
+            keep = [np.ones(m, bool)] + [
+                valid & (_hashes(out, offsets, state["salt"]) != gold)
+                for out, valid in layers[1:]]
+            return layers, theta, keep
+        alpha = (min(1.0, np.abs(w).sum() / np.sqrt(m)) if self.alpha == "auto"
+                 else float(self.alpha))
+        layers, theta = self._proposals(decoder, scores, y_encoded, offsets,
+                                        state["n_draws"], alpha, rng)
+        return layers, theta, self._first_occurrences(layers, offsets, state["salt"])
+
+    def randomized_loss(self, X, y, candidates="proposal", random_state=None):
+        """The randomized loss L(w, S, T̄) = 1 − (1/m) Σ_i q_i at the fitted weights.
+
+        q_i = p_i(y_i), with p_i the softmax of the scores / β over the candidate set
+        T_i: ``"proposal"`` draws them as training does (Lemma 1 of the paper: this never
+        exceeds the full loss), ``"all"`` takes every output, which gives the CRF loss
+        1 − (1/m) Σ_i P(y_i | x_i) at temperature β.
+
+        Parameters
+        ----------
+        X, y : as for :meth:`fit`
+        candidates : {"proposal", "all"}, default="proposal"
+        random_state : int, RandomState or None, default=None
+
+        Returns
+        -------
+        float
+        """
+        if candidates not in ("proposal", "all"):
+            raise ValueError(f"candidates must be 'proposal' or 'all'; got {candidates!r}.")
+        batch = self._validate_prediction_data(X)
+        features = self._features()
+        w = self._params()
+        _, _, classes, y_encoded, _ = self._validate_training_data(X, y, None)
+        if classes is not None and not np.array_equal(classes, self.classes_):
+            unknown = np.setdiff1d(classes, self.classes_)
+            if unknown.size:
+                raise ValueError(f"y has labels not seen in fit: {unknown.tolist()[:5]}.")
+            y_encoded = np.searchsorted(self.classes_, classes[y_encoded])
+        rng = check_random_state(random_state)
+        state = self._training_state(self.decoder_, features, batch, y_encoded, w, rng)
+        state["beta"] = self.beta_
+        scores = features.scores(batch, w)
+        _, theta, keep = self._candidate_sets(self.decoder_, scores, y_encoded, state, w,
+                                              rng, candidates)
+        return 1.0 - float(_softmax_over_candidates(theta, keep, self.beta_)[0].mean())
+
+    def _beta(self, log_r, m):
+        """β = 1 / log((r − 1)(√m − 1)), from log r = max_i log |Y(x_i)|."""
+        if self.beta != "auto":
+            return float(self.beta)
+        log_r_minus_1 = log_r + np.log1p(-np.exp(-log_r)) if log_r > 0 else -np.inf
+        value = log_r_minus_1 + (np.log(np.sqrt(m) - 1.0) if m > 1 else 0.0)
+        return 1.0 / value if np.isfinite(value) and value > 0 else 1.0
+
+    def _log_largest_output_count(self, decoder, features, batch, w):
+        """log max_i |Y(x_i)|: the log-partition at zero scores when the decoder has one
+        (log Σ_y e⁰), else by enumeration up to ``max_outputs`` (then the cap)."""
+        zero = getattr(features, "zero_scores", None)
+        scores = zero(batch) if zero is not None else features.scores(batch, 0.0 * w)
+        if "marginals" in decoder.capabilities:
+            return float(np.max(decoder.log_partition(scores)))
+        if "top_k" in decoder.capabilities:
+            _, top = decoder.top_k(scores, self.max_outputs)
+            return float(np.log(np.max(np.sum(top > -np.inf, axis=1))))
+        return float(np.log(self.max_outputs))
+
+    @staticmethod
+    def _fill(outputs, y_encoded, offsets, valid):
+        """Outputs with the invalid examples' entries replaced by the gold ones."""
+        return _select(valid, outputs, y_encoded, offsets)
+
+    def _all_outputs(self, decoder, scores, n_all):
+        paths, top = decoder.top_k(scores, n_all + 1)
+        if np.any(top[:, -1] > -np.inf):
+            raise ValueError(
+                f"candidates='all' enumerates every output with top_k, but some example has "
+                f"more than max_outputs={self.max_outputs}; raise max_outputs or use "
+                "candidates='proposal'."
+            )
+        return [(paths[..., j], top[:, j] > -np.inf) for j in range(paths.shape[-1])
+                if np.any(top[:, j] > -np.inf)]
+
+    def _proposals(self, decoder, scores, y_encoded, offsets, n_draws, alpha, rng):
+        """Algorithm 1, ``n_draws`` times for every example; the gold output first.
+
+        The scan keeps y ← y' whenever θ(y') ≥ θ(y) over the neighbours of the start,
+        in the decoder's order: it ends at the last neighbour of largest score when that
+        score is at least the start's, else at the start.
+        """
+        m = offsets.shape[0] - 1
+        gold_scores = decoder.score_outputs(scores, y_encoded)
+        layers = [(y_encoded, np.ones(m, bool))]
+        theta = [gold_scores]
+        uniform = None
+        if alpha > 0:
+            uniform = decoder.sample_uniform(scores, n_draws,
+                                             random_state=rng.randint(2 ** 31 - 1))
+        for d in range(n_draws):
+            start, start_scores = y_encoded, gold_scores
+            if uniform is not None:
+                explore = rng.random_sample(m) < alpha
+                if explore.any():
+                    start = _select(explore, uniform[..., d], y_encoded, offsets)
+                    start_scores = decoder.score_outputs(scores, start)
+            neighbours, counts = decoder.neighbours(scores, start, self.k)
+            n_layers = neighbours.shape[-1]
+            if n_layers == 0:
+                layers.append((start, np.ones(m, bool)))
+                theta.append(start_scores)
+                continue
+            valid = np.arange(n_layers)[:, None] < counts[None, :]       # (R, m)
+            candidates = [_select(valid[j], neighbours[..., j], start, offsets)
+                          for j in range(n_layers)]
+            candidate_scores = _score_layers(decoder, scores, candidates)
+            candidate_scores = np.where(valid, candidate_scores, -np.inf)
+            top = candidate_scores.max(axis=0)
+            last = n_layers - 1 - np.argmax((candidate_scores == top)[::-1], axis=0)
+            moves = top >= start_scores
+            best = start
+            for j in np.unique(last[moves]):
+                best = _select(moves & (last == j), candidates[j], best, offsets)
+            layers.append((best, np.ones(m, bool)))
+            theta.append(np.where(moves, top, start_scores))
+        return layers, theta
+
+    @staticmethod
+    def _first_occurrences(layers, offsets, salt):
+        """keep[l][i]: layer l holds the first copy of its output for example i."""
+        prints = np.stack([_hashes(outputs, offsets, salt) for outputs, _ in layers])
+        keep = np.ones(prints.shape, dtype=bool)
+        for index in range(1, prints.shape[0]):
+            keep[index] = np.all(prints[:index] != prints[index], axis=0)
+        return list(keep)
+
+    # -- sampling ------------------------------------------------------------------
+
+    def sample(self, X, n_samples=1, random_state=None):
+        """Draws of the perturbed-MAP predictor: argmax_y θ_y + γ_y, γ_y ~ Gumbel(0, β).
+
+        By the Gumbel-max identity every draw is y with probability
+        softmax(θ / β)_y. The outputs are enumerated by the decoder's ``top_k`` (at most
+        ``max_outputs`` per example; a larger output space raises).
+
+        Parameters
+        ----------
+        X : as in :meth:`predict`
+        n_samples : int, default=1
+        random_state : int, RandomState or None, default=None
+
+        Returns
+        -------
+        list of length n_samples
+            Each element is what :meth:`predict` returns for ``X``: one draw per input.
+        """
+        if not isinstance(n_samples, Integral) or n_samples < 1:
+            raise ValueError(f"n_samples must be an integer >= 1; got {n_samples!r}.")
+        batch = self._validate_prediction_data(X)
+        decoder = self.decoder_
+        if "top_k" not in decoder.capabilities:
+            raise ValueError(
+                f"sample enumerates the outputs with top_k, which {type(decoder).__name__} "
+                "does not provide."
+            )
+        scores = self._scores(batch)
+        log_r = self._log_largest_output_count(decoder, self._features(), batch,
+                                               self._params())
+        n_all = int(min(self.max_outputs, np.ceil(np.exp(min(log_r, 50.0)) - 1e-9)))
+        paths, top = decoder.top_k(scores, n_all + 1)
+        if np.any(top[:, -1] > -np.inf):
+            raise ValueError(
+                f"sample enumerates every output, but some example has more than "
+                f"max_outputs={self.max_outputs}."
+            )
+        rng = check_random_state(random_state)
+        offsets = np.asarray(batch.output_offsets)
+        kind = self._fitted_kind()
+        draws = []
+        for _ in range(n_samples):
+            gumbel = rng.gumbel(0.0, self.beta_, size=top.shape)
+            pick = np.argmax(np.where(top > -np.inf, top + gumbel, -np.inf), axis=1)
+            rows = np.repeat(pick, np.diff(offsets))
+            chosen = np.take_along_axis(
+                paths, rows.reshape((-1,) + (1,) * (paths.ndim - 1)), axis=-1)[..., 0]
+            draws.append(kind.decode(chosen, batch, self.classes_))
+        return draws

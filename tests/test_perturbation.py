@@ -1,0 +1,134 @@
+"""The randomized MAP-perturbation learner."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+from scipy.stats import chisquare
+
+from skstruct import PerturbedMAPClassifier
+from skstruct.decoders import MultilabelDecoder, SubsetDecoder
+
+
+def _multilabel_data(n=40, n_labels=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 6))
+    W = rng.normal(size=(6, n_labels)) * 2
+    Y = (X @ W + rng.normal(size=(n, n_labels)) > 0).astype(np.int64)
+    return X, Y
+
+
+def _all_label_sets(n_labels):
+    return np.array(list(itertools.product((0, 1), repeat=n_labels)))
+
+
+def _exact_crf_loss(model, X, Y):
+    """1 − mean_i P(y_i | x_i) at temperature β, from every label set (enumerated)."""
+    theta = model.decision_function(X) @ _all_label_sets(Y.shape[1]).T / model.beta_
+    gold = np.sum(model.decision_function(X) * Y, axis=1) / model.beta_
+    return 1.0 - np.mean(np.exp(gold - logsumexp(theta, axis=1)))
+
+
+def test_training_calls_no_map_and_counts_the_decoder_operations():
+    X, Y = _multilabel_data()
+    model = PerturbedMAPClassifier(max_iter=5, random_state=0).fit(X, Y)
+    calls = model.decoder_calls_
+    assert calls["map"] == 0 and calls["top_k"] == 0 and calls["loss_augmented_map"] == 0
+    assert calls["neighbours"] == 5 * int(np.ceil(np.sqrt(40)))
+    assert calls["parts"] > 0 and calls["score_outputs"] > 0
+    assert model.predict(X).shape == Y.shape
+    assert model.objective_curve_.shape == (5,)
+
+
+def test_all_candidates_loss_is_the_crf_loss():
+    X, Y = _multilabel_data()
+    model = PerturbedMAPClassifier(max_iter=8, random_state=0).fit(X, Y)
+    np.testing.assert_allclose(model.randomized_loss(X, Y, candidates="all"),
+                               _exact_crf_loss(model, X, Y), rtol=1e-10)
+    # and training on all candidates records that loss before each step
+    exact = PerturbedMAPClassifier(candidates="all", max_iter=1, l1=0.0).fit(X, Y)
+    np.testing.assert_allclose(exact.objective_curve_[0], 1.0 - 1.0 / 2 ** Y.shape[1])
+
+
+def test_randomized_loss_never_exceeds_the_full_loss():
+    X, Y = _multilabel_data(seed=1)
+    model = PerturbedMAPClassifier(max_iter=10, random_state=0).fit(X, Y)
+    full = model.randomized_loss(X, Y, candidates="all")
+    losses = [model.randomized_loss(X, Y, random_state=seed) for seed in range(15)]
+    assert len(losses) == 15
+    assert all(loss <= full + 1e-12 for loss in losses)
+    assert min(losses) < full  # the candidate sets are strict subsets somewhere
+
+
+def test_all_candidates_step_is_the_gradient_of_the_log_likelihood_of_the_data():
+    """From w = 0 one step of size 1 without ℓ1 moves w to ∇ log (1/m) Σ_i q_i(0)."""
+    X, Y = _multilabel_data(n=12, n_labels=3)
+    model = PerturbedMAPClassifier(candidates="all", max_iter=1, l1=0.0, beta=0.7).fit(X, Y)
+    w1 = model._params()
+    features = model._features()
+    outputs = _all_label_sets(3)
+
+    def log_u(w):
+        unary, bias = features.unpack(w)
+        scores = (X @ unary + bias) / 0.7
+        gold = np.sum(scores * Y, axis=1)
+        return np.log(np.mean(np.exp(gold - logsumexp(scores @ outputs.T, axis=1))))
+
+    w0 = np.zeros_like(w1)
+    eps = 1e-6
+    numeric = np.array([(log_u(w0 + eps * e) - log_u(w0 - eps * e)) / (2 * eps)
+                        for e in np.eye(w0.size)])
+    np.testing.assert_allclose(w1, numeric, atol=1e-7)
+
+
+def test_reproducible_under_random_state():
+    X, Y = _multilabel_data(seed=2)
+    fits = [PerturbedMAPClassifier(max_iter=8, random_state=seed, alpha=0.5).fit(X, Y)
+            for seed in (3, 3, 4)]
+    np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
+    assert not np.array_equal(fits[0].coef_, fits[2].coef_)
+
+
+def test_gumbel_max_samples_follow_the_gibbs_distribution():
+    X, Y = _multilabel_data(n=20, n_labels=3)
+    model = PerturbedMAPClassifier(max_iter=5, random_state=0).fit(X, Y)
+    n_draws = 4000
+    draws = np.stack(model.sample(X[:1], n_samples=n_draws, random_state=0))[:, 0]
+    outputs = _all_label_sets(3)
+    index = draws @ (2 ** np.arange(3)[::-1])
+    observed = np.bincount(index, minlength=8)
+    theta = model.decision_function(X[:1])[0] @ outputs.T / model.beta_
+    expected = n_draws * np.exp(theta - logsumexp(theta))
+    assert chisquare(observed, expected).pvalue > 1e-3
+    assert len(set(index.tolist())) > 1
+
+
+def test_subset_decoder_learns_k_subsets_without_map():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(30, 5))
+    scores = X @ rng.normal(size=(5, 6))
+    Y = np.zeros((30, 6), dtype=np.int64)
+    np.put_along_axis(Y, np.argsort(-scores, axis=1)[:, :2], 1, axis=1)
+    model = PerturbedMAPClassifier(SubsetDecoder(k=2), k=2, max_iter=15,
+                                   random_state=0).fit(X, Y)
+    assert model.decoder_calls_["map"] == 0
+    pred = model.predict(X)
+    assert (pred.sum(axis=1) == 2).all()
+    assert np.mean(pred == Y) > 0.7
+
+
+def test_bad_parameters_and_inputs():
+    X, Y = _multilabel_data(n=10)
+    with pytest.raises(ValueError, match="sample_weight"):
+        PerturbedMAPClassifier().fit(X, Y, sample_weight=np.ones(10))
+    with pytest.raises(ValueError, match="k"):
+        PerturbedMAPClassifier(k=0).fit(X, Y)
+    with pytest.raises(ValueError, match="max_outputs"):
+        PerturbedMAPClassifier(candidates="all", max_outputs=4).fit(X, Y)
+    model = PerturbedMAPClassifier(max_iter=1).fit(X, Y)
+    with pytest.raises(ValueError, match="n_samples"):
+        model.sample(X, n_samples=0)
+    with pytest.raises(ValueError, match="candidates"):
+        model.randomized_loss(X, Y, candidates="some")
+    assert isinstance(model.decoder_, MultilabelDecoder)
