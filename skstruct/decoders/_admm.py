@@ -2,9 +2,13 @@
 
 The problem
 -----------
-A :class:`FlatFactorGraph` has ``n_vars`` binary variables u and factors of three groups
+A :class:`FlatFactorGraph` has ``n_vars`` binary variables u and factors of four kinds
 (linear-constraint factors, PAIR factors with one additional variable v_f each, OROut
-factors), every factor seeing some variables through its *entries*. Entry j of a factor
+factors, and structure factors: any decoder over a block of variables, with its
+additional parts as additional variables, :mod:`._factor_structure`), every factor
+seeing some variables through its *entries*. The scores ``eta_pair`` of the solvers are
+those of all additional variables: the PAIR factors', then the structure factors'
+(``n_additional`` in all; ``n_pair`` without structure factors). Entry j of a factor
 is a copy q_j of variable i(j); deg_i is the number of entries on variable i. LP-SparseMAP
 (Niculae & Martins 2020) is
 
@@ -149,11 +153,16 @@ class FlatFactorGraph:
         Variable of every OROut entry; the last entry of a factor is the output.
     orout_offsets : ndarray of shape (n_orout + 1,), int
         OROut factor f owns entries ``orout_offsets[f]:orout_offsets[f + 1]``.
+    structures : tuple of StructureFactor, default=()
+        Decoder factors (:mod:`._factor_structure`): each sees its block ``var``
+        (row-major) and has ``n_extra`` additional variables, scored after the PAIR
+        factors' (``n_additional`` scores in all).
 
     Attributes
     ----------
     entry_var : ndarray of shape (n_entries,), int64
-        Variables of all entries: linear, then PAIR (row-major), then OROut.
+        Variables of all entries: linear, then PAIR (row-major), then OROut, then the
+        structure factors' blocks.
     degree : ndarray of shape (n_vars,), int64
         Number of entries on every variable.
     """
@@ -168,6 +177,7 @@ class FlatFactorGraph:
     pair_var: np.ndarray = None
     orout_var: np.ndarray = None
     orout_offsets: np.ndarray = None
+    structures: tuple = ()
     entry_var: np.ndarray = field(init=False, repr=False)
     degree: np.ndarray = field(init=False, repr=False)
 
@@ -206,13 +216,26 @@ class FlatFactorGraph:
                              "len(orout_var).")
         put(self, "orout_var", orout_var)
         put(self, "orout_offsets", orout_offsets)
-        entry_var = np.concatenate([lin_var, self.pair_var.ravel(), orout_var])
+        structures = tuple(self.structures)
+        for factor in structures:
+            if factor.var.size and (factor.var.min() < 0 or factor.var.max() >= n_vars):
+                raise ValueError(f"structure factor variables must index variables "
+                                 f"0..{n_vars - 1}.")
+        put(self, "structures", structures)
+        entry_var = np.concatenate([lin_var, self.pair_var.ravel(), orout_var]
+                                   + [f.var.reshape(-1) for f in structures])
         put(self, "entry_var", entry_var)
         put(self, "degree", np.bincount(entry_var, minlength=n_vars).astype(np.int64))
 
     @property
     def n_pair(self):
         return self.pair_var.shape[0]
+
+    @property
+    def n_additional(self):
+        """Additional variables (and their scores, ``eta_pair`` of the solvers): the
+        PAIR factors', then every structure factor's extra parts."""
+        return self.n_pair + sum(f.n_extra for f in self.structures)
 
     def tile(self, n_copies):
         """The disjoint union of ``n_copies`` copies of this graph.
@@ -246,7 +269,9 @@ class FlatFactorGraph:
             lin_kind=np.tile(self.lin_kind, n), lin_coef=np.tile(self.lin_coef, n),
             lin_bound=np.tile(self.lin_bound, n), lin_negated=np.tile(self.lin_negated, n),
             pair_var=shifted(self.pair_var), orout_var=shifted(self.orout_var),
-            orout_offsets=_tile_offsets(self.orout_offsets, n))
+            orout_offsets=_tile_offsets(self.orout_offsets, n),
+            structures=tuple(f.shifted(self.n_vars * c) for c in range(n)
+                             for f in self.structures))
 
     @property
     def n_entries(self):
@@ -261,8 +286,9 @@ class ADMMResult:
     ----------
     u : ndarray of shape (n_vars,)
         Variable marginals (the consensus: mean of the factors' copies).
-    v : ndarray of shape (n_pair,)
-        PAIR additional marginals from the last local solutions.
+    v : ndarray of shape (n_additional,)
+        Additional marginals (PAIR, then structure factors' extra parts) from the
+        last local solutions.
     n_iter : int
     primal_residual, dual_residual : float
         Of the last iteration (scaled, as in the module docstring).
@@ -279,7 +305,7 @@ class ADMMResult:
         The last local problems' scores and weights (kernel units).
     q : ndarray of shape (n_entries,)
         The last local solutions (copies).
-    s : ndarray of shape (n_pair,)
+    s : ndarray of shape (n_additional,)
         The PAIR scores s_f = η_pair of the local problems.
     """
 
@@ -306,7 +332,7 @@ class BatchADMMResult:
     Attributes
     ----------
     u : ndarray of shape (n_examples, n_vars)
-    v : ndarray of shape (n_examples, n_pair)
+    v : ndarray of shape (n_examples, n_additional)
     n_iter : ndarray of shape (n_examples,), int64
         Iterations every example ran (each stops on its own).
     primal_residual, dual_residual : ndarray of shape (n_examples,)
@@ -318,7 +344,7 @@ class BatchADMMResult:
         In map_mode, whether every u_i of the example is within 1e-6 of 0 or 1.
     lam, a, w, q : ndarray of shape (n_examples, n_entries)
         As in :class:`ADMMResult`, per example (template entry order).
-    s : ndarray of shape (n_examples, n_pair)
+    s : ndarray of shape (n_examples, n_additional)
     """
 
     u: np.ndarray
@@ -519,8 +545,8 @@ def _check_batch_scores(graph, eta_u, eta_pair, names=("eta_u", "eta_pair")):
     n = eta_u.shape[0]
     eta_pair = np.ascontiguousarray(
         np.zeros((n, 0)) if eta_pair is None else eta_pair, dtype=np.float64)
-    if eta_pair.shape != (n, graph.n_pair):
-        raise ValueError(f"{names[1]} must have shape ({n}, {graph.n_pair}); "
+    if eta_pair.shape != (n, graph.n_additional):
+        raise ValueError(f"{names[1]} must have shape ({n}, {graph.n_additional}); "
                          f"got {eta_pair.shape}.")
     if not (np.all(np.isfinite(eta_u)) and np.all(np.isfinite(eta_pair))):
         raise ValueError(f"{names[0]} and {names[1]} must be finite.")
@@ -550,7 +576,7 @@ def _run(graph, eta_u, eta_pair, u0, lam0, rho0, max_iter, tol, adapt, map_mode)
     """The batched ADMM from the start (u0, lam0 (template order), rho0) of every
     example; returns a BatchADMMResult."""
     n, n_vars = eta_u.shape
-    n_entries, n_pair = graph.n_entries, graph.n_pair
+    n_entries, n_pair = graph.n_entries, graph.n_additional
     layout = _Layout(graph, n)
     kappa = 0.0 if map_mode else 1.0
     degree = graph.degree
@@ -628,6 +654,8 @@ def _run(graph, eta_u, eta_pair, u0, lam0, rho0, max_iter, tol, adapt, map_mode)
                 for name in ("lam",):
                     layout.compact(state[name], m, keep)
                 layout.compact(s, m, keep, extra=True)
+                for g in layout.groups:
+                    g.compact(m, keep)
                 views = _group_views(layout, state, s, v, m_new)
             m = m_new
     else:
@@ -662,8 +690,9 @@ def admm_batch(graph, eta_u, eta_pair, *, max_iter=1000, tol=1e-6, rho=1.0, adap
         The template.
     eta_u : array-like of shape (n_examples, n_vars)
         Unary scores.
-    eta_pair : array-like of shape (n_examples, n_pair)
-        PAIR coupling scores.
+    eta_pair : array-like of shape (n_examples, n_additional)
+        Scores of the additional variables: PAIR couplings, then the structure
+        factors' extra parts.
     max_iter : int, default=1000
     tol : float, default=1e-6
         An example stops when its primal and dual residuals are both below it (0: run
@@ -712,8 +741,9 @@ def admm_sparsemap(graph, eta_u, eta_pair, *, max_iter=1000, tol=1e-6, rho=1.0,
     graph : FlatFactorGraph
     eta_u : array-like of shape (n_vars,)
         Unary scores.
-    eta_pair : array-like of shape (n_pair,)
-        PAIR coupling scores (the scores of the additional variables).
+    eta_pair : array-like of shape (n_additional,)
+        Scores of the additional variables: PAIR couplings, then the structure
+        factors' extra parts.
     max_iter, tol, rho, adapt, map_mode
         As for :func:`admm_batch`.
     warm_start : ADMMResult, optional
@@ -744,8 +774,8 @@ def _check_scores(graph, eta_u, eta_pair):
         np.zeros(0) if eta_pair is None else eta_pair, dtype=np.float64)
     if eta_u.shape != (graph.n_vars,):
         raise ValueError(f"eta_u must have shape ({graph.n_vars},); got {eta_u.shape}.")
-    if eta_pair.shape != (graph.n_pair,):
-        raise ValueError(f"eta_pair must have shape ({graph.n_pair},); "
+    if eta_pair.shape != (graph.n_additional,):
+        raise ValueError(f"eta_pair must have shape ({graph.n_additional},); "
                          f"got {eta_pair.shape}.")
     if not (np.all(np.isfinite(eta_u)) and np.all(np.isfinite(eta_pair))):
         raise ValueError("eta_u and eta_pair must be finite.")
@@ -851,7 +881,7 @@ def admm_batch_backward(graph, result, grad_u, grad_pair, *, max_iter=1000, tol=
     result : BatchADMMResult
         Converged LP-SparseMAP (not map_mode) results.
     grad_u : array-like of shape (n_examples, n_vars)
-    grad_pair : array-like of shape (n_examples, n_pair)
+    grad_pair : array-like of shape (n_examples, n_additional)
         Cotangents of u and v.
     max_iter : int, default=1000
         Cap on the fixed-point iterations.
@@ -863,7 +893,7 @@ def admm_batch_backward(graph, result, grad_u, grad_pair, *, max_iter=1000, tol=
     Returns
     -------
     d_eta_u : ndarray of shape (n_examples, n_vars)
-    d_eta_pair : ndarray of shape (n_examples, n_pair)
+    d_eta_pair : ndarray of shape (n_examples, n_additional)
     info : dict, only with ``return_info``
     """
     if not isinstance(graph, FlatFactorGraph):
@@ -927,11 +957,11 @@ def _backward(graph, rows, grad_u, grad_pair, u, max_iter, tol):
         final = _Projector(graph, layout, rows)
         d_eta_pair = np.concatenate(
             [block.reshape(n, -1) for block in layout.extra_blocks(
-                final.pair_gradient(y_out, n))], axis=1) if graph.n_pair else \
+                final.pair_gradient(y_out, n))], axis=1) if graph.n_additional else \
             np.zeros((n, 0))
     else:
         converged[:] = True
-        d_eta_pair = np.zeros((n, graph.n_pair))
+        d_eta_pair = np.zeros((n, graph.n_additional))
     d_eta_u = np.sqrt(degree) * y_out
     d_eta_u[:, alone] = grad_u[:, alone] * ((0.0 < u[:, alone]) & (u[:, alone] < 1.0))
     return d_eta_u, d_eta_pair, n_iter, converged
@@ -951,7 +981,7 @@ def admm_backward(graph, result, grad_u, grad_pair, *, max_iter=1000, tol=1e-10,
     result : ADMMResult
         A converged LP-SparseMAP (not map_mode) result on ``graph``.
     grad_u : array-like of shape (n_vars,)
-    grad_pair : array-like of shape (n_pair,)
+    grad_pair : array-like of shape (n_additional,)
         Cotangents of u and v.
     max_iter : int, default=1000
         Cap on the fixed-point iterations.
@@ -963,7 +993,7 @@ def admm_backward(graph, result, grad_u, grad_pair, *, max_iter=1000, tol=1e-10,
     Returns
     -------
     d_eta_u : ndarray of shape (n_vars,)
-    d_eta_pair : ndarray of shape (n_pair,)
+    d_eta_pair : ndarray of shape (n_additional,)
     info : dict, only with ``return_info``
     """
     if not isinstance(graph, FlatFactorGraph):

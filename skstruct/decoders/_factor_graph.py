@@ -19,10 +19,14 @@ OR                at least one input on                          :meth:`add_or`
 BUDGET            at most B inputs on                            :meth:`add_budget`
 KNAPSACK          Σ c_i u_i ≤ B (on the relaxation, as AD3)      :meth:`add_knapsack`
 OROut             output = OR(inputs)                            :meth:`add_or_out`
+structure         the block is an output of a decoder            :meth:`add_structure`
 ================  ============================================  =======================
 
 A PAIR factor adds a part of its own, v = u u' (both variables on), scored by a *pair
-score* of the score container; the other factors only constrain. LP-SparseMAP and LP-MAP
+score* of the score container; a structure factor (a chain, tree, matching, ... decoder
+over a block of variables) adds its decoder's additional parts (a chain's transitions,
+start and end), scored by its slice of the *extra scores*; the other factors only
+constrain. LP-SparseMAP and LP-MAP
 replace the marginal polytope by the local polytope, the intersection of the factors'
 own polytopes on the shared variables (:mod:`._admm`).
 """
@@ -166,6 +170,7 @@ class FactorGraph:
         self._linear = []   # (kind code, ids (n, d), negated (n, d), coef (n, d), bound (n,))
         self._pairs = []    # (n, 2) arrays
         self._orouts = []   # lists of 1-D id arrays, the last entry the output
+        self._structures = []  # StructureFactor objects
         self._flat = None
 
     @classmethod
@@ -262,7 +267,20 @@ class FactorGraph:
     def n_factors(self):
         """Number of factors."""
         return (sum(ids.shape[0] for _, ids, *_ in self._linear) + self.n_pairs
-                + len(self._orouts))
+                + len(self._orouts) + len(self._structures))
+
+    @property
+    def n_extra(self):
+        """Number of extra scores per example: the additional parts of the structure
+        factors (:meth:`add_structure`), factor after factor."""
+        return sum(f.n_extra for f in self._structures)
+
+    @property
+    def structures(self):
+        """The structure factors, in the order they were added (each has ``decoder``,
+        ``var``, the block's variables, and ``extra_start`` / ``n_extra``, its slice
+        of the extra scores)."""
+        return tuple(self._structures)
 
     @property
     def pairs(self):
@@ -418,6 +436,46 @@ class FactorGraph:
         self._orouts.append(np.append(ids[0], out))
         self._flat = None
 
+    def add_structure(self, decoder, variables):
+        """Add a factor whose feasible configurations are a decoder's outputs on a block.
+
+        ============================  ==================  ===========================
+        decoder                       block shape         variable on when
+        ============================  ==================  ===========================
+        ChainDecoder                  (n_tokens, n_states)  token t has state s
+        TreeDecoder                   (n, n)              h heads m ([m, h]; [m, m]:
+                                                          root child)
+        MatchingDecoder               (n_rows, n_cols)    row j matched to column k
+        MultilabelDecoder, Subset...  (n_labels,)         label j is on
+        ============================  ==================  ===========================
+
+        The factor's additional parts (a chain's transitions (n_states, n_states),
+        start and end (n_states,), raveled and concatenated in that order; none for the
+        other decoders) are scored by columns ``extra_start .. extra_start + n_extra``
+        of the ``extra`` scores of :class:`FactorGraphScores`. LP-SparseMAP solves the
+        factor's local problems by the decoder's SparseMAP (:mod:`._factor_structure`).
+
+        Parameters
+        ----------
+        decoder : ChainDecoder, TreeDecoder, MatchingDecoder, MultilabelDecoder or
+            SubsetDecoder
+        variables : Variables
+            The block, not negated, each variable once.
+
+        Returns
+        -------
+        ndarray of shape (n_extra,), int64
+            Positions of the factor's extra scores among the graph's.
+        """
+        from ._factor_structure import StructureFactor, check_structure_block
+
+        ids = check_structure_block(self, decoder, variables)
+        start = self.n_extra
+        factor = StructureFactor(decoder, ids, start)
+        self._structures.append(factor)
+        self._flat = None
+        return np.arange(start, start + factor.n_extra, dtype=np.int64)
+
     # -- solver form ---------------------------------------------------------------
 
     def flat(self):
@@ -449,7 +507,8 @@ class FactorGraph:
                 sizes = [o.shape[0] for o in self._orouts]
                 orout = dict(orout_var=np.concatenate(self._orouts),
                              orout_offsets=np.concatenate(([0], np.cumsum(sizes))))
-            self._flat = FlatFactorGraph(self._n_vars, pair_var=self.pairs, **lin, **orout)
+            self._flat = FlatFactorGraph(self._n_vars, pair_var=self.pairs, **lin, **orout,
+                                         structures=tuple(self._structures))
         return self._flat
 
     def feasible(self, y):
@@ -477,16 +536,27 @@ class FactorGraph:
             ok &= good.all(axis=1)
         for entries in self._orouts:
             ok &= y[:, entries[:-1]].max(axis=1) == y[:, entries[-1]]
+        for factor in self._structures:
+            ok &= factor.feasible(y[:, factor.var.reshape(-1)])
         return ok
+
+    def extra_parts(self, y):
+        """The structure factors' extra parts of 0/1 outputs (those of the decoder's
+        output on each block), shape (n, n_extra)."""
+        y = np.asarray(y, dtype=np.int64)
+        parts = [factor.block_parts(y[:, factor.var.reshape(-1)])[1]
+                 for factor in self._structures]
+        return np.concatenate(parts, axis=1) if parts else np.zeros((y.shape[0], 0))
 
     def round(self, u):
         """0/1 outputs from fractional variable values, repairing broken factors.
 
-        Every variable is rounded at 1/2; then, factor by factor in the order they were
-        added, a broken XOR or OR turns on its input of largest value, a broken XOR,
+        Every variable is rounded at 1/2; then, factor by factor (linear factors in the order
+        they were added, then structure factors, then OROut), a broken XOR or OR turns on its input of largest value, a broken XOR,
         AtMostOne or BUDGET turns off its inputs of smallest value until it holds (an
         input is the variable or, negated, 1 − it), a broken KNAPSACK turns off its
-        inputs in increasing order of value per cost, and a broken OROut sets its output
+        inputs in increasing order of value per cost, a broken structure factor takes its
+        decoder's MAP at scores u − ½ on its block, and a broken OROut sets its output
         to the OR of its inputs. When factors share variables a later repair can break an
         earlier factor; :meth:`feasible` tells.
 
@@ -519,10 +589,18 @@ class FactorGraph:
                 np.put_along_axis(on, order, within & (ranked_cost > 0), axis=2)
                 x = np.where((x * coef).sum(axis=2, keepdims=True) > keep + 1e-9, on, x)
             y[:, ids] = np.where(negated, 1 - x, x)
+        for factor in self._structures:
+            var = factor.var.reshape(-1)
+            bad = np.flatnonzero(~factor.feasible(y[:, var]))
+            if bad.size:
+                q, _ = factor.map_parts(u[bad][:, var] - 0.5,
+                                        np.zeros((bad.size, factor.n_extra)))
+                y[np.ix_(bad, var)] = q.astype(np.int64)
         for entries in self._orouts:
             y[:, entries[-1]] = y[:, entries[:-1]].max(axis=1)
         return y
 
     def __repr__(self):
+        extra = f", n_extra={self.n_extra}" if self._structures else ""
         return (f"FactorGraph(n_vars={self.n_vars}, n_factors={self.n_factors}, "
-                f"n_pairs={self.n_pairs})")
+                f"n_pairs={self.n_pairs}{extra})")

@@ -2,9 +2,11 @@
 
 :class:`FactorGraphDecoder` decodes 0/1 vectors over the variables of a
 :class:`~skstruct.decoders.FactorGraph` template. The parts of an output y are its
-variables (``unary``) and the products y_a y_b of the variables of every PAIR factor
-(``pair``); θ_y = ⟨unary, y⟩ + Σ_k pair_k y_{a_k} y_{b_k}. Outputs must satisfy the
-graph's logic factors (XOR, OR, budgets, ...).
+variables (``unary``), the products y_a y_b of the variables of every PAIR factor
+(``pair``) and the additional parts of the structure factors' decoders on their blocks
+(``extra``: a chain's transitions, start and end); θ_y = ⟨unary, y⟩ + Σ_k pair_k
+y_{a_k} y_{b_k} + ⟨extra, e(y)⟩. Outputs must satisfy the graph's logic factors (XOR,
+OR, budgets, ...) and be an output of every structure factor's decoder on its block.
 
 - ``map``: LP-MAP by the ADMM of AD3 (the local-polytope relaxation, no quadratic term),
   rounded at 1/2; exact when the LP solution is integral, which :meth:`lp_map` reports
@@ -53,6 +55,11 @@ class FactorGraphScores:
     pair : ndarray of shape (n_examples, n_pairs), default=None
         Score of both variables of every PAIR factor being on (zeros when None and the
         graph has PAIR factors, an empty array otherwise); finite.
+    extra : ndarray of shape (n_examples, n_extra), default=None
+        Scores of the structure factors' additional parts (zeros when None and the
+        graph has structure factors with additional parts): factor f owns columns
+        ``f.extra_start .. f.extra_start + f.n_extra`` (:meth:`FactorGraph.add_structure`
+        returns them; a chain's are its transitions, start and end); finite.
 
     Notes
     -----
@@ -60,7 +67,7 @@ class FactorGraphScores:
     configuration out with a logic factor (XOR, OR, BUDGET, ...) instead.
     """
 
-    def __init__(self, unary, pair=None):
+    def __init__(self, unary, pair=None, extra=None):
         owner = type(self).__name__
         unary = check_score_array(unary, "unary", owner=owner, ndim=2,
                                   layout="(n_examples, n_vars)")
@@ -75,13 +82,25 @@ class FactorGraphScores:
                 f"{owner}: unary has {unary.shape[0]} examples and pair {pair.shape[0]}; "
                 "both hold one row per example."
             )
+        if extra is None:
+            extra = np.zeros((unary.shape[0], 0))
+        extra = check_score_array(extra, "extra", owner=owner, ndim=2,
+                                  layout="(n_examples, n_extra)")
+        check_part_scores(extra, "extra", owner=owner, allow_minus_inf=False)
+        if extra.shape[0] != unary.shape[0]:
+            raise ValueError(
+                f"{owner}: unary has {unary.shape[0]} examples and extra "
+                f"{extra.shape[0]}; both hold one row per example."
+            )
         self.unary = unary
         self.pair = pair
+        self.extra = extra
 
     @classmethod
-    def _trusted(cls, unary, pair):
+    def _trusted(cls, unary, pair, extra=None):
         scores = cls.__new__(cls)
         scores.unary, scores.pair = unary, pair
+        scores.extra = np.zeros((unary.shape[0], 0)) if extra is None else extra
         return scores
 
     @property
@@ -104,15 +123,17 @@ class FactorGraphScores:
         """Example ``i`` owns ``unary.ravel()[unary_offsets[i]:unary_offsets[i + 1]]``."""
         return self.offsets
 
-    def replace(self, *, unary=None, pair=None):
-        """A copy with the unary or pair scores replaced."""
+    def replace(self, *, unary=None, pair=None, extra=None):
+        """A copy with the unary, pair or extra scores replaced."""
         return type(self)(self.unary if unary is None else unary,
-                          self.pair if pair is None else pair)
+                          self.pair if pair is None else pair,
+                          self.extra if extra is None else extra)
 
     def take(self, indices):
         """The scores of examples ``indices`` (in that order)."""
         indices = np.asarray(indices, dtype=np.int64)
-        return self._trusted(self.unary[indices], self.pair[indices])
+        return self._trusted(self.unary[indices], self.pair[indices],
+                             self.extra[indices])
 
 
 class FactorGraphParts:
@@ -124,11 +145,14 @@ class FactorGraphParts:
         u: the variables (0/1, or their marginals).
     pair : ndarray of shape (n_examples, n_pairs)
         v: the PAIR parts (u_a u_b, or their marginals).
+    extra : ndarray of shape (n_examples, n_extra), default=None
+        The structure factors' additional parts (or their marginals); none when None.
     """
 
-    def __init__(self, unary, pair):
+    def __init__(self, unary, pair, extra=None):
         self.unary = unary
         self.pair = pair
+        self.extra = np.zeros((unary.shape[0], 0)) if extra is None else extra
 
     @property
     def n_examples(self):
@@ -140,32 +164,41 @@ class FactorGraphParts:
 
     def example(self, i):
         """The parts of example ``i`` alone, as views."""
-        return FactorGraphParts(self.unary[i:i + 1], self.pair[i:i + 1])
+        return FactorGraphParts(self.unary[i:i + 1], self.pair[i:i + 1],
+                                self.extra[i:i + 1])
 
     def scale(self, weights):
         """Multiply the parts of example ``i`` by ``weights[i]``."""
         weights = np.asarray(weights, dtype=np.float64)[:, None]
-        return FactorGraphParts(self.unary * weights, self.pair * weights)
+        return FactorGraphParts(self.unary * weights, self.pair * weights,
+                                self.extra * weights)
 
     def dot(self, scores):
         """Per-example inner products ⟨a_i, η_i⟩, shape (n_examples,)."""
-        return (np.einsum("ij,ij->i", self.unary, scores.unary)
-                + np.einsum("ij,ij->i", self.pair, scores.pair))
+        total = (np.einsum("ij,ij->i", self.unary, scores.unary)
+                 + np.einsum("ij,ij->i", self.pair, scores.pair))
+        if self.extra.shape[1]:
+            total += np.einsum("ij,ij->i", self.extra, scores.extra)
+        return total
 
     def __add__(self, other):
-        return FactorGraphParts(self.unary + other.unary, self.pair + other.pair)
+        return FactorGraphParts(self.unary + other.unary, self.pair + other.pair,
+                                self.extra + other.extra)
 
     def __sub__(self, other):
-        return FactorGraphParts(self.unary - other.unary, self.pair - other.pair)
+        return FactorGraphParts(self.unary - other.unary, self.pair - other.pair,
+                                self.extra - other.extra)
 
     def __mul__(self, factor):
-        return FactorGraphParts(self.unary * factor, self.pair * factor)
+        return FactorGraphParts(self.unary * factor, self.pair * factor,
+                                self.extra * factor)
 
     __rmul__ = __mul__
 
     def __isub__(self, other):
         self.unary -= other.unary
         self.pair -= other.pair
+        self.extra -= other.extra
         return self
 
 
@@ -183,7 +216,8 @@ class LPSparseMAPResult:
     unary : ndarray of shape (n_examples, n_vars)
         u*, the variable marginals.
     marginals : FactorGraphParts
-        μ* = [u*; v*], with v* the PAIR marginals.
+        μ* = [u*; v*], with v* the PAIR marginals (``pair``) and the structure
+        factors' additional marginals (``extra``).
     objective : ndarray of shape (n_examples,)
         ηᵀμ* − ½‖u*‖².
     n_iter : ndarray of shape (n_examples,)
@@ -212,7 +246,9 @@ class LPSparseMAPResult:
         self._scores = scores
         self.admm = admm
         self.unary = admm.u
-        self.marginals = FactorGraphParts(admm.u, admm.v)
+        n_pairs = graph.n_pair
+        self.marginals = FactorGraphParts(admm.u, admm.v[:, :n_pairs],
+                                          admm.v[:, n_pairs:])
         self.objective = (self.marginals.dot(scores)
                           - 0.5 * np.einsum("ij,ij->i", admm.u, admm.u))
         self.n_iter = np.asarray(admm.n_iter)
@@ -230,7 +266,7 @@ class LPSparseMAPResult:
         )
 
     def vjp(self, grad_unary):
-        """Backward pass: the gradient with respect to η = (unary, pair) of
+        """Backward pass: the gradient with respect to η = (unary, pair, extra) of
         ⟨grad_unary, u*(η)⟩, by fixed-point iteration at the final ADMM state.
 
         Parameters
@@ -251,7 +287,8 @@ class LPSparseMAPResult:
             )
         d_unary, d_pair = admm_batch_backward(
             self._graph, self.admm, grad_unary, np.zeros_like(self.admm.v))
-        return FactorGraphParts(d_unary, d_pair)
+        n_pairs = self._graph.n_pair
+        return FactorGraphParts(d_unary, d_pair[:, :n_pairs], d_pair[:, n_pairs:])
 
 
 class FactorGraphDecoder(Decoder):
@@ -338,15 +375,26 @@ class FactorGraphDecoder(Decoder):
     def _check_scores(self, scores):
         super()._check_scores(scores)
         graph = self.graph
-        if scores.unary.shape[1] != graph.n_vars or scores.pair.shape[1] != graph.n_pairs:
-            if scores.pair.shape[1] == 0 and graph.n_pairs and \
-                    scores.unary.shape[1] == graph.n_vars:
-                return scores.replace(pair=np.zeros((scores.n_examples, graph.n_pairs)))
+        n = scores.n_examples
+        extra = getattr(scores, "extra", None)
+        if extra is None:
+            extra = np.zeros((n, 0))
+        pair = scores.pair
+        if scores.unary.shape[1] == graph.n_vars:
+            if pair.shape[1] == 0 and graph.n_pairs:
+                pair = np.zeros((n, graph.n_pairs))
+            if extra.shape[1] == 0 and graph.n_extra:
+                extra = np.zeros((n, graph.n_extra))
+        if (scores.unary.shape[1] != graph.n_vars or pair.shape[1] != graph.n_pairs
+                or extra.shape[1] != graph.n_extra):
             raise ValueError(
                 f"The scores do not fit the graph: unary has {scores.unary.shape[1]} "
-                f"columns and pair {scores.pair.shape[1]}; the graph has {graph.n_vars} "
-                f"variables and {graph.n_pairs} PAIR factors."
+                f"columns, pair {scores.pair.shape[1]} and extra {extra.shape[1]}; the "
+                f"graph has {graph.n_vars} variables, {graph.n_pairs} PAIR factors and "
+                f"{graph.n_extra} extra parts (of its structure factors)."
             )
+        if pair is not scores.pair or extra is not getattr(scores, "extra", None):
+            return FactorGraphScores._trusted(scores.unary, pair, extra)
         return scores
 
     def _check_y_true(self, scores, y_true):
@@ -379,7 +427,9 @@ class FactorGraphDecoder(Decoder):
     def _admm(self, scores, map_mode, warm_start=None):
         from ._admm import admm_batch
 
-        return admm_batch(self.graph.flat(), scores.unary, scores.pair,
+        pair = (np.concatenate([scores.pair, scores.extra], axis=1)
+                if scores.extra.shape[1] else scores.pair)
+        return admm_batch(self.graph.flat(), scores.unary, pair,
                           max_iter=self.max_iter, tol=self.tol, map_mode=map_mode,
                           warm_start=warm_start)
 
@@ -439,6 +489,8 @@ class FactorGraphDecoder(Decoder):
         pairs = self.graph.pairs
         theta = (scores.unary @ outputs.T
                  + scores.pair @ _pair_products(outputs, pairs).T)
+        if self.graph.n_extra:
+            theta += scores.extra @ self.graph.extra_parts(outputs).T
         return outputs[np.argmax(theta, axis=1)].astype(np.int64)
 
     def sparsemap(self, scores, *, max_iter=100, tol=1e-9, init=None, **options):
@@ -474,15 +526,19 @@ class FactorGraphDecoder(Decoder):
     # -- parts and losses ----------------------------------------------------------
 
     def _parts(self, scores, y):
-        return FactorGraphParts(y.astype(np.float64), _pair_products(y, self.graph.pairs))
+        return FactorGraphParts(y.astype(np.float64), _pair_products(y, self.graph.pairs),
+                                self.graph.extra_parts(y))
 
     def parts(self, scores, y):
-        """Parts of the 0/1 outputs ``y`` (n_examples, n_vars): y and its PAIR products."""
+        """Parts of the 0/1 outputs ``y`` (n_examples, n_vars): y, its PAIR products and
+        the structure factors' additional parts (those of the decoder's output on each
+        block)."""
         scores = self._check_scores(scores)
         return self._parts(scores, self._check_y(scores, y))
 
     def score_outputs(self, scores, y):
-        """θ_y = ⟨unary, y⟩ + Σ_k pair_k y_a y_b of every example, shape (n_examples,)."""
+        """θ_y = ⟨unary, y⟩ + Σ_k pair_k y_a y_b + ⟨extra, e(y)⟩ of every example, shape
+        (n_examples,)."""
         return self.parts(scores, y).dot(self._check_scores(scores))
 
     def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):

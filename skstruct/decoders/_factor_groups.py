@@ -134,6 +134,11 @@ class FactorGroup:
         """
         raise NotImplementedError
 
+    def compact(self, m, keep):
+        """The solver kept the copies ``keep`` (bool, shape (m,)) of the first m and
+        moved them to the front, in order: a group holding per-copy state (warm starts)
+        renumbers it. Stateless groups do nothing."""
+
 
 class LinearGroup(FactorGroup):
     """Linear-constraint factors (XOR, AtMostOne, OR, BUDGET, KNAPSACK; inputs may be
@@ -224,7 +229,8 @@ class OROutGroup(FactorGroup):
 
 def factor_groups(graph, n_copies):
     """The non-empty groups of a template :class:`~._admm.FlatFactorGraph`, tiled for
-    ``n_copies`` copies, in the template's entry order (linear, PAIR, OROut).
+    ``n_copies`` copies, in the template's entry order (linear, PAIR, OROut, then one
+    :class:`~._factor_structure.StructureGroup` per structure factor).
 
     Returns
     -------
@@ -237,4 +243,10 @@ def factor_groups(graph, n_copies):
         start += group.size
         if group.size:
             groups.append(group)
+    if graph.structures:
+        from ._factor_structure import StructureGroup
+
+        for factor in graph.structures:
+            groups.append(StructureGroup(factor, start, n_copies))
+            start += factor.size
     return groups
