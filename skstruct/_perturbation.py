@@ -10,6 +10,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._linear_model import LinearStructuredModel
 from .decoders import Decoder
 from .optim._result import OptimizeResult
+from .utils._parallel import n_jobs_threads
+from .utils._params import N_JOBS_CONSTRAINT
 
 __all__ = ["PerturbedMAPClassifier"]
 
@@ -136,8 +138,8 @@ class PerturbedMAPClassifier(LinearStructuredModel):
     warm_start : bool, default=False
         Start from the previous solution.
     n_jobs : int, default=None
-        Accepted for the scikit-learn conventions; the decoder's compiled kernels use
-        their own threads.
+        Threads of the decoder's compiled kernels during ``fit`` (None or -1: all
+        cores; 0 is an error, as in joblib). The result does not depend on it.
 
     Attributes
     ----------
@@ -184,7 +186,7 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
-        "n_jobs": [None, Integral],
+        "n_jobs": N_JOBS_CONSTRAINT,
     }
 
     def __init__(self, decoder=None, *, k=1, n_candidates="sqrt", candidates="proposal",
@@ -236,6 +238,16 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         features = self._feature_map(kind, batch.n_features, classes, decoder)
         w = np.array(self._initial_params(features, kind, classes, batch.n_features),
                      dtype=np.float64)
+        with n_jobs_threads(self.n_jobs):
+            w, curve, state, counting = self._train(decoder, features, batch, y_encoded, w)
+        result = OptimizeResult(w=w, n_iter=self.max_iter, converged=True,
+                                objective_curve=curve, message="max_iter reached")
+        self._finish_fit(kind, classes, batch, features, decoder, result)
+        self.beta_ = state["beta"]
+        self.decoder_calls_ = dict(counting.calls)
+        return self
+
+    def _train(self, decoder, features, batch, y_encoded, w):
         counting = _CountingDecoder(decoder)
         rng = check_random_state(self.random_state)
         state = self._training_state(counting, features, batch, y_encoded, w, rng)
@@ -264,12 +276,7 @@ class PerturbedMAPClassifier(LinearStructuredModel):
                 print(f"iteration {t}: randomized loss {curve[-1]:.6f}, "
                       f"|T_i| mean {np.mean(np.sum(keep, axis=0)):.2f}, "
                       f"nonzero {np.count_nonzero(w)}")
-        result = OptimizeResult(w=w, n_iter=self.max_iter, converged=True,
-                                objective_curve=curve, message="max_iter reached")
-        self._finish_fit(kind, classes, batch, features, decoder, result)
-        self.beta_ = state["beta"]
-        self.decoder_calls_ = dict(counting.calls)
-        return self
+        return w, curve, state, counting
 
     def _training_state(self, decoder, features, batch, y_encoded, w, rng):
         """β, the draw count, the enumeration size and the output fingerprint salt."""

@@ -132,3 +132,12 @@ def test_bad_parameters_and_inputs():
     with pytest.raises(ValueError, match="candidates"):
         model.randomized_loss(X, Y, candidates="some")
     assert isinstance(model.decoder_, MultilabelDecoder)
+
+
+def test_n_jobs_does_not_change_the_result():
+    X, Y = _multilabel_data(seed=3)
+    one = PerturbedMAPClassifier(max_iter=6, random_state=0, alpha=0.5, n_jobs=1).fit(X, Y)
+    two = PerturbedMAPClassifier(max_iter=6, random_state=0, alpha=0.5, n_jobs=2).fit(X, Y)
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+    with pytest.raises(ValueError, match="n_jobs"):
+        PerturbedMAPClassifier(n_jobs=0).fit(X, Y)
