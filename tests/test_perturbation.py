@@ -141,3 +141,29 @@ def test_n_jobs_does_not_change_the_result():
     np.testing.assert_array_equal(one.coef_, two.coef_)
     with pytest.raises(ValueError, match="n_jobs"):
         PerturbedMAPClassifier(n_jobs=0).fit(X, Y)
+
+
+def test_multiclass_uniform_draws_and_neighbours():
+    from skstruct.decoders import MulticlassDecoder, MulticlassScores
+
+    unary = np.array([[0.0, -np.inf, 1.0, 2.0], [5.0, 1.0, -np.inf, -np.inf]])
+    decoder = MulticlassDecoder()
+    draws = decoder.sample_uniform(MulticlassScores(unary), 3000, random_state=0)
+    assert draws.shape == (2, 3000)
+    counts = np.bincount(draws[0], minlength=4)
+    assert counts[1] == 0 and chisquare(counts[[0, 2, 3]]).pvalue > 1e-3
+    assert set(np.unique(draws[1])) == {0, 1}
+    paths, n = decoder.neighbours(MulticlassScores(unary), np.array([2, 0]))
+    np.testing.assert_array_equal(n, [2, 1])
+    np.testing.assert_array_equal(paths, [[0, 3], [1, -1]])
+
+
+def test_multiclass_model_without_map():
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)  # fixed 1/sqrt(t) steps need scaled features
+    model = PerturbedMAPClassifier(max_iter=20, random_state=0).fit(X, y)
+    assert model.decoder_calls_["map"] == 0
+    assert model.score(X, y) > 0.6
+    assert list(model.classes_) == [0, 1, 2]

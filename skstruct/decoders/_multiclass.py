@@ -11,6 +11,7 @@ from ._base import (
     check_task_loss_argument,
     keeps_operations,
 )
+from ._sampling import check_n_draws, check_random_state
 from ._unary import UnaryParts, UnaryScores
 
 __all__ = ["MulticlassScores", "MulticlassParts", "MulticlassDecoder"]
@@ -119,7 +120,8 @@ class MulticlassDecoder(Decoder):
     """
 
     output_kind = "multiclass"
-    capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts"})
+    capabilities = frozenset({"map", "marginals", "top_k", "loss_augmented_map", "parts",
+                              "sample_uniform", "neighbours"})
     score_types = MulticlassScores
 
     def map(self, scores, *, return_score=False):
@@ -299,3 +301,67 @@ class MulticlassDecoder(Decoder):
         self._check_scores(scores)
         y = _check_classes(y, scores)
         return scores.unary[np.arange(y.shape[0]), y]
+
+    def sample_uniform(self, scores, n_draws, random_state=None):
+        """Independent uniform draws from the classes of finite score.
+
+        Parameters
+        ----------
+        scores : MulticlassScores
+        n_draws : int >= 1
+        random_state : None, int, numpy.random.Generator or numpy.random.RandomState
+            Turned into a Generator by ``numpy.random.default_rng``.
+
+        Returns
+        -------
+        paths : ndarray of shape (n_samples, n_draws), int64
+
+        Raises
+        ------
+        InfeasibleOutputError
+            When every class of an example scores -inf.
+        """
+        self._check_scores(scores)
+        n_draws = check_n_draws(n_draws)
+        rng = check_random_state(random_state)
+        finite = scores.unary > -np.inf
+        counts = finite.sum(axis=1)
+        check_feasible(np.where(counts > 0, 0.0, -np.inf))
+        # the r-th finite class of every example, r uniform in 0 .. count − 1
+        rank = rng.integers(0, counts[:, None], size=(scores.n_examples, n_draws))
+        cumulative = np.cumsum(finite, axis=1)
+        return _rank_to_class(cumulative, rank)
+
+    def neighbours(self, scores, y, k=1):
+        """The other classes of finite score (Hamming distance 1; every ``k`` >= 1), in
+        increasing order.
+
+        Parameters
+        ----------
+        scores : MulticlassScores
+        y : ndarray of shape (n_samples,)
+        k : int >= 1
+
+        Returns
+        -------
+        paths : ndarray of shape (n_samples, max(counts)), int64, padded with -1
+        counts : ndarray of shape (n_samples,), int64
+        """
+        self._check_scores(scores)
+        check_k(k)
+        y = _check_classes(y, scores)
+        other = scores.unary > -np.inf
+        other[np.arange(y.shape[0]), y] = False
+        counts = other.sum(axis=1).astype(np.int64)
+        width = int(counts.max()) if counts.size else 0
+        paths = np.full((y.shape[0], width), -1, dtype=np.int64)
+        rows, classes = np.nonzero(other)
+        position = np.arange(rows.shape[0]) - np.repeat(np.cumsum(counts) - counts, counts)
+        paths[rows, position] = classes
+        return paths, counts
+
+
+def _rank_to_class(cumulative, rank):
+    """The class whose running count of finite classes first exceeds ``rank``, per row:
+    cumulative (n, C) non-decreasing, rank (n, D) -> (n, D)."""
+    return (cumulative[:, None, :] <= rank[:, :, None]).sum(axis=2).astype(np.int64)
