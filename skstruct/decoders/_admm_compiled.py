@@ -1,0 +1,490 @@
+"""The batched LP-SparseMAP / LP-MAP ADMM of :func:`._admm.admm_batch` with its whole
+iteration loop compiled.
+
+:func:`admm_batch_compiled` runs the algorithm of :mod:`._admm` (unscaled copies, the
+local problems a_j = (η_i + ρ u_i) / deg_i + λ'_j, w_j = (κ + ρ) / deg_i, consensus
+u_i = mean of the copies, λ'_j ← λ'_j − ρ (q_j − u_i) / deg_i, every example with its own
+penalty adapted every 10 iterations and its own stopping test) and returns the same
+:class:`~._admm.BatchADMMResult`, state arrays included (for
+:func:`~._admm.admm_batch_backward`). Only the loop differs:
+
+- *many examples* (:func:`_solve_examples`): one compiled function runs an example's
+  ADMM from its start to its stop (:func:`_solve_one`: every factor solved by the
+  per-factor solvers of :mod:`._factor_linear_kernels` and :mod:`._factor_pair_kernels`,
+  the consensus and multiplier update in the same pass), in parallel over chunks of
+  examples handed to the threads one at a time
+  (:func:`~skstruct.utils._parallel.dynamic_schedule`), every chunk with its own
+  scratch;
+- *few large examples* (:func:`_solve_large`): one example after the other, each
+  iteration parallel over chunks of factors (the local problems, every group) and over
+  chunks of variables (the consensus: a variable's copies are summed in entry order,
+  through the entries sorted by variable, then its multipliers are updated).
+
+Both compute every local problem, solution, mean and multiplier with the operations of
+:mod:`._admm` in the same order, so u, v, λ', a, w and q are those of
+:func:`~._admm.admm_batch` up to rounding (to the bit on the first path; on the second,
+the residuals are sums over threads' partial sums, which may round differently in the
+last bit, so n_iter and ρ could differ only on an exact tie of a stopping or adapting
+test).
+
+No Python runs per iteration or per example: on the 159-label fully connected pairwise
+graph (12,561 PAIR factors) the loop of :mod:`._admm` spends about as long in its Python
+bookkeeping as in its kernels (``benchmarks/bench_admm_compiled.py``).
+
+All functions here are compiled with ``cache=True`` and call only the non-parallel
+per-factor solvers of the kernel modules (``_qp_factor``, ``_pair_solve``,
+``_orout_factor``), never their parallel batch entry points: a cached caller compiles
+its callees into itself, so loading it from the cache in a new process needs nothing
+else (tested in a fresh and in a warm cache, each in its own process).
+"""
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from ..utils._parallel import dynamic_schedule
+from ._admm import (ADAPT_EVERY, RHO_MAX, RHO_MIN, BatchADMMResult, _check_batch_scores,
+                    _check_options, _mean_degree)
+from ._factor_linear_kernels import _qp_factor
+from ._factor_pair_kernels import _orout_factor, _pair_solve
+
+__all__ = ["admm_batch_compiled", "use_large_path"]
+
+#: Examples per parallel chunk of :func:`_solve_examples` are chosen so that a chunk holds
+#: about this many entries (and at least one example): a chunk then costs far more than
+#: taking it from the queue.
+ENTRIES_PER_CHUNK = 2048
+
+#: Factors (PAIR) or entries (linear, OROut) per parallel chunk of :func:`_solve_large`.
+PAIRS_PER_CHUNK = 1024
+LARGE_ENTRIES_PER_CHUNK = 2048
+
+#: Variables per chunk of the consensus of :func:`_solve_large`.
+VARS_PER_CHUNK = 16
+
+#: A graph takes the path of :func:`_solve_large` when it has at least this many entries
+#: and the batch has fewer examples than twice the threads (:func:`use_large_path`).
+LARGE_GRAPH_ENTRIES = 4096
+
+
+# ------------------------------------------------------------------ one example, serial
+
+@njit(cache=True, nogil=True)
+def _local_problems(eta_k, u_k, lam_k, entry_var, inv_degree, rho, kappa, lo, hi, a_k,
+                    w_k):
+    """a_j and w_j of entries lo..hi − 1 (template order) of one example."""
+    weight = kappa + rho
+    for j in range(lo, hi):
+        i = entry_var[j]
+        a_k[j] = (eta_k[i] + rho * u_k[i]) * inv_degree[i] + lam_k[j]
+        w_k[j] = weight * inv_degree[i]
+
+
+@njit(cache=True, nogil=True)
+def _solve_one(k, eta_u, eta_pair, entry_var, inv_degree, lin_offsets, lin_kind, lin_coef,
+               lin_bound, lin_negated, orout_offsets, kappa, max_iter, tol, adapt,
+               rho_min, rho_max, u, lam, rho, a, w, q, v, n_iter, primal, dual,
+               converged, total, state, role, keys):
+    """Run example k's ADMM from (u[k], lam[k], rho[k]) to its stop; write its final state
+    into row k of u, lam, rho, a, w, q, v and its n_iter, residuals and convergence.
+
+    ``total`` (n_vars,), ``state`` (4, longest linear factor), ``role`` and ``keys``
+    (longest OROut factor): the caller's scratch.
+    """
+    eta_k = eta_u[k]
+    s_k = eta_pair[k]
+    u_k = u[k]
+    lam_k = lam[k]
+    a_k = a[k]
+    w_k = w[k]
+    q_k = q[k]
+    v_k = v[k]
+    n_vars = u_k.shape[0]
+    n_entries = entry_var.shape[0]
+    n_lin = lin_offsets.shape[0] - 1
+    n_lin_entries = lin_offsets[n_lin]
+    n_pair = s_k.shape[0]
+    pair_start = n_lin_entries
+    orout_start = pair_start + 2 * n_pair
+    n_orout = orout_offsets.shape[0] - 1
+    r_k = rho[k]
+    it = 0
+    while True:
+        it += 1
+        _local_problems(eta_k, u_k, lam_k, entry_var, inv_degree, r_k, kappa, 0,
+                        n_entries, a_k, w_k)
+        for f in range(n_lin):
+            _qp_factor(a_k, w_k, lin_coef, lin_negated, lin_kind[f], lin_bound, q_k, f,
+                       lin_offsets[f], lin_offsets[f + 1], state)
+        for f in range(n_pair):
+            j = pair_start + 2 * f
+            u1, u2, vf = _pair_solve(a_k[j], a_k[j + 1], w_k[j], w_k[j + 1], s_k[f])
+            q_k[j] = u1
+            q_k[j + 1] = u2
+            v_k[f] = vf
+        for f in range(n_orout):
+            _orout_factor(a_k, w_k, orout_start + orout_offsets[f],
+                          orout_start + orout_offsets[f + 1], q_k, 0, role, keys)
+        # consensus and multipliers, in the order of _admm._consensus_one
+        for i in range(n_vars):
+            total[i] = 0.0
+        for j in range(n_entries):
+            total[entry_var[j]] += q_k[j]
+        change = 0.0
+        for i in range(n_vars):
+            if inv_degree[i] > 0.0:
+                new = total[i] * inv_degree[i]
+                change += (new - u_k[i]) ** 2
+                u_k[i] = new
+        gap = 0.0
+        for j in range(n_entries):
+            i = entry_var[j]
+            r = q_k[j] - u_k[i]
+            step = r * inv_degree[i]
+            gap += r * step
+            lam_k[j] -= r_k * step
+        p = np.sqrt(gap)
+        d = np.sqrt(change)
+        last = it >= max_iter
+        ok = p < tol and d < tol
+        if ok or last:
+            n_iter[k] = it
+            primal[k] = p
+            dual[k] = d
+            converged[k] = ok
+            rho[k] = r_k
+            return
+        if adapt and it % ADAPT_EVERY == 0:
+            if p > 100.0 * d:
+                r_k = min(2.0 * r_k, rho_max)
+            elif d > 10.0 * p:
+                r_k = max(0.5 * r_k, rho_min)
+
+
+@njit(cache=True, nogil=True)
+def _longest(offsets):
+    longest = 0
+    for f in range(offsets.shape[0] - 1):
+        longest = max(longest, offsets[f + 1] - offsets[f])
+    return longest
+
+
+@njit(cache=True, nogil=True)
+def _solve_chunk(first, last, eta_u, eta_pair, entry_var, inv_degree, lin_offsets,
+                 lin_kind, lin_coef, lin_bound, lin_negated, orout_offsets, kappa,
+                 max_iter, tol, adapt, rho_min, rho_max, u, lam, rho, a, w, q, v, n_iter,
+                 primal, dual, converged):
+    """Examples first..last − 1, one after the other, with one scratch."""
+    total = np.empty(u.shape[1])
+    state = np.empty((4, _longest(lin_offsets)))
+    longest_orout = _longest(orout_offsets)
+    role = np.empty(longest_orout, dtype=np.int8)
+    keys = np.empty(longest_orout)
+    for k in range(first, last):
+        _solve_one(k, eta_u, eta_pair, entry_var, inv_degree, lin_offsets, lin_kind,
+                   lin_coef, lin_bound, lin_negated, orout_offsets, kappa, max_iter, tol,
+                   adapt, rho_min, rho_max, u, lam, rho, a, w, q, v, n_iter, primal, dual,
+                   converged, total, state, role, keys)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _solve_examples(bounds, eta_u, eta_pair, entry_var, inv_degree, lin_offsets, lin_kind,
+                    lin_coef, lin_bound, lin_negated, orout_offsets, kappa, max_iter, tol,
+                    adapt, rho_min, rho_max, u, lam, rho, a, w, q, v, n_iter, primal, dual,
+                    converged):
+    """Every example's ADMM (:func:`_solve_one`), in parallel over the chunks of examples
+    ``bounds[c]:bounds[c + 1]``."""
+    for c in prange(bounds.shape[0] - 1):
+        _solve_chunk(bounds[c], bounds[c + 1], eta_u, eta_pair, entry_var, inv_degree,
+                     lin_offsets, lin_kind, lin_coef, lin_bound, lin_negated,
+                     orout_offsets, kappa, max_iter, tol, adapt, rho_min, rho_max, u, lam,
+                     rho, a, w, q, v, n_iter, primal, dual, converged)
+
+
+# ------------------------------------------------------------------ large examples
+
+@njit(cache=True, nogil=True)
+def _linear_chunk(first, last, eta_k, u_k, lam_k, entry_var, inv_degree, r_k, kappa,
+                  lin_offsets, lin_kind, lin_coef, lin_bound, lin_negated, a_k, w_k, q_k,
+                  state):
+    _local_problems(eta_k, u_k, lam_k, entry_var, inv_degree, r_k, kappa,
+                    lin_offsets[first], lin_offsets[last], a_k, w_k)
+    for f in range(first, last):
+        _qp_factor(a_k, w_k, lin_coef, lin_negated, lin_kind[f], lin_bound, q_k, f,
+                   lin_offsets[f], lin_offsets[f + 1], state)
+
+
+@njit(cache=True, nogil=True)
+def _pair_chunk(first, last, pair_start, eta_k, s_k, u_k, lam_k, entry_var, inv_degree,
+                r_k, kappa, a_k, w_k, q_k, v_k):
+    _local_problems(eta_k, u_k, lam_k, entry_var, inv_degree, r_k, kappa,
+                    pair_start + 2 * first, pair_start + 2 * last, a_k, w_k)
+    for f in range(first, last):
+        j = pair_start + 2 * f
+        u1, u2, vf = _pair_solve(a_k[j], a_k[j + 1], w_k[j], w_k[j + 1], s_k[f])
+        q_k[j] = u1
+        q_k[j + 1] = u2
+        v_k[f] = vf
+
+
+@njit(cache=True, nogil=True)
+def _orout_chunk(first, last, orout_start, eta_k, u_k, lam_k, entry_var, inv_degree, r_k,
+                 kappa, orout_offsets, a_k, w_k, q_k, role, keys):
+    _local_problems(eta_k, u_k, lam_k, entry_var, inv_degree, r_k, kappa,
+                    orout_start + orout_offsets[first], orout_start + orout_offsets[last],
+                    a_k, w_k)
+    for f in range(first, last):
+        _orout_factor(a_k, w_k, orout_start + orout_offsets[f],
+                      orout_start + orout_offsets[f + 1], q_k, 0, role, keys)
+
+
+@njit(cache=True, nogil=True)
+def _consensus_chunk(first, last, var_offsets, var_entries, inv_degree, r_k, u_k, lam_k,
+                     q_k):
+    """u_i ← mean of the copies and the multiplier update of variables first..last − 1;
+    returns their parts of ‖u − u_prev‖² and of the squared primal residual."""
+    change = 0.0
+    gap = 0.0
+    for i in range(first, last):
+        lo = var_offsets[i]
+        hi = var_offsets[i + 1]
+        if hi == lo:
+            continue
+        total = 0.0
+        for t in range(lo, hi):
+            total += q_k[var_entries[t]]
+        new = total * inv_degree[i]
+        change += (new - u_k[i]) ** 2
+        u_k[i] = new
+        for t in range(lo, hi):
+            j = var_entries[t]
+            r = q_k[j] - new
+            step = r * inv_degree[i]
+            gap += r * step
+            lam_k[j] -= r_k * step
+    return change, gap
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _solve_large(eta_u, eta_pair, entry_var, inv_degree, var_offsets, var_entries,
+                 lin_bounds, lin_offsets, lin_kind, lin_coef, lin_bound, lin_negated,
+                 pair_bounds, orout_bounds, orout_offsets, var_bounds, kappa, max_iter, tol,
+                 adapt, rho_min, rho_max, u, lam, rho, a, w, q, v, n_iter, primal, dual,
+                 converged):
+    """Every example's ADMM, one after the other, each iteration parallel over chunks of
+    factors (``*_bounds``: factor indices of every group's chunks) and of variables
+    (``var_bounds``); arguments otherwise as :func:`_solve_examples`, plus the entries
+    sorted by variable (variable i's copies are ``var_entries[var_offsets[i]:
+    var_offsets[i + 1]]``, in entry order)."""
+    n_lin_chunks = lin_bounds.shape[0] - 1
+    n_pair_chunks = pair_bounds.shape[0] - 1
+    n_orout_chunks = orout_bounds.shape[0] - 1
+    n_var_chunks = var_bounds.shape[0] - 1
+    pair_start = lin_offsets[lin_offsets.shape[0] - 1]
+    orout_start = pair_start + 2 * eta_pair.shape[1]
+    longest_lin = _longest(lin_offsets)
+    longest_orout = _longest(orout_offsets)
+    states = np.empty((max(n_lin_chunks, 1), 4, longest_lin))
+    roles = np.empty((max(n_orout_chunks, 1), longest_orout), dtype=np.int8)
+    keys = np.empty((max(n_orout_chunks, 1), longest_orout))
+    changes = np.empty(max(n_var_chunks, 1))
+    gaps = np.empty(max(n_var_chunks, 1))
+    for k in range(eta_u.shape[0]):
+        eta_k = eta_u[k]
+        s_k = eta_pair[k]
+        u_k = u[k]
+        lam_k = lam[k]
+        a_k = a[k]
+        w_k = w[k]
+        q_k = q[k]
+        v_k = v[k]
+        r_k = rho[k]
+        it = 0
+        while True:
+            it += 1
+            if n_lin_chunks:
+                for c in prange(n_lin_chunks):
+                    _linear_chunk(lin_bounds[c], lin_bounds[c + 1], eta_k, u_k, lam_k,
+                                  entry_var, inv_degree, r_k, kappa, lin_offsets,
+                                  lin_kind, lin_coef, lin_bound, lin_negated, a_k, w_k,
+                                  q_k, states[c])
+            if n_pair_chunks:
+                for c in prange(n_pair_chunks):
+                    _pair_chunk(pair_bounds[c], pair_bounds[c + 1], pair_start, eta_k,
+                                s_k, u_k, lam_k, entry_var, inv_degree, r_k, kappa, a_k,
+                                w_k, q_k, v_k)
+            if n_orout_chunks:
+                for c in prange(n_orout_chunks):
+                    _orout_chunk(orout_bounds[c], orout_bounds[c + 1], orout_start,
+                                 eta_k, u_k, lam_k, entry_var, inv_degree, r_k, kappa,
+                                 orout_offsets, a_k, w_k, q_k, roles[c], keys[c])
+            for c in prange(n_var_chunks):
+                changes[c], gaps[c] = _consensus_chunk(
+                    var_bounds[c], var_bounds[c + 1], var_offsets, var_entries,
+                    inv_degree, r_k, u_k, lam_k, q_k)
+            change = 0.0
+            gap = 0.0
+            for c in range(n_var_chunks):
+                change += changes[c]
+                gap += gaps[c]
+            p = np.sqrt(gap)
+            d = np.sqrt(change)
+            last = it >= max_iter
+            ok = p < tol and d < tol
+            if ok or last:
+                n_iter[k] = it
+                primal[k] = p
+                dual[k] = d
+                converged[k] = ok
+                rho[k] = r_k
+                break
+            if adapt and it % ADAPT_EVERY == 0:
+                if p > 100.0 * d:
+                    r_k = min(2.0 * r_k, rho_max)
+                elif d > 10.0 * p:
+                    r_k = max(0.5 * r_k, rho_min)
+
+
+# ------------------------------------------------------------------ driver
+
+def _even_bounds(n, per_chunk):
+    """Bounds of ceil(n / per_chunk) chunks of 0..n − 1 of near-equal sizes (none if
+    n = 0)."""
+    n_chunks = -(-n // per_chunk) if n else 0
+    return (n * np.arange(n_chunks + 1, dtype=np.int64)) // max(n_chunks, 1)
+
+
+def _entry_bounds(offsets, per_chunk):
+    """Bounds of chunks of factors of about ``per_chunk`` entries each (none if no
+    factor)."""
+    n_factors = offsets.shape[0] - 1
+    if not n_factors:
+        return np.zeros(1, dtype=np.int64)
+    n_chunks = int(max(1, min(n_factors, offsets[-1] // per_chunk)))
+    targets = offsets[-1] * np.arange(1, n_chunks) // n_chunks
+    inner = np.searchsorted(offsets, targets, side="left")
+    bounds = np.unique(np.concatenate([[0], inner, [n_factors]]))
+    return bounds.astype(np.int64)
+
+
+def use_large_path(graph, n_examples):
+    """Whether :func:`admm_batch_compiled` parallelizes inside every example (large
+    graphs, fewer examples than twice the threads) rather than over examples.
+
+    Parameters
+    ----------
+    graph : FlatFactorGraph
+    n_examples : int
+
+    Returns
+    -------
+    bool
+    """
+    return (graph.n_entries >= LARGE_GRAPH_ENTRIES
+            and n_examples < 2 * numba.get_num_threads())
+
+
+def admm_batch_compiled(graph, eta_u, eta_pair, *, max_iter=1000, tol=1e-6, rho=1.0,
+                        adapt=True, warm_start=None, map_mode=False):
+    """:func:`~._admm.admm_batch` with the iteration loop compiled (module docstring).
+
+    Solve LP-SparseMAP (or LP-MAP) of many examples on one graph structure by ADMM, every
+    example with its own penalty ρ (adapted every 10 iterations on its own residuals) and
+    stopping test. Same arguments, same result.
+
+    Parameters
+    ----------
+    graph : FlatFactorGraph
+        The template (linear-constraint, PAIR and OROut factors).
+    eta_u : array-like of shape (n_examples, n_vars)
+        Unary scores.
+    eta_pair : array-like of shape (n_examples, n_pair)
+        PAIR coupling scores.
+    max_iter : int, default=1000
+    tol : float, default=1e-6
+        An example stops when its primal and dual residuals are both below it (0: run
+        max_iter).
+    rho : float, default=1.0
+        Initial penalty per copy: ρ starts at rho × mean degree. Ignored when
+        warm-starting.
+    adapt : bool, default=True
+        Adapt every example's ρ every 10 iterations.
+    warm_start : BatchADMMResult, optional
+        Start from its u, multipliers and ρ (same template and number of examples).
+    map_mode : bool, default=False
+        Solve LP-MAP (no ½‖u‖² term) instead of LP-SparseMAP.
+
+    Returns
+    -------
+    BatchADMMResult
+        u (n_examples, n_vars), v (n_examples, n_pair), n_iter, residuals, converged,
+        rho (n_examples,), integral (map_mode), and the final λ', a, w, q
+        (n_examples, n_entries) in template entry order.
+    """
+    max_iter = _check_options(graph, max_iter, tol, rho)
+    eta_u, eta_pair = _check_batch_scores(graph, eta_u, eta_pair)
+    n = eta_u.shape[0]
+    n_vars, n_entries, n_pair = graph.n_vars, graph.n_entries, graph.n_pair
+    if warm_start is not None:
+        if not isinstance(warm_start, BatchADMMResult):
+            raise TypeError("warm_start must be a BatchADMMResult.")
+        if (warm_start.u.shape != (n, n_vars)
+                or warm_start.lam.shape != (n, n_entries)):
+            raise ValueError("warm_start does not match the graph and the number of "
+                             "examples.")
+        u = np.array(warm_start.u, dtype=np.float64, order="C")
+        lam = np.array(warm_start.lam, dtype=np.float64, order="C")
+        rho_out = np.array(warm_start.rho, dtype=np.float64)
+    else:
+        u = np.full((n, n_vars), 0.5)
+        lam = np.zeros((n, n_entries))
+        rho_out = np.full(n, float(rho) * _mean_degree(graph))
+    kappa = 0.0 if map_mode else 1.0
+    degree = graph.degree
+    alone = degree == 0
+    inv_degree = np.zeros(n_vars)
+    inv_degree[~alone] = 1.0 / degree[~alone]
+    scale = _mean_degree(graph)
+    a, w, q = (np.zeros((n, n_entries)) for _ in range(3))
+    v = np.zeros((n, n_pair))
+    n_iter = np.zeros(n, dtype=np.int64)
+    primal = np.zeros(n)
+    dual = np.zeros(n)
+    converged = np.zeros(n, dtype=bool)
+    if n_entries and n:
+        common = (graph.lin_offsets, graph.lin_kind, graph.lin_coef, graph.lin_bound,
+                  graph.lin_negated)
+        options = (kappa, max_iter, float(tol), bool(adapt), RHO_MIN * scale,
+                   RHO_MAX * scale)
+        outputs = (u, lam, rho_out, a, w, q, v, n_iter, primal, dual, converged)
+        if use_large_path(graph, n):
+            var_entries = np.argsort(graph.entry_var, kind="stable").astype(np.int64)
+            var_offsets = np.zeros(n_vars + 1, dtype=np.int64)
+            np.cumsum(degree, out=var_offsets[1:])
+            _solve_large(
+                eta_u, eta_pair, graph.entry_var, inv_degree, var_offsets, var_entries,
+                _entry_bounds(graph.lin_offsets, LARGE_ENTRIES_PER_CHUNK), *common,
+                _even_bounds(n_pair, PAIRS_PER_CHUNK),
+                _entry_bounds(graph.orout_offsets, LARGE_ENTRIES_PER_CHUNK),
+                graph.orout_offsets, _even_bounds(n_vars, VARS_PER_CHUNK), *options,
+                *outputs)
+        else:
+            per_chunk = max(1, ENTRIES_PER_CHUNK // n_entries)
+            with dynamic_schedule():
+                _solve_examples(_even_bounds(n, per_chunk), eta_u, eta_pair,
+                                graph.entry_var, inv_degree, *common, graph.orout_offsets,
+                                *options, *outputs)
+    else:
+        converged[:] = True
+    eta_alone = eta_u[:, alone]
+    if map_mode:
+        u[:, alone] = (eta_alone > 0).astype(np.float64)
+    else:
+        u[:, alone] = np.clip(eta_alone, 0.0, 1.0)
+    integral = None
+    if map_mode:
+        integral = np.all(np.minimum(np.abs(u), np.abs(1.0 - u)) <= 1e-6, axis=1)
+    return BatchADMMResult(u=u, v=v, n_iter=n_iter, primal_residual=primal,
+                           dual_residual=dual, converged=converged, rho=rho_out,
+                           map_mode=bool(map_mode), integral=integral, lam=lam, a=a, w=w,
+                           q=q, s=eta_pair.copy())
