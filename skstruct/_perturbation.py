@@ -96,7 +96,8 @@ class PerturbedMAPClassifier(LinearStructuredModel):
 
         g = Σ_i q_i (φ(x_i, y_i) − E_{p_i}[φ(x_i, ·)]) / (β Σ_i q_i),
 
-    the gradient of log (1/m) Σ_i q_i, with p_i = softmax over T_i of the scores / β and
+    the gradient of log (1/m) Σ_i q_i (weighted by ``sample_weight``), with p_i = softmax
+    over T_i of the scores / β and
     q_i = p_i(y_i), then an ℓ1 proximal step (soft-thresholding by step × ``l1``).
 
     The decoder needs ``sample_uniform``, ``neighbours``, ``parts`` and
@@ -218,17 +219,15 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         ----------
         X, y
             As for :meth:`StructuredSVM.fit`.
-        sample_weight : None
-            Not supported (the randomized likelihood has no example weights); must be
-            None.
+        sample_weight : array-like of shape (n_examples,), default=None
+            Example weights s_i: the likelihood is (1/Σ s) Σ_i s_i q_i.
 
         Returns
         -------
         self : PerturbedMAPClassifier
         """
-        if sample_weight is not None:
-            raise ValueError("PerturbedMAPClassifier does not support sample_weight.")
-        kind, batch, classes, y_encoded, _ = self._validate_training_data(X, y, None)
+        kind, batch, classes, y_encoded, weights = self._validate_training_data(
+            X, y, sample_weight)
         needs = ([("top_k", "PerturbedMAPClassifier(candidates='all')")]
                  if self.candidates == "all" else
                  [("sample_uniform", "PerturbedMAPClassifier's proposal"),
@@ -239,7 +238,8 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         w = np.array(self._initial_params(features, kind, classes, batch.n_features),
                      dtype=np.float64)
         with n_jobs_threads(self.n_jobs):
-            w, curve, state, counting = self._train(decoder, features, batch, y_encoded, w)
+            w, curve, state, counting = self._train(decoder, features, batch, y_encoded, w,
+                                                    weights / weights.sum())
         result = OptimizeResult(w=w, n_iter=self.max_iter, converged=True,
                                 objective_curve=curve, message="max_iter reached")
         self._finish_fit(kind, classes, batch, features, decoder, result)
@@ -247,7 +247,7 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         self.decoder_calls_ = dict(counting.calls)
         return self
 
-    def _train(self, decoder, features, batch, y_encoded, w):
+    def _train(self, decoder, features, batch, y_encoded, w, omega):
         counting = _CountingDecoder(decoder)
         rng = check_random_state(self.random_state)
         state = self._training_state(counting, features, batch, y_encoded, w, rng)
@@ -258,9 +258,9 @@ class PerturbedMAPClassifier(LinearStructuredModel):
                 counting, scores, y_encoded, state, w, rng, self.candidates)
             p = _softmax_over_candidates(theta, keep, state["beta"])
             q = p[0]
-            curve.append(1.0 - float(q.mean()))
-            # ∇ log (1/m) Σ_i q_i in part-score space, one part vector per candidate layer
-            scale = q / (state["beta"] * q.sum())
+            curve.append(1.0 - float(omega @ q))
+            # ∇ log Σ_i ω_i q_i in part-score space, one part vector per candidate layer
+            scale = omega * q / (state["beta"] * (omega @ q))
             grad_parts = None
             for index, (outputs, _) in enumerate(layers):
                 weight = scale * ((1.0 - p[0]) if index == 0 else -p[index])

@@ -120,8 +120,6 @@ def test_subset_decoder_learns_k_subsets_without_map():
 
 def test_bad_parameters_and_inputs():
     X, Y = _multilabel_data(n=10)
-    with pytest.raises(ValueError, match="sample_weight"):
-        PerturbedMAPClassifier().fit(X, Y, sample_weight=np.ones(10))
     with pytest.raises(ValueError, match="k"):
         PerturbedMAPClassifier(k=0).fit(X, Y)
     with pytest.raises(ValueError, match="max_outputs"):
@@ -167,3 +165,14 @@ def test_multiclass_model_without_map():
     assert model.decoder_calls_["map"] == 0
     assert model.score(X, y) > 0.6
     assert list(model.classes_) == [0, 1, 2]
+
+
+def test_sample_weight_zero_drops_an_example_from_the_exact_steps():
+    X, Y = _multilabel_data(n=12, n_labels=3)
+    weights = np.ones(12)
+    weights[:4] = 0.0
+    model = dict(candidates="all", max_iter=3, beta=0.7, l1=0.0)
+    weighted = PerturbedMAPClassifier(**model).fit(X, Y, sample_weight=weights)
+    dropped = PerturbedMAPClassifier(**model).fit(X[4:], Y[4:])
+    np.testing.assert_allclose(weighted.coef_, dropped.coef_, atol=1e-12)
+    np.testing.assert_allclose(weighted.objective_curve_, dropped.objective_curve_)
