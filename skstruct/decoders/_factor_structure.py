@@ -497,6 +497,7 @@ def check_structure_block(graph, decoder, variables):
     """The ids of a block for :meth:`FactorGraph.add_structure`, checked."""
     from ._factor_graph import Variables
 
+    _adapter_class(decoder)
     if not isinstance(variables, Variables) or variables.graph is not graph:
         raise TypeError("add_structure: variables must be a Variables block of this graph "
                         "(from graph.variables(shape), sliced).")
