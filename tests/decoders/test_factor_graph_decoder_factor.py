@@ -1,18 +1,27 @@
-"""Decoders as factors of a factor graph (FactorGraph.add_structure): a lone chain or tree
-factor is the decoder's SparseMAP; a chain with a BUDGET on one tag's column against
-enumeration (LP-MAP) and against an independent dual solution (LP-SparseMAP); the
-backward pass against central differences; bad inputs."""
+"""Decoders as factors of a factor graph (FactorGraph.add_structure): a lone chain, tree,
+matching or subset factor is the decoder's SparseMAP; a chain with a BUDGET on one tag's
+column against enumeration (LP-MAP) and against an independent dual solution
+(LP-SparseMAP); the backward pass against central differences; an estimator learning the
+chain's extra scores (structure_coef_); bad inputs."""
+
+import warnings
 
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
+from skstruct import SparseMAPClassifier
 from skstruct.decoders import (
     ChainDecoder,
     ChainScores,
     FactorGraph,
     FactorGraphDecoder,
     FactorGraphScores,
+    MatchingDecoder,
+    MatchingScores,
     MultilabelDecoder,
+    MultilabelScores,
+    SubsetDecoder,
     TreeDecoder,
 )
 from skstruct.decoders._tree import TreeScores
@@ -187,3 +196,42 @@ def test_bad_inputs():
     # extra scores default to zeros
     assert decoder.sparsemap(FactorGraphScores(np.zeros((1, 6)))).marginals.extra.shape \
         == (1, 8)
+
+
+@pytest.mark.parametrize("decoder, shape", [(MatchingDecoder(), (2, 3)),
+                                            (SubsetDecoder(2), (4,))])
+def test_lone_matching_and_subset_factors_are_their_sparsemap(decoder, shape):
+    rng = np.random.default_rng(7)
+    graph = FactorGraph()
+    graph.add_structure(decoder, graph.variables(shape))
+    unary = rng.normal(size=(2, int(np.prod(shape))))
+    result = FactorGraphDecoder(graph, tol=1e-10, max_iter=2000).sparsemap(
+        FactorGraphScores(unary))
+    for i in range(2):
+        scores = (MatchingScores(unary[i], [shape]) if len(shape) == 2
+                  else MultilabelScores(unary[i:i + 1]))
+        expected = decoder.sparsemap(scores, tol=1e-12)
+        np.testing.assert_allclose(result.unary[i], np.ravel(expected.unary), atol=1e-6)
+
+
+def test_estimator_learns_the_chain_factor_scores_as_structure_coef():
+    """3 tokens, 2 states: the state of token 0 follows x, the others copy it; the
+    learned transitions reward staying."""
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(40, 3))
+    state = (X[:, 0] > 0).astype(np.int64)
+    Y = np.zeros((40, 3, 2), dtype=np.int64)
+    Y[np.arange(40), :, state] = 1
+    Y = Y.reshape(40, 6)
+    graph = FactorGraph()
+    graph.add_structure(ChainDecoder(), graph.variables((3, 2)))
+    model = SparseMAPClassifier(alpha=1e-2, decoder=FactorGraphDecoder(graph, max_iter=300),
+                                max_iter=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X, Y)
+    assert model.structure_coef_.shape == (8,) and model.coupling_.shape == (0,)
+    transition = model.structure_coef_[:4].reshape(2, 2)
+    assert np.trace(transition) > transition[0, 1] + transition[1, 0]
+    pred = model.predict(X)
+    assert graph.feasible(pred).all() and np.mean(np.all(pred == Y, axis=1)) > 0.8
