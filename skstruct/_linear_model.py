@@ -4,10 +4,12 @@ import warnings
 
 import numpy as np
 from sklearn.base import clone
+from sklearn.utils.validation import check_is_fitted
 from sklearn.exceptions import ConvergenceWarning
 
 from ._structured_base import StructuredEstimator
 from .decoders import check_capability
+from .decoders._base import check_k
 from .features import decoder_feature_map
 from .optim import RegularizedRisk, run_solver
 
@@ -93,8 +95,9 @@ class LinearStructuredModel(StructuredEstimator):
         if store is not None:
             store(self, w)
             return
-        if hasattr(self, "coupling_"):  # left by a previous fit with a factor graph
-            del self.coupling_
+        for name in ("coupling_", "structure_coef_"):  # left by a fit with a factor graph
+            if hasattr(self, name):
+                delattr(self, name)
         kind.store_coefficients(self, features, w)
 
     @staticmethod
@@ -151,6 +154,52 @@ class LinearStructuredModel(StructuredEstimator):
 
     def _decode(self, batch):
         return self.decoder_.map(self._scores(batch))
+
+    def predict_top_k(self, X, k):
+        """The ``k`` best outputs of every input, and their scores (n-best decoding).
+
+        Parameters
+        ----------
+        X : as in :meth:`predict`
+        k : int >= 1
+
+        Returns
+        -------
+        outputs : list of length n_examples
+            ``outputs[i]`` lists the best outputs of example ``i``, best first, each in
+            the form :meth:`predict` gives one (a label array, a label, a 0/1 row, ...);
+            fewer than ``k`` when the example has fewer outputs of finite score.
+            ``outputs[i][0]`` is ``predict``'s output for example ``i`` (up to ties).
+        scores : ndarray of shape (n_examples, k)
+            Their scores θ_y = ⟨w, φ(x, y)⟩, non-increasing along each row; -inf beyond
+            the outputs listed.
+
+        Raises
+        ------
+        ValueError
+            When the fitted decoder has no ``top_k`` (trees, matchings, factor graphs).
+        """
+        check_is_fitted(self)
+        k = check_k(k)
+        check_capability(self.decoder_, "top_k", f"{type(self).__name__}.predict_top_k")
+        batch = self._validate_prediction_data(X)
+        paths, top = self.decoder_.top_k(self._scores(batch), k)
+        kind = self._fitted_kind()
+        offsets = np.asarray(batch.output_offsets)
+        n_examples = offsets.shape[0] - 1
+        found = top > -np.inf
+        listed = [[] for _ in range(n_examples)]
+        for rank in range(k):
+            if not found[:, rank].any():
+                break
+            # ranks an example does not reach hold -1: decode its best output there instead
+            reached = np.repeat(found[:, rank], np.diff(offsets))
+            reached = reached.reshape((-1,) + (1,) * (paths.ndim - 2))
+            decoded = kind.decode(np.where(reached, paths[..., rank], paths[..., 0]), batch,
+                                  self.classes_)
+            for i in np.flatnonzero(found[:, rank]):
+                listed[i].append(decoded[i])
+        return listed, top
 
     def decision_function(self, X):
         """Unary scores: per class (multiclass), per label (multilabel), per token and
