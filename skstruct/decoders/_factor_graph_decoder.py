@@ -329,7 +329,7 @@ class FactorGraphDecoder(Decoder):
     inference) and :class:`~skstruct.StructuredPerceptron`, which read multilabel data
     (X a matrix, y a 0/1 indicator matrix with one column per variable) and learn, with
     this decoder, one score per PAIR factor beside the per-label weights (see
-    :meth:`feature_map`).
+    :func:`~skstruct.features.decoder_feature_map`).
 
     References
     ----------
@@ -581,31 +581,3 @@ class FactorGraphDecoder(Decoder):
             f"{type(task_loss).__name__}.unary_costs(y_true, offsets, n_states) (with "
             "n_states=2) and use rescaling='margin'.",
         )
-
-    # -- learning ------------------------------------------------------------------
-
-    def feature_map(self, n_features, classes):
-        """The linear feature map of models with this decoder: per-label weights and
-        bias, one learned score per PAIR factor and one per extra part of the structure
-        factors (shared by all examples; fitted as ``coupling_`` and
-        ``structure_coef_``).
-
-        Parameters
-        ----------
-        n_features : int
-        classes : ndarray of shape (n_vars,)
-            The label indices (one per variable).
-
-        Returns
-        -------
-        FactorGraphFeatures
-        """
-        from ..features._factor_graph import FactorGraphFeatures
-
-        if len(classes) != self.graph.n_vars:
-            raise ValueError(
-                f"y has {len(classes)} labels but the factor graph has {self.graph.n_vars} "
-                "variables; a model with a FactorGraphDecoder learns one label per variable."
-            )
-        return FactorGraphFeatures(n_features, self.graph.n_vars, self.graph.n_pairs,
-                                   FactorGraphScores, n_extra=self.graph.n_extra)

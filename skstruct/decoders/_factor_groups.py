@@ -243,10 +243,8 @@ def factor_groups(graph, n_copies):
         start += group.size
         if group.size:
             groups.append(group)
-    if graph.structures:
-        from ._factor_structure import StructureGroup
-
-        for factor in graph.structures:
-            groups.append(StructureGroup(factor, start, n_copies))
-            start += factor.size
+    # a structure factor builds its own group (its module imports this one)
+    for factor in graph.structures:
+        groups.append(factor.group(start, n_copies))
+        start += factor.size
     return groups

@@ -201,6 +201,10 @@ class StructureFactor:
         self.extra_start = int(extra_start)
         self._max_problem = None
 
+    def group(self, entry_start, n_copies):
+        """The ADMM group solving this factor over ``n_copies`` tiled examples."""
+        return StructureGroup(self, entry_start, n_copies)
+
     def shifted(self, shift, extra_shift=0):
         """The same factor on variables ``var + shift``."""
         return StructureFactor(self.decoder, self.var + shift,
@@ -495,10 +499,9 @@ class StructureGroup(FactorGroup):
 
 def check_structure_block(graph, decoder, variables):
     """The ids of a block for :meth:`FactorGraph.add_structure`, checked."""
-    from ._factor_graph import Variables
-
     _adapter_class(decoder)
-    if not isinstance(variables, Variables) or variables.graph is not graph:
+    # a Variables block of this graph (not imported: the graph module imports this one)
+    if getattr(variables, "graph", None) is not graph or not hasattr(variables, "negated"):
         raise TypeError("add_structure: variables must be a Variables block of this graph "
                         "(from graph.variables(shape), sliced).")
     if variables.negated.any():
