@@ -439,15 +439,15 @@ class FactorGraph:
     def add_structure(self, decoder, variables):
         """Add a factor whose feasible configurations are a decoder's outputs on a block.
 
-        ============================  ==================  ===========================
-        decoder                       block shape         variable on when
-        ============================  ==================  ===========================
-        ChainDecoder                  (n_tokens, n_states)  token t has state s
-        TreeDecoder                   (n, n)              h heads m ([m, h]; [m, m]:
-                                                          root child)
-        MatchingDecoder               (n_rows, n_cols)    row j matched to column k
-        MultilabelDecoder, Subset...  (n_labels,)         label j is on
-        ============================  ==================  ===========================
+        ==============================  ====================  ==========================
+        decoder                         block shape           variable on when
+        ==============================  ====================  ==========================
+        ChainDecoder                    (n_tokens, n_states)  token t has state s
+        TreeDecoder                     (n, n)                h heads m ([m, h]; [m, m]:
+                                                              m is a root child)
+        MatchingDecoder                 (n_rows, n_cols)      row j matched to column k
+        Multilabel-, SubsetDecoder      (n_labels,)           label j is on
+        ==============================  ====================  ==========================
 
         The factor's additional parts (a chain's transitions (n_states, n_states),
         start and end (n_states,), raveled and concatenated in that order; none for the

@@ -143,7 +143,7 @@ class SubsetDecoder(Decoder):
         return (labels, best) if return_score else labels
 
     def log_partition(self, scores):
-        """log Σ_{|y| = k} exp θ_y = log e_k(exp unary[i]) of every example.
+        """log Σ_{y: Σ_j y_j = k} exp θ_y = log e_k(exp unary[i]) of every example.
 
         Returns
         -------
