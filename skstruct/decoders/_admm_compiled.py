@@ -16,16 +16,17 @@ penalty adapted every 10 iterations and its own stopping test) and returns the s
   (:func:`~skstruct.utils._parallel.dynamic_schedule`), every chunk with its own
   scratch;
 - *few large examples* (:func:`_solve_large`): one example after the other, each
-  iteration parallel over chunks of factors (the local problems, every group) and over
-  chunks of variables (the consensus: a variable's copies are summed in entry order,
-  through the entries sorted by variable, then its multipliers are updated).
+  iteration in two parallel loops over chunks of factors: the local problems, their
+  solutions and every chunk's sums of the copies of every variable; then (after the
+  consensus u_i = sum of the chunks' sums / deg_i) the multipliers of the chunk's
+  entries and its part of the primal residual.
 
-Both compute every local problem, solution, mean and multiplier with the operations of
-:mod:`._admm` in the same order, so u, v, λ', a, w and q are those of
-:func:`~._admm.admm_batch` up to rounding (to the bit on the first path; on the second,
-the residuals are sums over threads' partial sums, which may round differently in the
-last bit, so n_iter and ρ could differ only on an exact tie of a stopping or adapting
-test).
+The first path computes every local problem, solution, mean and multiplier with the
+operations of :mod:`._admm` in the same order, so its results are those of
+:func:`~._admm.admm_batch` to the bit. The second sums a variable's copies and the
+residuals chunk by chunk, which may round differently in the last bits (u, λ', and so
+a, w, q, v); n_iter and ρ could differ only on a near-tie of a stopping or adapting
+test.
 
 No Python runs per iteration or per example: on the 159-label fully connected pairwise
 graph (12,561 PAIR factors) the loop of :mod:`._admm` spends about as long in its Python
@@ -58,9 +59,6 @@ ENTRIES_PER_CHUNK = 2048
 #: Factors (PAIR) or entries (linear, OROut) per parallel chunk of :func:`_solve_large`.
 PAIRS_PER_CHUNK = 1024
 LARGE_ENTRIES_PER_CHUNK = 2048
-
-#: Variables per chunk of the consensus of :func:`_solve_large`.
-VARS_PER_CHUNK = 16
 
 #: A graph takes the path of :func:`_solve_large` when it has at least this many entries
 #: and the batch has fewer examples than twice the threads (:func:`use_large_path`).
@@ -202,25 +200,44 @@ def _solve_examples(bounds, eta_u, eta_pair, entry_var, inv_degree, lin_offsets,
 
 
 # ------------------------------------------------------------------ large examples
+# Chunk c of a large example holds factors chunk_first[c]..chunk_last[c] − 1 of group
+# chunk_group[c] (LINEAR, PAIR or OROUT), whose entries are chunk_lo[c]..chunk_hi[c] − 1
+# (template order).
 
-@njit(cache=True, nogil=True)
-def _linear_chunk(first, last, eta_k, u_k, lam_k, entry_var, inv_degree, r_k, kappa,
-                  lin_offsets, lin_kind, lin_coef, lin_bound, lin_negated, a_k, w_k, q_k,
-                  state):
-    _local_problems(eta_k, u_k, lam_k, entry_var, inv_degree, r_k, kappa,
-                    lin_offsets[first], lin_offsets[last], a_k, w_k)
-    for f in range(first, last):
-        _qp_factor(a_k, w_k, lin_coef, lin_negated, lin_kind[f], lin_bound, q_k, f,
-                   lin_offsets[f], lin_offsets[f + 1], state)
+LINEAR, PAIR, OROUT = 0, 1, 2
 
 
 @njit(cache=True, nogil=True)
-def _pair_chunk(first, last, pair_start, eta_k, s_k, u_k, lam_k, entry_var, inv_degree,
-                r_k, kappa, a_k, w_k, q_k, v_k):
-    _local_problems(eta_k, u_k, lam_k, entry_var, inv_degree, r_k, kappa,
-                    pair_start + 2 * first, pair_start + 2 * last, a_k, w_k)
+def _solve_chunk_factors(c, chunk_group, chunk_first, chunk_last, chunk_lo, chunk_hi,
+                         eta_k, s_k, u_k, lam_k, entry_var, inv_degree, r_k, kappa,
+                         lin_offsets, lin_kind, lin_coef, lin_bound, lin_negated,
+                         orout_start, orout_offsets, a_k, w_k, q_k, v_k, state, role,
+                         keys, partial):
+    """Local problems and solutions of chunk c's factors; ``partial`` (n_vars,) ← the sum
+    of the chunk's copies of every variable (in entry order)."""
+    lo = chunk_lo[c]
+    hi = chunk_hi[c]
+    _local_problems(eta_k, u_k, lam_k, entry_var, inv_degree, r_k, kappa, lo, hi, a_k,
+                    w_k)
+    group = chunk_group[c]
+    if group == LINEAR:
+        for f in range(chunk_first[c], chunk_last[c]):
+            _qp_factor(a_k, w_k, lin_coef, lin_negated, lin_kind[f], lin_bound, q_k, f,
+                       lin_offsets[f], lin_offsets[f + 1], state)
+    elif group == PAIR:
+        _solve_pairs(chunk_first[c], chunk_last[c], lo, a_k, w_k, s_k, q_k, v_k)
+    else:
+        for f in range(chunk_first[c], chunk_last[c]):
+            _orout_factor(a_k, w_k, orout_start + orout_offsets[f],
+                          orout_start + orout_offsets[f + 1], q_k, 0, role, keys)
+    _sum_copies(lo, hi, entry_var, q_k, partial)
+
+
+@njit(cache=True, nogil=True)
+def _solve_pairs(first, last, lo, a_k, w_k, s_k, q_k, v_k):
+    """PAIR factors first..last − 1, their entries from lo on."""
     for f in range(first, last):
-        j = pair_start + 2 * f
+        j = lo + 2 * (f - first)
         u1, u2, vf = _pair_solve(a_k[j], a_k[j + 1], w_k[j], w_k[j + 1], s_k[f])
         q_k[j] = u1
         q_k[j + 1] = u2
@@ -228,67 +245,51 @@ def _pair_chunk(first, last, pair_start, eta_k, s_k, u_k, lam_k, entry_var, inv_
 
 
 @njit(cache=True, nogil=True)
-def _orout_chunk(first, last, orout_start, eta_k, u_k, lam_k, entry_var, inv_degree, r_k,
-                 kappa, orout_offsets, a_k, w_k, q_k, role, keys):
-    _local_problems(eta_k, u_k, lam_k, entry_var, inv_degree, r_k, kappa,
-                    orout_start + orout_offsets[first], orout_start + orout_offsets[last],
-                    a_k, w_k)
-    for f in range(first, last):
-        _orout_factor(a_k, w_k, orout_start + orout_offsets[f],
-                      orout_start + orout_offsets[f + 1], q_k, 0, role, keys)
+def _sum_copies(lo, hi, entry_var, q_k, partial):
+    """partial[i] = Σ q_j over the entries lo..hi − 1 on variable i (in entry order)."""
+    for i in range(partial.shape[0]):
+        partial[i] = 0.0
+    for j in range(lo, hi):
+        partial[entry_var[j]] += q_k[j]
 
 
 @njit(cache=True, nogil=True)
-def _consensus_chunk(first, last, var_offsets, var_entries, inv_degree, r_k, u_k, lam_k,
-                     q_k):
-    """u_i ← mean of the copies and the multiplier update of variables first..last − 1;
-    returns their parts of ‖u − u_prev‖² and of the squared primal residual."""
-    change = 0.0
+def _update_chunk_multipliers(lo, hi, entry_var, inv_degree, r_k, u_k, lam_k, q_k):
+    """λ'_j −= ρ (q_j − u_i) / deg_i on entries lo..hi − 1; returns their part of the
+    squared primal residual."""
     gap = 0.0
-    for i in range(first, last):
-        lo = var_offsets[i]
-        hi = var_offsets[i + 1]
-        if hi == lo:
-            continue
-        total = 0.0
-        for t in range(lo, hi):
-            total += q_k[var_entries[t]]
-        new = total * inv_degree[i]
-        change += (new - u_k[i]) ** 2
-        u_k[i] = new
-        for t in range(lo, hi):
-            j = var_entries[t]
-            r = q_k[j] - new
-            step = r * inv_degree[i]
-            gap += r * step
-            lam_k[j] -= r_k * step
-    return change, gap
+    for j in range(lo, hi):
+        i = entry_var[j]
+        r = q_k[j] - u_k[i]
+        step = r * inv_degree[i]
+        gap += r * step
+        lam_k[j] -= r_k * step
+    return gap
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _solve_large(eta_u, eta_pair, entry_var, inv_degree, var_offsets, var_entries,
-                 lin_bounds, lin_offsets, lin_kind, lin_coef, lin_bound, lin_negated,
-                 pair_bounds, orout_bounds, orout_offsets, var_bounds, kappa, max_iter, tol,
-                 adapt, rho_min, rho_max, u, lam, rho, a, w, q, v, n_iter, primal, dual,
+def _solve_large(eta_u, eta_pair, entry_var, inv_degree, chunk_group, chunk_first,
+                 chunk_last, chunk_lo, chunk_hi, lin_offsets, lin_kind, lin_coef,
+                 lin_bound, lin_negated, orout_offsets, kappa, max_iter, tol, adapt,
+                 rho_min, rho_max, u, lam, rho, a, w, q, v, n_iter, primal, dual,
                  converged):
-    """Every example's ADMM, one after the other, each iteration parallel over chunks of
-    factors (``*_bounds``: factor indices of every group's chunks) and of variables
-    (``var_bounds``); arguments otherwise as :func:`_solve_examples`, plus the entries
-    sorted by variable (variable i's copies are ``var_entries[var_offsets[i]:
-    var_offsets[i + 1]]``, in entry order)."""
-    n_lin_chunks = lin_bounds.shape[0] - 1
-    n_pair_chunks = pair_bounds.shape[0] - 1
-    n_orout_chunks = orout_bounds.shape[0] - 1
-    n_var_chunks = var_bounds.shape[0] - 1
-    pair_start = lin_offsets[lin_offsets.shape[0] - 1]
-    orout_start = pair_start + 2 * eta_pair.shape[1]
-    longest_lin = _longest(lin_offsets)
+    """Every example's ADMM, one after the other, each iteration in two parallel loops
+    over the chunks of factors (module comment above): the local problems, solutions and
+    per-chunk sums of the copies; then, after the consensus u_i = (Σ over the chunks) /
+    deg_i, the multipliers. Arguments otherwise as :func:`_solve_examples`.
+
+    The copies of a variable are summed chunk by chunk, so u may differ from the serial
+    sum of :func:`_solve_one` in the last bits.
+    """
+    n_chunks = chunk_group.shape[0]
+    n_vars = u.shape[1]
+    orout_start = lin_offsets[lin_offsets.shape[0] - 1] + 2 * eta_pair.shape[1]
+    states = np.empty((n_chunks, 4, _longest(lin_offsets)))
     longest_orout = _longest(orout_offsets)
-    states = np.empty((max(n_lin_chunks, 1), 4, longest_lin))
-    roles = np.empty((max(n_orout_chunks, 1), longest_orout), dtype=np.int8)
-    keys = np.empty((max(n_orout_chunks, 1), longest_orout))
-    changes = np.empty(max(n_var_chunks, 1))
-    gaps = np.empty(max(n_var_chunks, 1))
+    roles = np.empty((n_chunks, longest_orout), dtype=np.int8)
+    keys = np.empty((n_chunks, longest_orout))
+    partial = np.empty((n_chunks, n_vars))
+    gaps = np.empty(n_chunks)
     for k in range(eta_u.shape[0]):
         eta_k = eta_u[k]
         s_k = eta_pair[k]
@@ -302,30 +303,27 @@ def _solve_large(eta_u, eta_pair, entry_var, inv_degree, var_offsets, var_entrie
         it = 0
         while True:
             it += 1
-            if n_lin_chunks:
-                for c in prange(n_lin_chunks):
-                    _linear_chunk(lin_bounds[c], lin_bounds[c + 1], eta_k, u_k, lam_k,
-                                  entry_var, inv_degree, r_k, kappa, lin_offsets,
-                                  lin_kind, lin_coef, lin_bound, lin_negated, a_k, w_k,
-                                  q_k, states[c])
-            if n_pair_chunks:
-                for c in prange(n_pair_chunks):
-                    _pair_chunk(pair_bounds[c], pair_bounds[c + 1], pair_start, eta_k,
-                                s_k, u_k, lam_k, entry_var, inv_degree, r_k, kappa, a_k,
-                                w_k, q_k, v_k)
-            if n_orout_chunks:
-                for c in prange(n_orout_chunks):
-                    _orout_chunk(orout_bounds[c], orout_bounds[c + 1], orout_start,
-                                 eta_k, u_k, lam_k, entry_var, inv_degree, r_k, kappa,
-                                 orout_offsets, a_k, w_k, q_k, roles[c], keys[c])
-            for c in prange(n_var_chunks):
-                changes[c], gaps[c] = _consensus_chunk(
-                    var_bounds[c], var_bounds[c + 1], var_offsets, var_entries,
-                    inv_degree, r_k, u_k, lam_k, q_k)
+            for c in prange(n_chunks):
+                _solve_chunk_factors(c, chunk_group, chunk_first, chunk_last, chunk_lo,
+                                     chunk_hi, eta_k, s_k, u_k, lam_k, entry_var,
+                                     inv_degree, r_k, kappa, lin_offsets, lin_kind,
+                                     lin_coef, lin_bound, lin_negated, orout_start,
+                                     orout_offsets, a_k, w_k, q_k, v_k, states[c],
+                                     roles[c], keys[c], partial[c])
             change = 0.0
+            for i in range(n_vars):
+                if inv_degree[i] > 0.0:
+                    total = 0.0
+                    for c in range(n_chunks):
+                        total += partial[c, i]
+                    new = total * inv_degree[i]
+                    change += (new - u_k[i]) ** 2
+                    u_k[i] = new
+            for c in prange(n_chunks):
+                gaps[c] = _update_chunk_multipliers(chunk_lo[c], chunk_hi[c], entry_var,
+                                                    inv_degree, r_k, u_k, lam_k, q_k)
             gap = 0.0
-            for c in range(n_var_chunks):
-                change += changes[c]
+            for c in range(n_chunks):
                 gap += gaps[c]
             p = np.sqrt(gap)
             d = np.sqrt(change)
@@ -343,6 +341,29 @@ def _solve_large(eta_u, eta_pair, entry_var, inv_degree, var_offsets, var_entrie
                     r_k = min(2.0 * r_k, rho_max)
                 elif d > 10.0 * p:
                     r_k = max(0.5 * r_k, rho_min)
+
+
+def _large_chunks(graph):
+    """(group, first factor, last factor, first entry, last entry) of every chunk of a
+    large example: about ``LARGE_ENTRIES_PER_CHUNK`` entries each (``PAIRS_PER_CHUNK``
+    PAIR factors), never across groups."""
+    rows = []
+    lin_offsets = graph.lin_offsets
+    bounds = _entry_bounds(lin_offsets, LARGE_ENTRIES_PER_CHUNK)
+    for first, last in zip(bounds[:-1], bounds[1:]):
+        rows.append((LINEAR, first, last, lin_offsets[first], lin_offsets[last]))
+    pair_start = lin_offsets[-1]
+    bounds = _even_bounds(graph.n_pair, PAIRS_PER_CHUNK)
+    for first, last in zip(bounds[:-1], bounds[1:]):
+        rows.append((PAIR, first, last, pair_start + 2 * first, pair_start + 2 * last))
+    orout_start = pair_start + 2 * graph.n_pair
+    offsets = graph.orout_offsets
+    bounds = _entry_bounds(offsets, LARGE_ENTRIES_PER_CHUNK)
+    for first, last in zip(bounds[:-1], bounds[1:]):
+        rows.append((OROUT, first, last, orout_start + offsets[first],
+                     orout_start + offsets[last]))
+    table = np.array(rows, dtype=np.int64).reshape(-1, 5)
+    return tuple(np.ascontiguousarray(column) for column in table.T)
 
 
 # ------------------------------------------------------------------ driver
@@ -458,16 +479,9 @@ def admm_batch_compiled(graph, eta_u, eta_pair, *, max_iter=1000, tol=1e-6, rho=
                    RHO_MAX * scale)
         outputs = (u, lam, rho_out, a, w, q, v, n_iter, primal, dual, converged)
         if use_large_path(graph, n):
-            var_entries = np.argsort(graph.entry_var, kind="stable").astype(np.int64)
-            var_offsets = np.zeros(n_vars + 1, dtype=np.int64)
-            np.cumsum(degree, out=var_offsets[1:])
-            _solve_large(
-                eta_u, eta_pair, graph.entry_var, inv_degree, var_offsets, var_entries,
-                _entry_bounds(graph.lin_offsets, LARGE_ENTRIES_PER_CHUNK), *common,
-                _even_bounds(n_pair, PAIRS_PER_CHUNK),
-                _entry_bounds(graph.orout_offsets, LARGE_ENTRIES_PER_CHUNK),
-                graph.orout_offsets, _even_bounds(n_vars, VARS_PER_CHUNK), *options,
-                *outputs)
+            _solve_large(eta_u, eta_pair, graph.entry_var, inv_degree,
+                         *_large_chunks(graph), *common, graph.orout_offsets, *options,
+                         *outputs)
         else:
             per_chunk = max(1, ENTRIES_PER_CHUNK // n_entries)
             with dynamic_schedule():

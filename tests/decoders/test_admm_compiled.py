@@ -84,7 +84,6 @@ def path(request, monkeypatch):
         monkeypatch.setattr(_admm_compiled, "LARGE_GRAPH_ENTRIES", 0)
         monkeypatch.setattr(_admm_compiled, "PAIRS_PER_CHUNK", 2)
         monkeypatch.setattr(_admm_compiled, "LARGE_ENTRIES_PER_CHUNK", 3)
-        monkeypatch.setattr(_admm_compiled, "VARS_PER_CHUNK", 2)
     return request.param
 
 
