@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._linear_model import LinearStructuredModel
 from .decoders import Decoder
+from .decoders._best_neighbour import best_neighbour_by_scan
 from .optim._result import OptimizeResult
 from .utils._parallel import n_jobs_threads
 from .utils._params import N_JOBS_CONSTRAINT
@@ -17,7 +18,8 @@ __all__ = ["PerturbedMAPClassifier"]
 
 #: Decoder operations the counter reports (``decoder_calls_``).
 COUNTED_OPERATIONS = ("map", "top_k", "marginals", "log_partition", "loss_augmented_map",
-                      "sparsemap", "sample_uniform", "neighbours", "score_outputs", "parts")
+                      "sparsemap", "sample_uniform", "neighbours", "best_neighbour",
+                      "score_outputs", "parts")
 
 
 class _CountingDecoder:
@@ -29,7 +31,7 @@ class _CountingDecoder:
 
     def __getattr__(self, name):
         attribute = getattr(self._decoder, name)
-        if name in COUNTED_OPERATIONS:
+        if name in COUNTED_OPERATIONS and callable(attribute):
             def counted(*args, **kwargs):
                 self.calls[name] += 1
                 return attribute(*args, **kwargs)
@@ -396,7 +398,11 @@ class PerturbedMAPClassifier(LinearStructuredModel):
 
         The scan keeps y ← y' whenever θ(y') ≥ θ(y) over the neighbours of the start,
         in the decoder's order: it ends at the last neighbour of largest score when that
-        score is at least the start's, else at the start.
+        score is at least the start's, else at the start. A decoder with a
+        ``best_neighbour(scores, start, k, start_scores=None)`` method answers the scan
+        directly (chains: a compiled O(L S) kernel for k = 1); otherwise the neighbours
+        are listed and scored (:func:`~skstruct.decoders._best_neighbour.
+        best_neighbour_by_scan`).
         """
         m = offsets.shape[0] - 1
         gold_scores = decoder.score_outputs(scores, y_encoded)
@@ -406,6 +412,7 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         if alpha > 0:
             uniform = decoder.sample_uniform(scores, n_draws,
                                              random_state=rng.randint(2 ** 31 - 1))
+        direct = getattr(decoder, "best_neighbour", None)
         for d in range(n_draws):
             start, start_scores = y_encoded, gold_scores
             if uniform is not None:
@@ -413,25 +420,13 @@ class PerturbedMAPClassifier(LinearStructuredModel):
                 if explore.any():
                     start = _select(explore, uniform[..., d], y_encoded, offsets)
                     start_scores = decoder.score_outputs(scores, start)
-            neighbours, counts = decoder.neighbours(scores, start, self.k)
-            n_layers = neighbours.shape[-1]
-            if n_layers == 0:
-                layers.append((start, np.ones(m, bool)))
-                theta.append(start_scores)
-                continue
-            valid = np.arange(n_layers)[:, None] < counts[None, :]       # (R, m)
-            candidates = [_select(valid[j], neighbours[..., j], start, offsets)
-                          for j in range(n_layers)]
-            candidate_scores = _score_layers(decoder, scores, candidates)
-            candidate_scores = np.where(valid, candidate_scores, -np.inf)
-            top = candidate_scores.max(axis=0)
-            last = n_layers - 1 - np.argmax((candidate_scores == top)[::-1], axis=0)
-            moves = top >= start_scores
-            best = start
-            for j in np.unique(last[moves]):
-                best = _select(moves & (last == j), candidates[j], best, offsets)
+            if direct is not None:
+                best, best_scores = direct(scores, start, self.k, start_scores=start_scores)
+            else:
+                best, best_scores = best_neighbour_by_scan(decoder, scores, start, self.k,
+                                                           offsets, start_scores)
             layers.append((best, np.ones(m, bool)))
-            theta.append(np.where(moves, top, start_scores))
+            theta.append(best_scores)
         return layers, theta
 
     @staticmethod

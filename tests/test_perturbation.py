@@ -176,3 +176,32 @@ def test_sample_weight_zero_drops_an_example_from_the_exact_steps():
     dropped = PerturbedMAPClassifier(**model).fit(X[4:], Y[4:])
     np.testing.assert_allclose(weighted.coef_, dropped.coef_, atol=1e-12)
     np.testing.assert_allclose(weighted.objective_curve_, dropped.objective_curve_)
+
+
+def test_chain_best_neighbour_kernel_gives_the_fit_of_listing_the_neighbours():
+    from skstruct.decoders import ChainDecoder
+
+    class ListingChainDecoder(ChainDecoder):
+        best_neighbour = None  # the proposal lists and scores the neighbourhood
+
+    rng = np.random.default_rng(0)
+    X, y = [], []
+    for _ in range(30):
+        length = rng.integers(2, 7)
+        states = np.cumsum(rng.integers(0, 2, size=length)) % 3
+        features = rng.normal(size=(length, 3)) * 0.5
+        features[np.arange(length), states] += 1.0
+        X.append(features)
+        y.append(np.array(["A", "B", "C"])[states])
+    params = dict(max_iter=8, random_state=0, alpha=0.5, learning_rate=0.5)
+    direct = PerturbedMAPClassifier(ChainDecoder(), **params).fit(X, y)
+    listing = PerturbedMAPClassifier(ListingChainDecoder(), **params).fit(X, y)
+    assert direct.decoder_calls_["best_neighbour"] == 8 * 6
+    assert direct.decoder_calls_["neighbours"] == 0
+    assert listing.decoder_calls_["neighbours"] == 8 * 6
+    np.testing.assert_allclose(direct.coef_, listing.coef_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(direct.transition_, listing.transition_, rtol=1e-10,
+                               atol=1e-12)
+    np.testing.assert_allclose(direct.objective_curve_, listing.objective_curve_,
+                               rtol=1e-10)
+    assert np.abs(direct.coef_).sum() > 0

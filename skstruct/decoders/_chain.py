@@ -606,6 +606,81 @@ class ChainDecoder(Decoder):
             kernels.neighbours(*args, paths, counts, True)
         return paths, counts
 
+    def best_neighbour(self, scores, start, k=1, start_scores=None):
+        """The result of scanning the Hamming-``k`` neighbourhood of ``start`` keeping
+        y ← y' whenever θ(y') ≥ θ(y), for every sequence.
+
+        The scan visits :meth:`neighbours` in its documented order, so the result is the
+        last neighbour of largest score when that score is at least θ(start), else
+        ``start`` (the proposal of :class:`~skstruct.PerturbedMAPClassifier`). For
+        ``k = 1`` a compiled kernel compares the score differences of relabeling one
+        token t to v, unary[t, v] + the transitions (or start / end scores) into and out
+        of t minus those of y_t, without listing the neighbours: O(L S) per sequence of
+        length L with S states (see
+        :mod:`~skstruct.decoders._chain_neighbour_kernels`). Only valid neighbours
+        (finite score) count; from a start of score -inf every valid neighbour is a
+        move. For ``k > 1``, or for a subclass that changes :meth:`neighbours` or
+        :meth:`score_outputs`, the neighbours are listed and scored
+        (:func:`~skstruct.decoders._best_neighbour.best_neighbour_by_scan`).
+
+        Parameters
+        ----------
+        scores : ChainScores
+        start : ndarray of shape (n_tokens,), int
+            Encoded start labelings, stacked (checked like ``y_true``).
+        k : int >= 1, default=1
+        start_scores : ndarray of shape (n_sequences,), default=None
+            θ(start) from :meth:`score_outputs`, computed here when None.
+
+        Returns
+        -------
+        outputs : ndarray of shape (n_tokens,), int64
+        theta : ndarray of shape (n_sequences,)
+            θ of every result: θ(start) plus the change of a move (equal to
+            :meth:`score_outputs` of the result up to rounding).
+
+        Notes
+        -----
+        Ties are decided on the score differences, which equal the differences of the
+        full scores in exact arithmetic (for example with integer scores); with real
+        scores two neighbours whose scores agree to rounding may be ordered differently
+        from :meth:`score_outputs`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skstruct.decoders import ChainDecoder, ChainScores
+        >>> scores = ChainScores(np.array([[0., 1.], [2., 0.], [0., 0.]]), [0, 3],
+        ...                      transition=np.zeros((2, 2)), start=np.zeros(2),
+        ...                      end=np.zeros(2))
+        >>> ChainDecoder().best_neighbour(scores, np.array([0, 0, 0]))
+        (array([1, 0, 0]), array([3.]))
+        """
+        self._check_scores(scores)
+        k = check_k(k)
+        start = np.ascontiguousarray(scores._check_outputs(start, name="start"))
+        if start_scores is None:
+            start_scores = self.score_outputs(scores, start)
+        start_scores = np.ascontiguousarray(start_scores, dtype=np.float64)
+        if start_scores.shape != (scores.n_sequences,):
+            raise ValueError(
+                f"start_scores has shape {start_scores.shape}; expected "
+                f"({scores.n_sequences},), one score per sequence."
+            )
+        if k > 1 or not keeps_operations(self, ChainDecoder,
+                                         ("neighbours", "score_outputs")):
+            from ._best_neighbour import best_neighbour_by_scan
+
+            return best_neighbour_by_scan(self, scores, start, k, scores.offsets,
+                                          start_scores)
+        from ._chain_neighbour_kernels import best_neighbour
+
+        outputs = np.empty(start.shape[0], dtype=np.int64)
+        theta = np.empty(scores.n_sequences, dtype=np.float64)
+        with threads_for(scores.unary.size), dynamic_schedule():
+            best_neighbour(*scores._kernel_args(), start, start_scores, outputs, theta)
+        return outputs, theta
+
     def _counting_form(self, scores, task_loss, rescaling):
         """A count-statistic loss, or under slack rescaling the mismatch-count form of
         the 0/1 loss and of Hamming without class costs (same argmax)."""
