@@ -15,6 +15,8 @@ Built-in kinds, in order of registration:
 ``"tree"``         :class:`TreeKind`: arc features and CoNLL heads (by ``TreeDecoder``)
 ``"matching"``     :class:`MatchingKind`: pair features and matched columns (by
                    ``MatchingDecoder``)
+``"dag"``          :class:`DAGKind`: arc features and 0/1 adjacency matrices (by
+                   ``DAGDecoder``)
 =================  =============================================================
 
 A decoder whose ``output_kind`` names a kind chosen by decoders (trees, matchings)
@@ -32,6 +34,7 @@ from ._base import (
     register_output_kind,
     registered_output_kinds,
 )
+from ._dag import DAGKind
 from ._matching import MatchingKind
 from ._multiclass import MulticlassKind
 from ._multilabel import MultilabelKind
@@ -39,6 +42,7 @@ from ._sequence import SequenceKind
 from ._tree import TreeKind
 
 __all__ = [
+    "DAGKind",
     "MatchingKind",
     "MulticlassKind",
     "MultilabelKind",
@@ -54,3 +58,4 @@ __all__ = [
 for _kind in (MulticlassKind, MultilabelKind, SequenceKind, TreeKind, MatchingKind):
     register_output_kind(_kind)
 del _kind
+register_output_kind(DAGKind)
