@@ -1,0 +1,570 @@
+"""sklearn-crfsuite's ``CRF`` on skstruct's CRF: CRFsuite's objective and parameter set."""
+
+import time
+import warnings
+from collections.abc import Mapping
+from itertools import chain
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
+
+from ..._crf import CRF as _SkstructCRF
+from ...preprocessing import SequenceVectorizer
+from . import metrics
+
+__all__ = ["CRF", "crfsuite_penalty"]
+
+#: Iterations when ``max_iterations`` is None (CRFsuite's L-BFGS has no limit; it stops
+#: by its own tests, skstruct's by ``tol``).
+DEFAULT_MAX_ITER = 1000
+
+#: Parameters of CRFsuite's other algorithms or of its L-BFGS internals: accepted for
+#: the signature, but an error at ``fit`` unless left at None.
+_UNSUPPORTED = (
+    "num_memories", "epsilon", "period", "delta", "linesearch", "max_linesearch",
+    "calibration_eta", "calibration_rate", "calibration_samples",
+    "calibration_candidates", "calibration_max_trials", "pa_type", "c",
+    "error_sensitive", "averaging", "variance", "gamma", "model_filename", "trainer_cls",
+)
+
+
+def crfsuite_penalty(c1, c2, n_sequences):
+    """skstruct's ``alpha`` and ``l1_ratio`` for CRFsuite's ``c1`` and ``c2``.
+
+    CRFsuite minimizes Σ_i −log p(y_i | x_i) + c1 ‖w‖₁ + c2 ‖w‖², skstruct
+    F(w) = (1/n) Σ_i −log p(y_i | x_i) + alpha (l1_ratio ‖w‖₁ + (1 − l1_ratio)/2 ‖w‖²);
+    the first is n F(w) (the same minimizer) exactly when alpha l1_ratio = c1 / n and
+    alpha (1 − l1_ratio) / 2 = c2 / n, that is
+
+        alpha = (c1 + 2 c2) / n,   l1_ratio = c1 / (c1 + 2 c2)   (0 when c1 = c2 = 0).
+
+    Parameters
+    ----------
+    c1, c2 : float >= 0
+        CRFsuite's L1 and L2 coefficients.
+    n_sequences : int >= 1
+        Number of training sequences n.
+
+    Returns
+    -------
+    alpha, l1_ratio : float
+
+    Examples
+    --------
+    >>> from skstruct.compat.sklearn_crfsuite import crfsuite_penalty
+    >>> alpha, l1_ratio = crfsuite_penalty(0.1, 0.1, 300)  # the tutorial's c1 = c2 = 0.1
+    >>> round(alpha, 12), round(l1_ratio, 12)
+    (0.001, 0.333333333333)
+    """
+    for name, value in (("c1", c1), ("c2", c2)):
+        if isinstance(value, bool) or not np.isscalar(value) or not value >= 0:
+            raise ValueError(f"{name} must be a number >= 0, got {value!r}.")
+    total = c1 + 2 * c2
+    if total == 0:
+        return 0.0, 0.0
+    return total / n_sequences, c1 / total
+
+
+def seen_transitions(y_encoded, offsets, n_classes):
+    """Which label bigrams (y_{t-1}, y_t) occur inside the training sequences.
+
+    Parameters
+    ----------
+    y_encoded : ndarray of int of shape (n_tokens,)
+        Class indices of all tokens, sequences one after the other.
+    offsets : ndarray of int of shape (n_sequences + 1,)
+        Start of every sequence in ``y_encoded``, then ``n_tokens``.
+    n_classes : int
+
+    Returns
+    -------
+    ndarray of bool of shape (n_classes, n_classes)
+        Entry [i, j] is True when label i is followed by label j somewhere.
+    """
+    y_encoded = np.asarray(y_encoded, dtype=np.int64)
+    inside = np.ones(y_encoded.shape[0], dtype=bool)  # token t has a predecessor
+    inside[np.asarray(offsets[:-1], dtype=np.int64)[np.diff(offsets) > 0]] = False
+    seen = np.zeros((n_classes, n_classes), dtype=bool)
+    t = np.flatnonzero(inside)
+    seen[y_encoded[t - 1], y_encoded[t]] = True
+    return seen
+
+
+class _CRFsuiteChain(_SkstructCRF):
+    """skstruct's CRF on CRFsuite's parameters: start and end scores held at zero (CRFsuite
+    has none) and, with ``all_possible_transitions=False``, the transitions never seen in
+    training too, through the solver's mask of parameters held at zero."""
+
+    _parameter_constraints = {**_SkstructCRF._parameter_constraints,
+                              "all_possible_transitions": ["boolean"]}
+
+    def __init__(self, alpha=1e-4, *, l1_ratio=0.0, feature_label_pairs="seen",
+                 max_iter=100, tol=1e-4, verbose=0, callback=None,
+                 all_possible_transitions=False):
+        super().__init__(alpha, l1_ratio=l1_ratio, feature_label_pairs=feature_label_pairs,
+                         max_iter=max_iter, tol=tol, verbose=verbose, callback=callback)
+        self.all_possible_transitions = all_possible_transitions
+
+    def _penalty(self, kind, features, batch, y_encoded, classes):
+        l2_strength, options = super()._penalty(kind, features, batch, y_encoded, classes)
+        n_classes = len(classes)
+        transitions = np.zeros((n_classes, n_classes), dtype=bool)
+        if not self.all_possible_transitions:
+            transitions = ~seen_transitions(y_encoded, batch.output_offsets, n_classes)
+        ends = np.ones(n_classes)
+        held = features.pack(np.zeros((batch.n_features, n_classes)), transitions,
+                             ends, ends).astype(bool)
+        fixed = options.get("fixed")
+        options["fixed"] = held if fixed is None else (np.asarray(fixed, dtype=bool) | held)
+        return l2_strength, options
+
+
+def _crfsuite_token(token, where):
+    """One token as a flat feature dict, the way python-crfsuite reads it: a list of
+    attribute strings is each attribute with value 1; a nested dict ``{k: {a: v}}`` is
+    the attribute ``"k:a"``."""
+    if isinstance(token, Mapping):
+        flat = {}
+        for key, value in token.items():
+            if isinstance(value, Mapping):
+                for inner, inner_value in _crfsuite_token(value, where).items():
+                    flat[f"{key}:{inner}"] = inner_value
+            else:
+                flat[key] = value
+        return flat
+    if isinstance(token, (list, tuple)):
+        flat = {}
+        for attribute in token:
+            if not isinstance(attribute, str):
+                raise TypeError(
+                    f"{where} is a list holding {attribute!r} of type "
+                    f"{type(attribute).__name__}; a token is a dict of features or a "
+                    "list of attribute strings.")
+            flat[attribute] = flat.get(attribute, 0.0) + 1.0
+        return flat
+    raise TypeError(f"{where} is {type(token).__name__}; a token is a dict of features or "
+                    "a list of attribute strings.")
+
+
+def _feature_dicts(X):
+    """``X`` with every token a flat dict (a Python pass; only for lists of attribute
+    strings and nested dicts, which the vectorizer does not read)."""
+    return [[_crfsuite_token(token, f"sequence {i} token {j}") for j, token in enumerate(seq)]
+            for i, seq in enumerate(X)]
+
+
+def _vectorize(vectorizer, X, fit):
+    """Per-sequence CSR matrices of ``X``: flat feature dicts go straight to the
+    vectorizer; other token forms python-crfsuite reads are flattened first."""
+    method = vectorizer.fit_transform if fit else vectorizer.transform
+    try:
+        return method(X)
+    except TypeError:
+        flat = _feature_dicts(X)  # raises the TypeError naming a token of no known form
+        return method(flat)
+
+
+def _attribute_names(vectorizer):
+    """python-crfsuite's name of every column: ``key:value`` for a string value, ``key``
+    for a number (a boolean is the number 0 or 1)."""
+    table, by_key = vectorizer._index
+    names = np.empty(vectorizer.n_features_out_, dtype=object)
+    for key, values in table.items():
+        for value, column in values.items():
+            if isinstance(value, str):
+                names[column] = f"{key}:{value}"
+    for key, column in by_key.items():
+        names[column] = key
+    return names
+
+
+class TrainingLog:
+    """What ``fit`` records, in the form of sklearn-crfsuite's ``training_log_``.
+
+    Attributes
+    ----------
+    iterations : list of dict
+        One per solver iteration: ``num`` (1, 2, ...), ``loss`` (CRFsuite's objective,
+        n F(w): the negative log-likelihood summed over the sequences plus c1 ‖w‖₁ +
+        c2 ‖w‖²), ``feature_norm`` (‖w‖₂), ``active_features`` (nonzero parameters),
+        ``time`` (seconds since the previous iteration) and ``scores`` (empty but in
+        the last one with ``X_dev``).
+    last_iteration : dict or None
+        ``iterations[-1]``; with ``X_dev``, its ``scores`` maps each label to a dict of
+        ``precision``, ``recall``, ``f1`` and ``support`` on the holdout data, and it
+        has ``item_accuracy`` and ``instance_accuracy`` (token and sequence accuracy).
+        CRFsuite scores the holdout data after every iteration; here only the final
+        model is.
+    converged : bool
+        Whether the solver stopped by its tolerance rather than by ``max_iterations``.
+    """
+
+    def __init__(self):
+        self.iterations = []
+        self.last_iteration = None
+        self.converged = None
+
+
+class CRF(BaseEstimator):
+    """sklearn-crfsuite's ``CRF``, trained by skstruct: same parameters, inputs and outputs.
+
+    Trains :class:`skstruct.CRF` with L-BFGS (OWL-QN when ``c1 > 0``, as CRFsuite) on the
+    objective and parameter set of CRFsuite's first-order CRF:
+
+    - objective: CRFsuite minimizes Σ_i −log p(y_i | x_i) + c1 ‖w‖₁ + c2 ‖w‖², which is
+      n times skstruct's F(w) with ``alpha = (c1 + 2 c2) / n`` and
+      ``l1_ratio = c1 / (c1 + 2 c2)``, n the number of training sequences
+      (:func:`crfsuite_penalty`);
+    - parameters: state weights of (attribute, label) pairs, all of them with
+      ``all_possible_states=True``, else (CRFsuite's default) those of pairs seen in
+      training (``feature_label_pairs="seen"``); transition weights of all label pairs
+      with ``all_possible_transitions=True``, else only of the bigrams seen in training,
+      the others held at zero by the solver as CRFsuite leaves them out; no start and
+      end scores (held at zero: CRFsuite has none).
+
+    Differences from CRFsuite:
+
+    - the solvers' stopping tests: CRFsuite stops when ‖g‖ / max(1, ‖w‖) < ``epsilon``
+      or the objective improved by less than ``delta`` over ``period`` iterations;
+      skstruct when the largest gradient entry of F is at most ``tol``, or F decreased
+      by less than a relative ``tol * 1e-3``. ``max_iterations=None`` is
+      :data:`DEFAULT_MAX_ITER` iterations at most (CRFsuite: no limit). Reaching
+      ``max_iterations`` is not warned about, as in CRFsuite
+      (``training_log_.converged`` says whether it was reached);
+    - a seen pair is a (attribute, label) pair whose attribute is *nonzero* on some token
+      of that label: CRFsuite also counts an attribute present with value 0 (a boolean
+      False), so with ``all_possible_states=False`` it has a few more state weights, of
+      pairs such as (``word.isdigit()``, ``B-PP``) when that feature is False on
+      ``B-PP`` tokens and never True;
+    - ``classes_`` in order of first appearance in ``y`` (as CRFsuite); labels may be any
+      hashable values (CRFsuite: strings);
+    - ``size_`` is the number of bytes of the parameter arrays, not of a model file.
+
+    Parameters
+    ----------
+    algorithm : {"lbfgs", None}, default=None
+        Only ``"lbfgs"`` (None means it). CRFsuite's ``"l2sgd"``, ``"ap"``, ``"pa"`` and
+        ``"arow"`` raise NotImplementedError; skstruct's own
+        :class:`~skstruct.StructuredPerceptron` and ``CRF(solver="svrg")`` are the
+        nearest to ``"ap"`` and ``"l2sgd"``.
+    min_freq : None or 0, default=None
+        Only no cut-off.
+    all_possible_states : bool, default=None
+        None or False: state weights of the seen (attribute, label) pairs only.
+    all_possible_transitions : bool, default=None
+        None or False: transition weights of the seen label bigrams only.
+    c1 : float, default=None
+        L1 coefficient (None: 0).
+    c2 : float, default=None
+        L2 coefficient (None: 1, CRFsuite's default).
+    max_iterations : int, default=None
+        Maximum number of L-BFGS iterations (None: :data:`DEFAULT_MAX_ITER`).
+    num_memories, epsilon, period, delta, linesearch, max_linesearch : None
+        CRFsuite's L-BFGS settings: NotImplementedError unless None (use ``tol``).
+    calibration_eta, calibration_rate, calibration_samples, calibration_candidates, \
+calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma : None
+        Settings of the other algorithms: NotImplementedError unless None.
+    verbose : bool, default=False
+        Print one line per iteration.
+    model_filename : None
+        Loading a CRFsuite model file is not supported (NotImplementedError); pickle the
+        fitted estimator instead.
+    keep_tempfiles : bool, default=False
+        Ignored: no files are written.
+    trainer_cls : None
+        NotImplementedError unless None.
+    tol : float, default=1e-4
+        skstruct's stopping tolerance (not a sklearn-crfsuite parameter), see above.
+
+    Attributes
+    ----------
+    classes_ : list
+        The labels, in order of first appearance in the training ``y``.
+    state_features_ : dict of {(attribute, label): float}
+        Nonzero state weights. An attribute is named as python-crfsuite names it:
+        ``"key:value"`` for a string value, ``"key"`` for a number or boolean,
+        ``"key:inner"`` for a nested dict.
+    transition_features_ : dict of {(label_from, label_to): float}
+        Nonzero transition weights.
+    attributes_ : list of str
+        Attributes with a nonzero state weight.
+    num_attributes_ : int
+        Their number.
+    size_ : int
+        Bytes of the state and transition weight arrays.
+    training_log_ : TrainingLog
+        One entry per iteration (CRFsuite's objective, norms, times).
+    crf_ : skstruct.CRF
+        The trained model (``coef_``, ``transition_``, ``predict_log_proba_sequences``,
+        ``objective_curve_`` = the log's losses / n, ...).
+    vectorizer_ : skstruct.preprocessing.SequenceVectorizer
+        Token feature dicts to the model's columns.
+
+    See Also
+    --------
+    skstruct.CRF : the estimator trained here, with more options (solvers, costs, trees).
+
+    Examples
+    --------
+    >>> from skstruct.compat import sklearn_crfsuite
+    >>> X = [[{"w": "the"}, {"w": "cat"}], [{"w": "a"}, {"w": "dog"}, {"w": "ran"}]]
+    >>> y = [["DT", "NN"], ["DT", "NN", "VB"]]
+    >>> crf = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.0, c2=0.01).fit(X, y)
+    >>> crf.classes_
+    ['DT', 'NN', 'VB']
+    >>> crf.predict([[{"w": "the"}, {"w": "dog"}]])
+    [['DT', 'NN']]
+    >>> sorted(crf.transition_features_)  # only the bigrams seen in training
+    [('DT', 'NN'), ('NN', 'VB')]
+    """
+
+    def __init__(
+        self,
+        algorithm=None,
+        min_freq=None,
+        all_possible_states=None,
+        all_possible_transitions=None,
+        c1=None,
+        c2=None,
+        max_iterations=None,
+        num_memories=None,
+        epsilon=None,
+        period=None,
+        delta=None,
+        linesearch=None,
+        max_linesearch=None,
+        calibration_eta=None,
+        calibration_rate=None,
+        calibration_samples=None,
+        calibration_candidates=None,
+        calibration_max_trials=None,
+        pa_type=None,
+        c=None,
+        error_sensitive=None,
+        averaging=None,
+        variance=None,
+        gamma=None,
+        verbose=False,
+        model_filename=None,
+        keep_tempfiles=False,
+        trainer_cls=None,
+        tol=1e-4,
+    ):
+        self.algorithm = algorithm
+        self.min_freq = min_freq
+        self.all_possible_states = all_possible_states
+        self.all_possible_transitions = all_possible_transitions
+        self.c1 = c1
+        self.c2 = c2
+        self.max_iterations = max_iterations
+        self.num_memories = num_memories
+        self.epsilon = epsilon
+        self.period = period
+        self.delta = delta
+        self.linesearch = linesearch
+        self.max_linesearch = max_linesearch
+        self.calibration_eta = calibration_eta
+        self.calibration_rate = calibration_rate
+        self.calibration_samples = calibration_samples
+        self.calibration_candidates = calibration_candidates
+        self.calibration_max_trials = calibration_max_trials
+        self.pa_type = pa_type
+        self.c = c
+        self.error_sensitive = error_sensitive
+        self.averaging = averaging
+        self.variance = variance
+        self.gamma = gamma
+        self.verbose = verbose
+        self.model_filename = model_filename
+        self.keep_tempfiles = keep_tempfiles
+        self.trainer_cls = trainer_cls
+        self.tol = tol
+
+    def _check_supported(self):
+        if self.algorithm not in (None, "lbfgs"):
+            raise NotImplementedError(
+                f"algorithm={self.algorithm!r} is not supported: only 'lbfgs' (L-BFGS, "
+                "OWL-QN when c1 > 0) is. For a perceptron use skstruct.StructuredPerceptron;"
+                " for stochastic gradient skstruct.CRF(solver='svrg').")
+        if self.min_freq not in (None, 0):
+            raise NotImplementedError(
+                f"min_freq={self.min_freq!r} is not supported: only no cut-off (None or 0).")
+        for name in _UNSUPPORTED:
+            if getattr(self, name) is not None:
+                raise NotImplementedError(
+                    f"{name}={getattr(self, name)!r} is not supported: with "
+                    "algorithm='lbfgs' the supported parameters are c1, c2, "
+                    "max_iterations, all_possible_states, all_possible_transitions, "
+                    "verbose (and tol, skstruct's stopping tolerance); leave the others "
+                    "at None.")
+        for name in ("all_possible_states", "all_possible_transitions"):
+            if getattr(self, name) not in (None, False, True):
+                raise ValueError(f"{name} must be None, False or True, got "
+                                 f"{getattr(self, name)!r}.")
+
+    def fit(self, X, y, X_dev=None, y_dev=None):
+        """Train the CRF.
+
+        Parameters
+        ----------
+        X : list of n sequences of token features
+            Each token a dict of features (string values become ``key:value``
+            attributes, numbers and booleans are values, nested dicts ``key:inner``) or a
+            list of attribute strings (each with value 1).
+        y : list of n sequences of labels
+        X_dev, y_dev : same forms, default=None
+            Holdout data, both or neither: the final model's per-label scores and
+            accuracies are stored in ``training_log_.last_iteration``.
+
+        Returns
+        -------
+        self : CRF
+        """
+        if (X_dev is None) != (y_dev is None):
+            raise ValueError("Pass both X_dev and y_dev to use the holdout data")
+        self._check_supported()
+        c1 = 0.0 if self.c1 is None else self.c1
+        c2 = 1.0 if self.c2 is None else self.c2
+        if isinstance(X, (str, Mapping)) or not hasattr(X, "__len__") or len(X) == 0:
+            raise ValueError("X must be a non-empty list of sequences of token features.")
+        if not hasattr(y, "__len__") or len(y) != len(X):
+            raise ValueError(
+                f"y must be a list of label sequences, one per sequence of X ({len(X)}).")
+        n = len(X)
+        alpha, l1_ratio = crfsuite_penalty(c1, c2, n)
+        vectorizer = SequenceVectorizer()
+        Xv = _vectorize(vectorizer, X, fit=True)
+        log = TrainingLog()
+        clock = [time.perf_counter()]
+
+        def record(n_iter, w, objective):
+            now = time.perf_counter()
+            log.iterations.append({
+                "num": int(n_iter), "scores": {}, "loss": float(objective) * n,
+                "feature_norm": float(np.linalg.norm(w)),
+                "active_features": int(np.count_nonzero(w)), "time": now - clock[0]})
+            clock[0] = now
+
+        max_iter = DEFAULT_MAX_ITER if self.max_iterations is None else self.max_iterations
+        crf = _CRFsuiteChain(
+            alpha, l1_ratio=l1_ratio,
+            feature_label_pairs="all" if self.all_possible_states else "seen",
+            max_iter=max_iter, tol=self.tol, verbose=int(bool(self.verbose)),
+            callback=record, all_possible_transitions=bool(self.all_possible_transitions))
+        y_arrays = [np.asarray(labels) for labels in y]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            crf.fit(Xv, y_arrays)
+        crf.callback = None  # the closure holds the log; keep the fitted model plain
+        log.converged = crf.n_iter_ < max_iter
+        log.last_iteration = log.iterations[-1] if log.iterations else None
+        self.crf_ = crf
+        self.vectorizer_ = vectorizer
+        self.classes_ = list(dict.fromkeys(chain.from_iterable(a.tolist() for a in y_arrays)))
+        self.training_log_ = log
+        if X_dev is not None and log.last_iteration is not None:
+            log.last_iteration.update(self._holdout_scores(X_dev, y_dev))
+        return self
+
+    def _holdout_scores(self, X_dev, y_dev):
+        from sklearn.metrics import precision_recall_fscore_support
+
+        y_pred = self.predict(X_dev)
+        true, pred = metrics._flatten(y_dev, "y_dev"), metrics._flatten(y_pred, "y_pred")
+        p, r, f, s = precision_recall_fscore_support(
+            true, pred, labels=self.classes_, zero_division=0)
+        scores = {label: {"precision": float(p[k]), "recall": float(r[k]),
+                          "f1": float(f[k]), "support": int(s[k])}
+                  for k, label in enumerate(self.classes_)}
+        return {"scores": scores,
+                "item_accuracy": metrics.flat_accuracy_score(y_dev, y_pred),
+                "instance_accuracy": metrics.sequence_accuracy_score(y_dev, y_pred)}
+
+    def _transform(self, X):
+        check_is_fitted(self, "crf_")
+        if isinstance(X, (str, Mapping)) or not hasattr(X, "__len__"):
+            raise ValueError("X must be a list of sequences of token features.")
+        return _vectorize(self.vectorizer_, X, fit=False)
+
+    def predict(self, X):
+        """Most likely label sequence of every sequence (Viterbi).
+
+        Parameters
+        ----------
+        X : list of sequences of token features, as in :meth:`fit`
+
+        Returns
+        -------
+        list of lists of labels
+        """
+        if len(X) == 0:
+            return []
+        return [labels.tolist() for labels in self.crf_.predict(self._transform(X))]
+
+    def predict_single(self, xseq):
+        """:meth:`predict` of one sequence: its list of labels."""
+        return self.predict([xseq])[0]
+
+    def predict_marginals(self, X):
+        """Per-token label probabilities p(y_t = label | x).
+
+        Returns
+        -------
+        list of lists of dict
+            ``[i][t][label]``, every label of ``classes_`` in each dict.
+        """
+        if len(X) == 0:
+            return []
+        marginals = self.crf_.predict_marginals(self._transform(X))
+        order = [int(np.searchsorted(self.crf_.classes_, label)) for label in self.classes_]
+        return [[dict(zip(self.classes_, row)) for row in m[:, order].tolist()]
+                for m in marginals]
+
+    def predict_marginals_single(self, xseq):
+        """:meth:`predict_marginals` of one sequence."""
+        return self.predict_marginals([xseq])[0]
+
+    def score(self, X, y):
+        """Token accuracy on ``(X, y)`` (:func:`.metrics.flat_accuracy_score`)."""
+        return metrics.flat_accuracy_score(y, self.predict(X))
+
+    @property
+    def state_features_(self):
+        check_is_fitted(self, "crf_")
+        names = _attribute_names(self.vectorizer_)
+        labels = self.crf_.classes_.tolist()
+        coef = self.crf_.coef_
+        columns, rows = np.nonzero(coef.T)  # attribute by attribute, labels in order
+        return {(names[j], labels[k]): float(coef[k, j]) for j, k in zip(columns, rows)}
+
+    @property
+    def transition_features_(self):
+        check_is_fitted(self, "crf_")
+        labels = self.crf_.classes_.tolist()
+        transition = self.crf_.transition_
+        return {(labels[i], labels[j]): float(transition[i, j])
+                for i, j in zip(*np.nonzero(transition))}
+
+    @property
+    def attributes_(self):
+        check_is_fitted(self, "crf_")
+        names = _attribute_names(self.vectorizer_)
+        return names[np.flatnonzero(np.any(self.crf_.coef_ != 0, axis=0))].tolist()
+
+    @property
+    def num_attributes_(self):
+        return len(self.attributes_)
+
+    @property
+    def size_(self):
+        check_is_fitted(self, "crf_")
+        return int(self.crf_.coef_.nbytes + self.crf_.transition_.nbytes)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.dict = True
+        tags.target_tags.required = True
+        return tags
