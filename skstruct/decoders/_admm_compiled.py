@@ -15,7 +15,8 @@ penalty adapted every 10 iterations and its own stopping test) and returns the s
   examples handed to the threads one at a time
   (:func:`~skstruct.utils._parallel.dynamic_schedule`), every chunk with its own
   scratch;
-- *few large examples* (:func:`_solve_large`): one example after the other, each
+- *few large examples* (:func:`_solve_large`, when :func:`use_large_path`; off by
+  default, see :data:`LARGE_GRAPH_ENTRIES`): one example after the other, each
   iteration in two parallel loops over chunks of factors: the local problems, their
   solutions and every chunk's sums of the copies of every variable; then (after the
   consensus u_i = sum of the chunks' sums / deg_i) the multipliers of the chunk's
@@ -62,7 +63,11 @@ LARGE_ENTRIES_PER_CHUNK = 2048
 
 #: A graph takes the path of :func:`_solve_large` when it has at least this many entries
 #: and the batch has fewer examples than twice the threads (:func:`use_large_path`).
-LARGE_GRAPH_ENTRIES = 4096
+#: Off by default: on the 159-label graph (25,122 entries, one example, 100 iterations,
+#: 2 cores under a load of 4.5) that path took 58 ms wall and 30 ms CPU against 42 ms
+#: and 22 ms for the example in one thread (``benchmarks/bench_admm_compiled.py``); set
+#: it to about 4096 where a quiet machine shows the parallel iterations paying.
+LARGE_GRAPH_ENTRIES = 2 ** 62
 
 
 # ------------------------------------------------------------------ one example, serial

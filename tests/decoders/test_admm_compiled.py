@@ -110,8 +110,9 @@ def test_equals_admm_batch_example_by_example_with_warm_starts(path, map_mode, s
                 warm)
 
 
-def test_fully_connected_graph_takes_the_large_path_and_equals_admm_batch():
-    n_labels = 92  # 4,186 PAIR entries: above LARGE_GRAPH_ENTRIES
+def test_fully_connected_graph_takes_the_large_path_and_equals_admm_batch(monkeypatch):
+    monkeypatch.setattr(_admm_compiled, "LARGE_GRAPH_ENTRIES", 4096)
+    n_labels = 92  # 8,372 PAIR entries: above LARGE_GRAPH_ENTRIES
     first, second = np.triu_indices(n_labels, k=1)
     graph = FlatFactorGraph(n_labels, pair_var=np.stack([first, second], axis=1))
     rng = np.random.default_rng(5)
