@@ -206,9 +206,9 @@ def report(run):
     lines += ["", "The compiled solver runs every example in one thread (chunks of "
               "examples handed to the threads one at a time); \"compiled, large path\" "
               "runs every iteration of the one example in parallel over chunks of "
-              "factors (used by default when the graph has at least "
+              "factors (taken when the graph has at least "
               "`LARGE_GRAPH_ENTRIES` entries and there are fewer examples than twice "
-              "the threads; off by default)."]
+              "the threads; that threshold is off by default)."]
     return "\n".join(lines) + "\n"
 
 
