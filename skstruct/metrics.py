@@ -819,7 +819,7 @@ def _f1(both, true, pred, zero_division):
 def example_f1_score(y_true, y_pred, sample_weight=None, *, zero_division=1.0):
     """Example-based F1: the mean over samples of the F1 of each sample's label set.
 
-    With T_i and P_i the sets of true and predicted labels of sample i and weights s_i,
+    With T_i and P_i the sets of true and predicted labels of sample i and weights s_i::
 
         F1_ex = Σ_i s_i F_i / Σ_i s_i,   F_i = 2 |T_i ∩ P_i| / (|T_i| + |P_i|),
 
@@ -867,7 +867,7 @@ def example_f1_score(y_true, y_pred, sample_weight=None, *, zero_division=1.0):
 
 
 def hamming_loss(y_true, y_pred, sample_weight=None):
-    """Fraction of wrong labels: (sample-weighted) mean of the symmetric differences.
+    """Fraction of wrong labels: (sample-weighted) mean of the symmetric differences::
 
         H = Σ_i s_i |T_i Δ P_i| / (n_labels Σ_i s_i),
 
@@ -940,7 +940,7 @@ def subset_accuracy(y_true, y_pred, sample_weight=None):
 
 
 def micro_f1_score(y_true, y_pred, sample_weight=None, *, zero_division=1.0):
-    """Micro-averaged F1: the F1 of all (sample, label) decisions pooled.
+    """Micro-averaged F1: the F1 of all (sample, label) decisions pooled::
 
         F1_micro = 2 Σ_i s_i |T_i ∩ P_i| / Σ_i s_i (|T_i| + |P_i|),
 
@@ -980,11 +980,11 @@ def micro_f1_score(y_true, y_pred, sample_weight=None, *, zero_division=1.0):
 
 
 def macro_f1_score(y_true, y_pred, sample_weight=None, *, zero_division=1.0):
-    """Macro-averaged F1: the unweighted mean over labels of each label's F1.
+    """Macro-averaged F1: the unweighted mean over labels of each label's F1::
 
         F1_macro = (1 / n_labels) Σ_j 2 TP_j / (|T^j| + |P^j|),
 
-    with TP_j, |T^j| and |P^j| the (sample-weighted) numbers of samples that have label j
+    with TP_j, ``|T^j|`` and ``|P^j|`` the (sample-weighted) numbers of samples that have label j
     in both, in the true and in the predicted set; a label that no sample has and none
     is predicted to have scores ``zero_division`` (1 by default: never predicting an
     absent label is right). Equal to :func:`sklearn.metrics.f1_score` with
