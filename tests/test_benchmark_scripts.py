@@ -104,3 +104,17 @@ def test_record_run_keeps_other_labels_and_merges_parts(tmp_path):
     assert runs == {"before": {"a": 1, "b": 2}, "latest": {"a": 3, "b": 5}}
     runs = record_run(path, "before", {"b": 6})
     assert runs == {"before": {"b": 6}, "latest": {"a": 3, "b": 5}}
+
+
+def test_map_perturbation_synthetic_quick_runs_every_method(tmp_path):
+    module = load_script("bench_map_perturbation_synthetic")
+    run, stored = run_quick(module, tmp_path, "--structures", "subsets")
+    result = stored["structures"]["subsets"]
+    assert result["n_outputs"] == 1365 and result["d"] == 150 and result["s"] == 12
+    assert list(result["methods"]) == ["CRF_RANDOM", "CRF_ALL", "SVM", "SVM_RANDOM"]
+    for entry in result["methods"].values():
+        assert 0.0 <= entry["crf_loss"]["mean"] <= 1.0
+        assert 0.0 <= entry["hamming"]["mean"] <= 1.0
+        assert entry["seconds"]["mean"] > 0
+    assert result["time_ratio_all_over_random"] > 0
+    assert (tmp_path / f"{module.STEM}.png").exists()
