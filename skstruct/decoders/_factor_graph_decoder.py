@@ -425,13 +425,18 @@ class FactorGraphDecoder(Decoder):
     # -- inference -----------------------------------------------------------------
 
     def _admm(self, scores, map_mode, warm_start=None):
-        from ._admm import admm_batch
-
+        """The batched ADMM: the compiled loop for graphs of built-in factors (same
+        results, no Python per iteration), the Python loop when a structure factor calls
+        a decoder."""
+        flat = self.graph.flat()
+        if flat.structures:
+            from ._admm import admm_batch as solve
+        else:
+            from ._admm_compiled import admm_batch_compiled as solve
         pair = (np.concatenate([scores.pair, scores.extra], axis=1)
                 if scores.extra.shape[1] else scores.pair)
-        return admm_batch(self.graph.flat(), scores.unary, pair,
-                          max_iter=self.max_iter, tol=self.tol, map_mode=map_mode,
-                          warm_start=warm_start)
+        return solve(flat, scores.unary, pair, max_iter=self.max_iter, tol=self.tol,
+                     map_mode=map_mode, warm_start=warm_start)
 
     def lp_map(self, scores):
         """LP-MAP of every example: the ADMM's solution over the local polytope.
