@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-PAGES = ["factor_graphs.rst"]
+PAGES = ["factor_graphs.rst", "migrating.rst"]
 GUIDE = Path(__file__).resolve().parent.parent / "doc" / "user_guide"
 
 

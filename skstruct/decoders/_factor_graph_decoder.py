@@ -350,7 +350,7 @@ class FactorGraphDecoder(Decoder):
     >>> decoder.map(scores)
     array([[0, 1, 0]])
     >>> decoder.sparsemap(scores).unary.round(2)
-    array([[0.  , 1.  , 0.  ]])
+    array([[0., 1., 0.]])
     """
 
     output_kind = "multilabel"
