@@ -28,7 +28,10 @@ steps 1/√t from w = 0, as the paper prescribes for every method):
 
 ``CRF_RANDOM``
     ``PerturbedMAPClassifier`` (Algorithm 1 proposals: ⌈√m⌉ draws per example and
-    iteration, Hamming-1 neighbourhoods, α = min(1, ‖w‖₁/√m), β = 1/log((r − 1)(√m − 1))).
+    iteration, α = min(1, ‖w‖₁/√m), β = 1/log((r − 1)(√m − 1))), Hamming-1
+    neighbourhoods for trees and DAGs, Hamming-2 for subsets (``k=2``: two k-subsets
+    differ in an even number of elements, so a Hamming-1 neighbourhood is empty, every
+    candidate set is the gold output alone and the gradient is 0 at w = 0).
 ``CRF_ALL``
     ``PerturbedMAPClassifier(candidates="all")``: every output enumerated by ``top_k``,
     the exact CRF loss, same steps. ``TreeDecoder`` has no ``top_k``, so the trees use
@@ -135,6 +138,7 @@ class Structure:
     container: Callable                     # part scores (m, n_parts) -> decoder scores
     to_parts: Callable                      # encoded outputs -> (m, n_parts)
     bias: bool                              # the model has one bias per part
+    radius: int = 1                         # Hamming radius of the proposal's scan
 
 
 def _arc_structure(name, n, encode_rows, heads):
@@ -214,7 +218,7 @@ def subset_structure(n_labels=15, k=4):
                      lambda: SubsetDecoder(k=k), lambda: SubsetDecoder(k=k),
                      lambda: SubsetDecoder(k=k),
                      lambda x, parts: (x.astype(np.float64), parts.astype(np.int64)),
-                     MultilabelScores, lambda encoded: np.asarray(encoded), True)
+                     MultilabelScores, lambda encoded: np.asarray(encoded), True, radius=2)
 
 
 STRUCTURES = {"trees": tree_structure, "dags": dag_structure, "subsets": subset_structure}
@@ -319,7 +323,7 @@ def run_method(structure, method, data, args, seed):
                    else structure.crf_all_decoder())
         model = PerturbedMAPClassifier(
             decoder=decoder, candidates="proposal" if method == "CRF_RANDOM" else "all",
-            l1=args.l1, max_iter=args.iterations, random_state=seed,
+            k=structure.radius, l1=args.l1, max_iter=args.iterations, random_state=seed,
             max_outputs=structure.outputs.shape[0])
         X, y = structure.to_estimator(x, parts)
         start = time.perf_counter()
