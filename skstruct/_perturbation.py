@@ -1,5 +1,6 @@
 """Learning MAP-perturbation models from random candidate sets, without MAP calls."""
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -254,10 +255,12 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         rng = check_random_state(self.random_state)
         state = self._training_state(counting, features, batch, y_encoded, w, rng)
         curve = []
+        largest_set = 1
         for t in range(1, self.max_iter + 1):
             scores = features.scores(batch, w)
             layers, theta, keep = self._candidate_sets(
                 counting, scores, y_encoded, state, w, rng, self.candidates)
+            largest_set = max(largest_set, int(np.sum(keep, axis=0).max()))
             p = _softmax_over_candidates(theta, keep, state["beta"])
             q = p[0]
             curve.append(1.0 - float(omega @ q))
@@ -278,6 +281,12 @@ class PerturbedMAPClassifier(LinearStructuredModel):
                 print(f"iteration {t}: randomized loss {curve[-1]:.6f}, "
                       f"|T_i| mean {np.mean(np.sum(keep, axis=0)):.2f}, "
                       f"nonzero {np.count_nonzero(w)}")
+        if self.candidates == "proposal" and largest_set == 1:
+            warnings.warn(
+                f"Every candidate set held the gold output alone: no output lies within "
+                f"Hamming distance k={self.k} of the gold ones (a k-subset changes in two "
+                "positions per swap: use k >= 2), so the gradient was zero and the model "
+                "did not learn.", UserWarning)
         return w, curve, state, counting
 
     def _training_state(self, decoder, features, batch, y_encoded, w, rng):

@@ -127,3 +127,14 @@ def test_bad_dag_input(dag_task):
     fitted = clone(LEARNERS[0]).fit(X[:5], y[:5])
     with pytest.raises(ValueError, match="expecting 5 features"):
         fitted.predict([np.ones((16, 7))])
+
+
+def test_dag_parts_of_one_example_are_a_view():
+    from skstruct.decoders import DAGParts
+
+    parts = DAGParts(np.arange(4.0 + 9.0), np.array([2, 3]))
+    second = parts.example(1)
+    assert second.n_examples == 1
+    np.testing.assert_array_equal(second.block(0), np.arange(4.0, 13.0).reshape(3, 3))
+    second.unary[0] = -1.0
+    assert parts.unary[4] == -1.0

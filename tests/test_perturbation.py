@@ -205,3 +205,14 @@ def test_chain_best_neighbour_kernel_gives_the_fit_of_listing_the_neighbours():
     np.testing.assert_allclose(direct.objective_curve_, listing.objective_curve_,
                                rtol=1e-10)
     assert np.abs(direct.coef_).sum() > 0
+
+
+def test_empty_neighbourhoods_warn_that_nothing_was_learned():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(20, 3))
+    Y = np.zeros((20, 5), dtype=np.int64)
+    Y[:, :2] = 1
+    with pytest.warns(UserWarning, match="k >= 2"):
+        model = PerturbedMAPClassifier(SubsetDecoder(k=2), k=1, max_iter=3,
+                                       random_state=0).fit(X, Y)
+    assert not np.any(model.coef_)

@@ -169,6 +169,11 @@ class DAGParts(BlockParts):
         n = self.n_nodes[i]
         return self.unary[self.unary_offsets[i] : self.unary_offsets[i + 1]].reshape(n, n)
 
+    def example(self, i):
+        """The parts of example ``i`` alone, as a view: writing to them writes here."""
+        return type(self)(self.unary[self.unary_offsets[i]:self.unary_offsets[i + 1]],
+                          self.n_nodes[i:i + 1])
+
     def take(self, indices):
         """The parts of the examples ``indices``, in that order (a copy)."""
         indices = normalize_indices(indices, self.n_examples)
