@@ -4,6 +4,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -11,6 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._linear_model import LinearStructuredModel
 from .decoders import Decoder
 from .decoders._best_neighbour import best_neighbour_by_scan
+from .decoders._unary import PartsArithmetic
 from .optim._result import OptimizeResult
 from .utils._parallel import n_jobs_threads
 from .utils._params import N_JOBS_CONSTRAINT
@@ -51,14 +53,29 @@ def _select(mask, a, b, output_offsets):
     return np.where(entries, a, b)
 
 
+def _mix(z):
+    """The splitmix64 finalizer: a bijection of uint64 that scatters every input bit."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
 def _hashes(outputs, output_offsets, salt):
-    """A 64-bit fingerprint of every example's output (equal outputs, equal prints)."""
+    """A 64-bit fingerprint of every example's output (equal outputs, equal prints).
+
+    Row r of an example (a token's state, a label vector's row) gets the value
+    v_r = XOR_j (y_rj + 1) s_j and the print is Σ_r mix(v_r XOR mix(r + s_0)) mod 2⁶⁴, with
+    ``mix`` the splitmix64 finalizer and r the row's position in its example: distinct
+    outputs collide with probability about 2⁻⁶⁴. (A print linear in the position,
+    Σ_r v_r (a r + b), made every two outputs with the same number of parts and the same
+    sum of part positions collide, e.g. the DAGs with arcs {0, 3} and {1, 2}.)
+    """
     flat = outputs.reshape(outputs.shape[0], -1).astype(np.uint64) + np.uint64(1)
     mixed = flat * salt[: flat.shape[1]]
     rows = np.bitwise_xor.reduce(mixed, axis=1) if flat.shape[1] > 1 else mixed[:, 0]
     position = np.arange(flat.shape[0], dtype=np.uint64) - np.repeat(
         output_offsets[:-1], np.diff(output_offsets)).astype(np.uint64)
-    rows = rows * (position * np.uint64(0x9E3779B97F4A7C15) + np.uint64(0xBF58476D1CE4E5B9))
+    rows = _mix(rows ^ _mix(position + salt[0]))
     return np.add.reduceat(rows, output_offsets[:-1]) if rows.size else rows
 
 
@@ -73,7 +90,10 @@ def _score_layers(decoder, scores, layers):
 
 def _softmax_over_candidates(theta, keep, beta):
     """p[l, i]: softmax over the kept candidate layers of example i of θ / β."""
-    logits = np.stack([np.where(k, th / beta, -np.inf) for k, th in zip(keep, theta)])
+    if isinstance(theta, np.ndarray) and isinstance(keep, np.ndarray):
+        logits = np.where(keep, theta / beta, -np.inf)
+    else:
+        logits = np.stack([np.where(k, th / beta, -np.inf) for k, th in zip(keep, theta)])
     logits -= logits.max(axis=0)
     p = np.exp(logits)
     return p / p.sum(axis=0)
@@ -81,6 +101,84 @@ def _softmax_over_candidates(theta, keep, beta):
 
 def _soft_threshold(w, threshold):
     return np.sign(w) * np.maximum(np.abs(w) - threshold, 0.0)
+
+
+def _filled(outputs, valid, y_encoded, offsets):
+    """``outputs`` with the entries of the examples not ``valid`` replaced by the gold ones
+    (no copy when every example is valid)."""
+    return outputs if valid.all() else _select(valid, outputs, y_encoded, offsets)
+
+
+def _differs_from_gold(paths, y_encoded, offsets):
+    """differs[l, i]: output ``paths[..., l]`` of example ``i`` is not its gold output,
+    shape (L, m), by exact comparison of the encoded outputs."""
+    differs = (paths != y_encoded[..., None]).reshape(paths.shape[0], -1, paths.shape[-1])
+    return np.logical_or.reduceat(differs.any(axis=1), offsets[:-1], axis=0).T
+
+
+#: Enumerated outputs per batched ``parts`` call when the exact path builds its matrix.
+_LAYERS_PER_CALL = 256
+
+
+class _EnumeratedParts:
+    """Every candidate of every example as one row of a sparse part-indicator matrix.
+
+    For ``candidates="all"`` the candidate sets T_i = Y(x_i) do not depend on w (the
+    outputs of finite score are fixed by the batch), so their parts are computed once
+    per fit instead of once per output and iteration. Row ``l * m + i`` of ``matrix``
+    (shape ((L + 1) m, U), U the size of a part container's flat ``unary``) holds the
+    parts a of candidate layer ``l`` of example ``i`` (layer 0: the gold output), so
+
+        θ[l, i] = (matrix @ η)[l m + i]            (η the flat part scores)
+        ∇ = matrix.T @ vec(G)                       (G[l, i] the layer weights)
+
+    are the scores of all candidates and the weighted sum of their parts in one sparse
+    product each.
+
+    Attributes
+    ----------
+    matrix : scipy.sparse.csr_matrix of shape ((L + 1) m, U)
+    keep : ndarray of shape (L + 1, m), bool
+        Layer ``l`` holds a candidate of example ``i`` that is not the gold output.
+    template : PartsArithmetic
+        The gold parts; ``template._new`` turns a flat gradient into a container.
+    """
+
+    def __init__(self, decoder, scores, y_encoded, layers, offsets, keep, template):
+        m = scores.n_examples
+        size = template.unary.size
+        owner = np.repeat(np.arange(m), np.diff(np.asarray(template.unary_offsets)))
+        rows, cols, values = [], [], []
+        n_layers = len(layers) + 1
+        for first in range(0, n_layers, _LAYERS_PER_CALL):
+            chunk = [y_encoded if index == 0 else _filled(*layers[index - 1], y_encoded,
+                                                          offsets)
+                     for index in range(first, min(first + _LAYERS_PER_CALL, n_layers))]
+            tiled = scores.take(np.tile(np.arange(m), len(chunk)))
+            flat = np.ravel(decoder.parts(tiled, np.concatenate(chunk, axis=0)).unary)
+            nonzero = np.flatnonzero(flat)
+            layer, col = np.divmod(nonzero, size)
+            rows.append((first + layer) * m + owner[col])
+            cols.append(col)
+            values.append(flat[nonzero])
+        self.matrix = sp.csr_matrix(
+            (np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))),
+            shape=(n_layers * m, size))
+        self.transposed = self.matrix.T.tocsr()
+        self.keep = np.asarray(keep)
+        self.template = template
+        self.n_examples = m
+
+    def scores(self, scores):
+        """θ of every candidate, shape (L + 1, m); -inf where not kept (except layer 0)."""
+        theta = (self.matrix @ np.ravel(scores.unary)).reshape(-1, self.n_examples)
+        theta[1:][~self.keep[1:]] = -np.inf
+        return theta
+
+    def weighted_sum(self, weights):
+        """Σ_l weights[l, i] a_{l, i} as a part container like ``template``."""
+        flat = self.transposed @ np.ravel(weights)
+        return self.template._new(flat.reshape(self.template.unary.shape))
 
 
 class PerturbedMAPClassifier(LinearStructuredModel):
@@ -256,24 +354,34 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         state = self._training_state(counting, features, batch, y_encoded, w, rng)
         curve = []
         largest_set = 1
+        enumerated = (self._enumerate(counting, features.scores(batch, w), y_encoded, state)
+                      if self.candidates == "all" else None)
         for t in range(1, self.max_iter + 1):
             scores = features.scores(batch, w)
-            layers, theta, keep = self._candidate_sets(
-                counting, scores, y_encoded, state, w, rng, self.candidates)
+            if enumerated is not None:
+                theta, keep = enumerated.scores(scores), enumerated.keep
+            else:
+                layers, theta, keep = self._candidate_sets(
+                    counting, scores, y_encoded, state, w, rng, self.candidates)
             largest_set = max(largest_set, int(np.sum(keep, axis=0).max()))
             p = _softmax_over_candidates(theta, keep, state["beta"])
             q = p[0]
             curve.append(1.0 - float(omega @ q))
             # ∇ log Σ_i ω_i q_i in part-score space, one part vector per candidate layer
             scale = omega * q / (state["beta"] * (omega @ q))
-            grad_parts = None
-            for index, (outputs, _) in enumerate(layers):
-                weight = scale * ((1.0 - p[0]) if index == 0 else -p[index])
-                if index and not np.any(weight):
-                    continue
-                part = counting.parts(scores, self._fill(
-                    outputs, y_encoded, state["offsets"], keep[index])).scale(weight)
-                grad_parts = part if grad_parts is None else grad_parts + part
+            if enumerated is not None:
+                weights = -scale * p
+                weights[0] = scale * (1.0 - p[0])
+                grad_parts = enumerated.weighted_sum(weights)
+            else:
+                grad_parts = None
+                for index, (outputs, _) in enumerate(layers):
+                    weight = scale * ((1.0 - p[0]) if index == 0 else -p[index])
+                    if index and not np.any(weight):
+                        continue
+                    part = counting.parts(scores, self._fill(
+                        outputs, y_encoded, state["offsets"], keep[index])).scale(weight)
+                    grad_parts = part if grad_parts is None else grad_parts + part
             step = self.learning_rate / np.sqrt(t)
             w = _soft_threshold(w + step * features.transpose(batch, grad_parts),
                                 step * self.l1)
@@ -288,6 +396,27 @@ class PerturbedMAPClassifier(LinearStructuredModel):
                 "positions per swap: use k >= 2), so the gradient was zero and the model "
                 "did not learn.", UserWarning)
         return w, curve, state, counting
+
+    def _enumerate(self, decoder, scores, y_encoded, state):
+        """``candidates="all"``: every output's parts, once per fit (:class:`_EnumeratedParts`),
+        or None for part containers with more than one array (chains, factor graphs),
+        which take the per-iteration path of :meth:`_candidate_sets`.
+
+        The outputs are enumerated by ``top_k`` at the initial scores; the set of outputs of
+        finite score, hence T_i, is the same at every w as long as the -inf scores (the
+        forbidden parts) do not depend on w, which holds for the linear models: their
+        scores are finite.
+        """
+        template = decoder.parts(scores, y_encoded)
+        if not isinstance(template, PartsArithmetic):
+            return None
+        offsets = state["offsets"]
+        paths, top = self._enumerate_all(decoder, scores, state["n_all"])
+        valid = top > -np.inf                                           # (m, L)
+        keep = np.concatenate([np.ones((1, valid.shape[0]), bool),
+                               valid.T & _differs_from_gold(paths, y_encoded, offsets)])
+        layers = [(paths[..., j], valid[:, j]) for j in range(paths.shape[-1])]
+        return _EnumeratedParts(decoder, scores, y_encoded, layers, offsets, keep, template)
 
     def _training_state(self, decoder, features, batch, y_encoded, w, rng):
         """β, the draw count, the enumeration size and the output fingerprint salt."""
@@ -392,6 +521,13 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         return _select(valid, outputs, y_encoded, offsets)
 
     def _all_outputs(self, decoder, scores, n_all):
+        paths, top = self._enumerate_all(decoder, scores, n_all)
+        return [(paths[..., j], top[:, j] > -np.inf) for j in range(paths.shape[-1])
+                if np.any(top[:, j] > -np.inf)]
+
+    def _enumerate_all(self, decoder, scores, n_all):
+        """``top_k`` of every output: paths (..., n_all + 1) and their scores (m, n_all + 1)
+        with the last column empty; raises when an example has more outputs."""
         paths, top = decoder.top_k(scores, n_all + 1)
         if np.any(top[:, -1] > -np.inf):
             raise ValueError(
@@ -399,8 +535,7 @@ class PerturbedMAPClassifier(LinearStructuredModel):
                 f"more than max_outputs={self.max_outputs}; raise max_outputs or use "
                 "candidates='proposal'."
             )
-        return [(paths[..., j], top[:, j] > -np.inf) for j in range(paths.shape[-1])
-                if np.any(top[:, j] > -np.inf)]
+        return paths, top
 
     def _proposals(self, decoder, scores, y_encoded, offsets, n_draws, alpha, rng):
         """Algorithm 1, ``n_draws`` times for every example; the gold output first.

@@ -122,7 +122,7 @@ def test_bad_dag_input(dag_task):
         svm.fit(X[:3], [a.ravel() for a in y[:2]])
     with pytest.raises(ValueError, match="decoder=DAGDecoder"):
         StructuredSVM().fit(X[:3], y[:3])
-    with pytest.raises(ValueError, match="takes sequence or tree outputs"):
+    with pytest.raises(ValueError, match="CRF takes sequence or tree"):
         CRF(decoder=DAGDecoder()).fit(X[:3], y[:3])
     fitted = clone(LEARNERS[0]).fit(X[:5], y[:5])
     with pytest.raises(ValueError, match="expecting 5 features"):

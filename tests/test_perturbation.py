@@ -216,3 +216,54 @@ def test_empty_neighbourhoods_warn_that_nothing_was_learned():
         model = PerturbedMAPClassifier(SubsetDecoder(k=2), k=1, max_iter=3,
                                        random_state=0).fit(X, Y)
     assert not np.any(model.coef_)
+
+
+def _dag_data(m=12, n=4, seed=0):
+    from skstruct.decoders import DAGDecoder, DAGScores
+    rng = np.random.default_rng(seed)
+    w = 2.0 * rng.normal(size=3)
+    X = [rng.normal(size=(n * n, 3)) for _ in range(m)]
+    scores = DAGScores(np.concatenate([x @ w for x in X]), np.full(m, n))
+    return X, list(DAGDecoder(max_parents=2).map(scores).reshape(m, n, n))
+
+
+@pytest.mark.parametrize("case", ["multilabel", "subsets", "dags"])
+def test_all_candidates_enumerated_once_give_the_per_iteration_fit(case, monkeypatch):
+    """The exact path (every output's parts once per fit, one sparse product per step)
+    gives the loss curve and weights of re-enumerating and scoring every output at
+    every iteration (``_enumerate`` returning None)."""
+    from skstruct.decoders import DAGDecoder
+    if case == "multilabel":
+        (X, Y), decoder = _multilabel_data(n=15), None
+    elif case == "subsets":
+        X, Y = _multilabel_data(n=15, n_labels=5, seed=3)
+        Y = np.zeros_like(Y)
+        Y[np.arange(15), np.arange(15) % 5] = Y[np.arange(15), (np.arange(15) + 2) % 5] = 1
+        decoder = SubsetDecoder(k=2)
+    else:
+        (X, Y), decoder = _dag_data(), DAGDecoder(max_parents=2)
+    params = dict(decoder=decoder, candidates="all", max_iter=4, l1=0.01)
+    fast = PerturbedMAPClassifier(**params).fit(X, Y)
+    monkeypatch.setattr(PerturbedMAPClassifier, "_enumerate", lambda *args: None)
+    slow = PerturbedMAPClassifier(**params).fit(X, Y)
+    # enumerated once (and maybe once more to count the outputs) against every step
+    assert fast.decoder_calls_["top_k"] <= 2 and slow.decoder_calls_["top_k"] >= 4
+    assert np.ptp(slow.objective_curve_) > 1e-3  # it learned something to compare
+    np.testing.assert_allclose(fast.objective_curve_, slow.objective_curve_, rtol=0,
+                               atol=1e-10)
+    np.testing.assert_allclose(fast._params(), slow._params(), rtol=0, atol=1e-10)
+
+
+def test_output_fingerprints_tell_apart_outputs_with_equal_position_sums():
+    """Outputs with the same parts count and the same sum of part positions (arcs {0, 3}
+    against {1, 2}; states 1 0 0 1 against 0 1 1 0) get different prints; equal ones
+    equal prints."""
+    from skstruct._perturbation import _hashes
+    salt = np.random.default_rng(0).integers(1, 2**62, size=1).astype(np.uint64) | 1
+    outputs = np.array([1, 0, 0, 1, 0, 1, 1, 0, 1, 0, 0, 1, 2, 0, 0, 0])
+    prints = _hashes(outputs, np.array([0, 4, 8, 12, 16]), salt)
+    assert prints[0] != prints[1] and prints[0] == prints[2] and prints[3] != prints[0]
+    rng = np.random.default_rng(1)
+    many = np.unique(rng.integers(0, 2, size=(500, 10)), axis=0)
+    offsets = np.arange(many.shape[0] + 1) * 10
+    assert np.unique(_hashes(many.ravel(), offsets, salt)).size == many.shape[0]

@@ -504,30 +504,30 @@ class DAGDecoder(Decoder):
 
     def _check_dags(self, y, n_nodes, offsets, name="y"):
         """A clear error unless every encoded graph is a DAG with at most
-        ``max_parents`` parents per node."""
-        self._check_diagonal(y, n_nodes, offsets, name)
-        for n in np.unique(n_nodes):
-            n = int(n)
-            examples = np.flatnonzero(n_nodes == n)
-            a = y[offsets[examples][:, None] + np.arange(n * n)].reshape(-1, n, n)
-            in_degree = a.sum(axis=1).max(axis=1)
-            bound = self._bound(n)
-            if (in_degree > bound).any():
-                j = int(np.argmax(in_degree > bound))
-                raise ValueError(
-                    f"{name} of example {examples[j]} has a node with {in_degree[j]} "
-                    f"parents; DAGDecoder(max_parents={self.max_parents}) allows at most "
-                    f"{bound}."
-                )
-            power = a.copy()  # a^n = 0 iff no cycle
-            for _ in range(n - 1):
-                power = np.minimum(power @ a, 1)
-            cyclic = power.reshape(len(examples), -1).any(axis=1)
-            if cyclic.any():
-                raise ValueError(
-                    f"{name} of example {examples[np.argmax(cyclic)]} has a directed "
-                    "cycle; DAGDecoder outputs are acyclic."
-                )
+        ``max_parents`` parents per node (one compiled pass,
+        :func:`._dag_kernels.first_violation`)."""
+        n_nodes = np.asarray(n_nodes, dtype=np.int64)
+        bounds = (n_nodes - 1 if self.max_parents is None
+                  else np.minimum(int(self.max_parents), n_nodes - 1))
+        example, kind, detail = kernels.first_violation(
+            np.ascontiguousarray(y, dtype=np.int64), np.asarray(offsets, dtype=np.int64),
+            np.asarray(n_nodes, dtype=np.int64), bounds)
+        if kind == 1:
+            raise ValueError(
+                f"{name} of example {example} has an arc from a node to itself (a nonzero "
+                "diagonal entry of its adjacency matrix); DAGs have none."
+            )
+        if kind == 2:
+            raise ValueError(
+                f"{name} of example {example} has a node with {detail} parents; "
+                f"DAGDecoder(max_parents={self.max_parents}) allows at most "
+                f"{bounds[example]}."
+            )
+        if kind == 3:
+            raise ValueError(
+                f"{name} of example {example} has a directed cycle; DAGDecoder outputs "
+                "are acyclic."
+            )
         return y
 
     def _check_y_true(self, scores, y_true):

@@ -294,3 +294,59 @@ def neighbours(masks, blocks, n, y_masks, k, index, write):
             for r in range(count):
                 index[i, r] = found[order[r]]
     return counts
+
+
+@njit(**_NJIT)
+def first_violation(y, offsets, n_nodes, bounds):
+    """The first encoded graph that is not a DAG with bounded in-degree.
+
+    Parameters
+    ----------
+    y : ndarray of shape (Σ_i n_i²,), int64
+        Row-major 0/1 adjacency matrices a[p, c] (the arc p -> c), stacked.
+    offsets : ndarray of shape (n_examples + 1,), int64
+    n_nodes : ndarray of shape (n_examples,), int64
+    bounds : ndarray of shape (n_examples,), int64
+        The largest number of parents of a node of example i.
+
+    Returns
+    -------
+    ndarray of shape (3,), int64
+        (example, kind, detail): kind 0 when every graph is valid, 1 for an arc from a
+        node to itself, 2 for a node with ``detail`` > bound parents, 3 for a directed
+        cycle. Acyclicity by peeling: repeatedly remove the nodes with no remaining
+        parent; a cycle remains iff some node is never removed. O(Σ_i n_i³).
+    """
+    out = np.zeros(3, dtype=np.int64)
+    for i in range(n_nodes.shape[0]):
+        n = n_nodes[i]
+        base = offsets[i]
+        parents = np.zeros(n, dtype=np.int64)
+        for p in range(n):
+            for c in range(n):
+                if y[base + p * n + c] != 0:
+                    if p == c:
+                        out[0] = i
+                        out[1] = 1
+                        return out
+                    parents[c] |= np.int64(1) << p
+        for c in range(n):
+            count = _popcount(parents[c])
+            if count > bounds[i]:
+                out[0] = i
+                out[1] = 2
+                out[2] = count
+                return out
+        remaining = (np.int64(1) << n) - 1
+        changed = True
+        while remaining and changed:
+            changed = False
+            for c in range(n):
+                if (remaining >> c) & 1 and (parents[c] & remaining) == 0:
+                    remaining &= ~(np.int64(1) << c)
+                    changed = True
+        if remaining:
+            out[0] = i
+            out[1] = 3
+            return out
+    return out
