@@ -34,11 +34,19 @@ class LinearStructuredModel(StructuredEstimator):
         """
         decoder = kind.default_decoder() if self.decoder is None else clone(self.decoder)
         decoder._validate_params()
+        bind = getattr(decoder, "bind_classes", None)
+        if bind is not None:  # decoders that read the class names (chain constraints)
+            decoder = bind(getattr(self, "_training_classes", None))
         for capability, use in needs:
             check_capability(decoder, capability, use)
         if y is not None:
             decoder.check_outputs(y, batch.output_offsets)
         return decoder
+
+    def _validate_training_data(self, X, y, sample_weight):
+        data = super()._validate_training_data(X, y, sample_weight)
+        self._training_classes = data[2]  # for _make_decoder, which every fit calls next
+        return data
 
     def _fit_quasi_newton(self, X, y, sample_weight, loss, needs):
         """Minimize the regularized mean ``loss`` with (L-)BFGS, for any output kind.
@@ -61,6 +69,10 @@ class LinearStructuredModel(StructuredEstimator):
         w0 = self._initial_params(features, kind, classes, batch.n_features)
         l2_strength, solver_options = self._penalty(kind, features, batch, y_encoded, classes)
         risk = RegularizedRisk(features, batch, y_encoded, decoder, loss, l2_strength, weights)
+        if getattr(decoder, "constraints", None) is not None:
+            # The feature map's compiled CRF objective runs its own forward-backward, which
+            # does not read the decoder's constraints: evaluate through the decoder.
+            risk._compiled_checked = True
         result = run_solver(self.solver, risk, w0, dict(
             max_iter=self.max_iter, tol=self.tol, verbose=self.verbose,
             callback=self.callback, **solver_options))

@@ -20,6 +20,7 @@ their hyper-parameters at their first operation after a change.
 from ._base import Decoder, InfeasibleOutputError, check_capability
 from ._brute_force import BruteForceDecoder
 from ._chain import ChainDecoder, ChainParts, ChainScores, chain_parts
+from ._chain_constraints import ChainConstraints
 from ._constrained import TableMemoryError
 from ._dag import DAGDecoder, DAGParts, DAGScores
 from ._factor_graph import FactorGraph, Variables
@@ -44,6 +45,7 @@ from ._tree import TreeDecoder, TreeParts, TreeScores, heads_to_states, states_t
 
 __all__ = [
     "BruteForceDecoder",
+    "ChainConstraints",
     "ChainDecoder",
     "ChainParts",
     "ChainScores",

@@ -3,6 +3,7 @@
 from numbers import Real
 
 import numpy as np
+from sklearn.base import clone
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..losses._counting import mismatch_count_form
@@ -20,6 +21,7 @@ from ._base import (
     keeps_operations,
     no_exact_loss_augmented_map,
 )
+from ._chain_constraints import ChainConstraints, check_constraints_spec, resolve_constraints
 from ._constrained import (
     DEFAULT_MAX_TABLE_MEMORY,
     diverse_top_k,
@@ -138,6 +140,13 @@ class ChainScores:
 
     def _kernel_args(self):
         return self.unary, self.offsets, self.transition, self.start, self.end
+
+    def _restricted(self, transition, start, end):
+        """A copy with the pairwise scores replaced by checked ones (real or -inf), the
+        unary scores and offsets shared without a second check."""
+        attributes = dict(self.__dict__)
+        attributes.update(transition=transition, start=start, end=end)
+        return _trusted(ChainScores, **attributes)
 
     def _check_outputs(self, y, name="y", low=0):
         """Encoded label sequences ``y`` (n_tokens,) checked against the batch, as int64."""
@@ -316,6 +325,19 @@ class ChainDecoder(Decoder):
         above the limit raises ``TableMemoryError`` (a ``MemoryError`` and a
         ``ValueError``) naming it, and sequences processed in parallel never exceed the
         limit together (fewer threads are used instead). ``None`` removes the limit.
+    constraints : None, str, dict or ChainConstraints, default=None
+        Which label sequences are valid (see :class:`ChainConstraints`): every operation
+        then runs over the valid sequences only (MAP, marginals, top-K, loss-augmented
+        MAP, sampling, neighbourhoods, the constrained searches), as if the forbidden
+        transitions, first and last states were scored -inf. ``None`` allows every
+        sequence. A :class:`ChainConstraints`, or a dict of its arguments
+        ``{"transition": (n_states, n_states) bool, "start": (n_states,) bool, "end":
+        (n_states,) bool}`` ("start" and "end" optional). ``"bio"`` (alias ``"iob2"``)
+        or ``"bioes"`` (alias ``"iobes"``) read the constraints of that chunk tagging
+        scheme from the tag names (``I-X`` only after ``B-X`` or ``I-X``, ...): an
+        estimator binds its ``classes_`` at ``fit`` (:meth:`bind_classes`), and its
+        ``decoder_`` holds the resulting :class:`ChainConstraints`. Estimators reject
+        training sequences that break the constraints (:meth:`check_outputs`).
 
     Notes
     -----
@@ -342,6 +364,16 @@ class ChainDecoder(Decoder):
     ...                      start=np.zeros(2), end=np.zeros(2))
     >>> ChainDecoder().map(scores)
     array([0, 1, 0])
+
+    With the states B-NP, I-NP, O, the BIO constraints forbid I-NP first or after O:
+
+    >>> from skstruct.decoders import ChainConstraints
+    >>> bio = ChainConstraints.from_tags(["B-NP", "I-NP", "O"], "bio")
+    >>> scores = ChainScores(unary=np.array([[0., 2., 1.], [0., 0., 1.], [0., 2., 0.]]),
+    ...                      offsets=np.array([0, 3]), transition=np.zeros((3, 3)),
+    ...                      start=np.zeros(3), end=np.zeros(3))
+    >>> ChainDecoder().map(scores), ChainDecoder(constraints=bio).map(scores)
+    (array([1, 2, 1]), array([2, 0, 1]))
     """
 
     output_kind = "sequence"
@@ -354,11 +386,76 @@ class ChainDecoder(Decoder):
     _parameter_constraints = {
         "log_space": [StrOptions({"auto"}), "boolean"],
         "max_table_memory": [Interval(Real, 0, None, closed="neither"), None],
+        "constraints": [None, str, dict, ChainConstraints],
     }
 
-    def __init__(self, log_space="auto", max_table_memory=DEFAULT_MAX_TABLE_MEMORY):
+    def __init__(self, log_space="auto", max_table_memory=DEFAULT_MAX_TABLE_MEMORY,
+                 constraints=None):
         self.log_space = log_space
         self.max_table_memory = max_table_memory
+        self.constraints = constraints
+
+    def _check_params(self):
+        super()._check_params()
+        check_constraints_spec(self.constraints)
+
+    def _check_scores(self, scores):
+        """Check ``scores`` (see :meth:`Decoder._check_scores`) and return them with the
+        parts that :attr:`constraints` forbid scored -inf: every operation starts here,
+        so every one of them sees the valid sequences only."""
+        scores = super()._check_scores(scores)
+        if self.constraints is None:
+            return scores
+        return resolve_constraints(self.constraints).restrict(scores)
+
+    def bind_classes(self, classes):
+        """This decoder for the states ``classes``: a copy whose :attr:`constraints` are
+        a :class:`ChainConstraints` over them (read from the tag names for a scheme
+        name), or ``self`` without constraints.
+
+        Estimators call it at ``fit`` with their ``classes_`` (the fitted ``decoder_``
+        holds the result).
+
+        Parameters
+        ----------
+        classes : sequence of length n_states
+            The label of every state, in state order.
+
+        Returns
+        -------
+        ChainDecoder
+
+        Raises
+        ------
+        ValueError
+            When the tag names do not parse for a scheme name, or the constraints are
+            over another number of states.
+        """
+        if self.constraints is None:
+            return self
+        self._check_params()
+        bound = clone(self)
+        bound.constraints = resolve_constraints(self.constraints, classes)
+        return bound
+
+    def check_outputs(self, y, offsets):
+        """Raise a ``ValueError`` naming the gold sequences that :attr:`constraints`
+        forbid (estimators call it at ``fit``: training on them would give infinite
+        losses)."""
+        if self.constraints is None:
+            return
+        self._check_params()
+        constraints = resolve_constraints(self.constraints)
+        offsets = np.asarray(offsets, dtype=np.int64)
+        y = _check_labels(y, offsets, constraints.n_states)
+        bad, reasons = constraints.violations(y, offsets)
+        if bad.any():
+            raise ValueError(
+                f"{int(bad.sum())} of {bad.shape[0]} training sequences break the chain "
+                f"constraints of the decoder ({'; '.join(reasons)}"
+                f"{' ...' if bad.sum() > len(reasons) else ''}): fix the labels, or use "
+                "constraints=None."
+            )
 
     def map(self, scores, *, return_score=False):
         """Viterbi decoding.
@@ -380,14 +477,14 @@ class ChainDecoder(Decoder):
         InfeasibleOutputError
             When a sequence has no labeling with a finite score.
         """
-        self._check_scores(scores)
+        scores = self._check_scores(scores)
         with threads_for(scores.unary.size * scores.n_states), dynamic_schedule():
             labels, best = kernels.viterbi(*scores._kernel_args())
         check_feasible(best, "sequence")
         return (labels, best) if return_score else labels
 
     def _forward_backward(self, scores, with_marginals):
-        self._check_scores(scores)
+        scores = self._check_scores(scores)
         if self.log_space == "auto":
             pairwise = (scores.transition, scores.end)
             # a forbidden (-inf) transition or end has an infinite spread: log space
@@ -458,7 +555,7 @@ class ChainDecoder(Decoder):
         InfeasibleOutputError
             When a sequence has no labeling with a finite score.
         """
-        self._check_scores(scores)
+        scores = self._check_scores(scores)
         k = check_k(k)
         with threads_for(scores.unary.size * scores.n_states * k), dynamic_schedule():
             paths, top = kernels.top_k_viterbi(*scores._kernel_args(), k)
@@ -501,7 +598,13 @@ class ChainDecoder(Decoder):
             When ``y_true`` holds states out of range or has the wrong length, or under
             slack rescaling when ``y_true`` scores -inf.
         """
-        return super().loss_augmented_map(scores, y_true, task_loss, rescaling)
+        return super().loss_augmented_map(self._check_scores(scores), y_true, task_loss,
+                                          rescaling)
+
+    def sparsemap(self, scores, *, max_iter=100, tol=1e-9, init=None, **options):
+        """SparseMAP over the valid sequences (see :meth:`Decoder.sparsemap`)."""
+        return super().sparsemap(self._check_scores(scores), max_iter=max_iter, tol=tol,
+                                 init=init, **options)
 
     def sample_uniform(self, scores, n_draws, random_state=None):
         """Independent uniform draws from the labelings of finite score of every chain.
@@ -542,7 +645,7 @@ class ChainDecoder(Decoder):
         >>> paths.shape, np.unique(paths.T, axis=0).tolist()  # never 0 then 1
         ((2, 1000), [[0, 0], [1, 0], [1, 1]])
         """
-        self._check_scores(scores)
+        scores = self._check_scores(scores)
         n_draws = check_n_draws(n_draws)
         rng = check_random_state(random_state)
         uniforms = rng.random((scores.unary.shape[0], n_draws))
@@ -591,7 +694,7 @@ class ChainDecoder(Decoder):
         (array([[1, 0],
                [0, 0]]), array([2]))
         """
-        self._check_scores(scores)
+        scores = self._check_scores(scores)
         k = check_k(k)
         y = self._check_y_true(scores, y)
         check_neighbourhood_size(scores.lengths, np.full(scores.n_sequences,
@@ -656,7 +759,7 @@ class ChainDecoder(Decoder):
         >>> ChainDecoder().best_neighbour(scores, np.array([0, 0, 0]))
         (array([1, 0, 0]), array([3.]))
         """
-        self._check_scores(scores)
+        scores = self._check_scores(scores)
         k = check_k(k)
         start = np.ascontiguousarray(scores._check_outputs(start, name="start"))
         if start_scores is None:
@@ -740,7 +843,7 @@ class ChainDecoder(Decoder):
         -----
         Constrained message passing over (state, count so far): O(L² S²) per sequence.
         """
-        self._check_scores(scores)
+        scores = self._check_scores(scores)
         positive_states = np.asarray(positive_states)
         if positive_states.shape != (scores.n_states,):
             raise ValueError(
@@ -770,7 +873,7 @@ class ChainDecoder(Decoder):
         -----
         O(L S² (min_distance + 1)^K K) per sequence of length L.
         """
-        self._check_scores(scores)
+        scores = self._check_scores(scores)
         min_distance = check_k(min_distance, "min_distance")
         others = np.asarray(others)
         if others.ndim == 1:
@@ -797,7 +900,7 @@ class ChainDecoder(Decoder):
         min_distance : int >= 1, default=1
             Hamming distance (in tokens) from every labeling chosen before.
         """
-        self._check_scores(scores)
+        scores = self._check_scores(scores)
         k = check_k(k)
         min_distance = check_k(min_distance, "min_distance")
         return diverse_top_k(scores, k, min_distance, self.max_table_memory)
@@ -807,7 +910,7 @@ class ChainDecoder(Decoder):
 
         Raises ``ValueError`` when ``y`` holds states out of range or has the wrong length.
         """
-        self._check_scores(scores)
+        scores = self._check_scores(scores)
         return chain_parts(y, scores.offsets, scores.n_states)
 
     def score_outputs(self, scores, y):
@@ -818,7 +921,7 @@ class ChainDecoder(Decoder):
         ndarray of shape (n_sequences,)
             -inf for a labeling with a part scored -inf.
         """
-        self._check_scores(scores)
+        scores = self._check_scores(scores)
         y = scores._check_outputs(y)
         offsets = scores.offsets
         first, last = y[offsets[:-1]], y[offsets[1:] - 1]

@@ -17,6 +17,13 @@ programs with the batched decoder, so both break ties alike:
 
 Pair scores are laid out as the chain feature map stores them: ``pair[:S*S]`` the
 transitions (row-major), then start, then end.
+
+A decoder with :attr:`~skstruct.decoders.ChainDecoder.constraints` appends their additive
+mask (0 where allowed, -inf where forbidden, laid out like ``pair``) to ``floats`` and
+sets the :data:`CONSTRAINED` bit of ``ints[LOSS]``; :func:`chain_oracle` adds the mask to
+the pair scores first (:func:`constrained_pair`). The smoothed oracles of
+``_smoothed_oracles.py`` do not read the mask, and the unknown loss code makes
+``supports_smoothed`` decline such an oracle.
 """
 
 import numpy as np
@@ -31,11 +38,12 @@ from ..losses import (
     RecallLoss,
     ZeroOneLoss,
 )
+from ._chain_constraints import resolve_constraints
 from ._chain_kernels import top_k_one, viterbi_one
 from ._constrained_kernels import best_per_statistic_one, best_with_statistic_one
 from ._oracles import CHAIN, MAP, MARGIN, SLACK, CompiledOracle, rescaling_code
 
-__all__ = ["chain_add_parts", "chain_oracle", "compiled_chain_oracle"]
+__all__ = ["chain_add_parts", "chain_oracle", "compiled_chain_oracle", "constrained_pair"]
 
 _NJIT = dict(cache=True, nogil=True)
 
@@ -51,6 +59,8 @@ _COUNTER_CODES = {"tp": TP, "fp": FP, "pos": POS, "err": ERR}
 # Layout of ints: a fixed header, then the positive-state mask of count-statistic losses.
 SEARCH, LOSS, NORMALIZE, CLASS_COSTS, ETA, N_STATS, STATS = 0, 1, 2, 3, 4, 5, 6
 HEADER = 8
+# Bit of ints[LOSS]: floats ends with the (S² + 2S,) mask of the decoder's constraints.
+CONSTRAINED = 16
 
 _ETA_OF = {RecallLoss: RECALL, PrecisionLoss: PRECISION, FBetaLoss: F_BETA, IoULoss: IOU,
            LabelCountLoss: LABEL_COUNT}
@@ -117,6 +127,12 @@ def compiled_chain_oracle(decoder, task_loss, rescaling, y, y_offsets):
         floats = np.array([float(task_loss.beta) ** 2 if kind is FBetaLoss else 0.0])
     else:
         return None
+    constraints = resolve_constraints(decoder.constraints)
+    if constraints is not None and not constraints._free:
+        header[LOSS] |= CONSTRAINED
+        if floats.shape[0] == 0:
+            floats = np.zeros(1)  # floats[0] is read as β² by the counting losses
+        floats = np.concatenate([floats] + [p.ravel() for p in constraints._penalty])
     lengths = np.diff(y_offsets)
     return CompiledOracle(
         code=CHAIN, rescaling=code, y=y, y_offsets=y_offsets, costs=np.zeros((0, 0)),
@@ -219,7 +235,7 @@ def _statistic_search(rescaling, unary, trans, start, end, pair, y, ints, floats
         positive = np.zeros(n_states, dtype=np.int64)
     n_gold = 0
     for t in range(length):
-        if ints[LOSS] == COUNTING and positive[y[t]] != 0:
+        if (ints[LOSS] & (CONSTRAINED - 1)) == COUNTING and positive[y[t]] != 0:
             n_gold += 1
     increments = np.empty((length, n_states, n_counters), dtype=np.int64)
     for t in range(length):
@@ -313,6 +329,20 @@ def _top_two_search(unary, trans, start, end, pair, y, yhat):
 
 
 @njit(**_NJIT)
+def constrained_pair(pair, ints, floats):
+    """``pair`` (S² + 2S,) with the constraint mask at the end of ``floats`` added when
+    ``ints[LOSS]`` has the :data:`CONSTRAINED` bit (a copy), else ``pair`` itself."""
+    if (ints[LOSS] & CONSTRAINED) == 0:
+        return pair
+    n_pair = pair.shape[0]
+    mask = floats[floats.shape[0] - n_pair:]
+    out = np.empty(n_pair)
+    for j in range(n_pair):
+        out[j] = pair[j] + mask[j]
+    return out
+
+
+@njit(**_NJIT)
 def chain_oracle(rescaling, unary, pair, y_i, costs_i, ints, floats, yhat):
     """The (loss-augmented) Viterbi output of one sequence and its task loss.
 
@@ -321,12 +351,13 @@ def chain_oracle(rescaling, unary, pair, y_i, costs_i, ints, floats, yhat):
     """
     length, n_states = unary.shape
     square = n_states * n_states
+    pair = constrained_pair(pair, ints, floats)
     trans = pair[:square].reshape((n_states, n_states))
     start = pair[square:square + n_states]
     end = pair[square + n_states:square + 2 * n_states]
     out = yhat[:length]
     search = ints[SEARCH]
-    loss = ints[LOSS]
+    loss = ints[LOSS] & (CONSTRAINED - 1)
     scale = 1.0 / length if ints[NORMALIZE] else 1.0
     if search == VITERBI:
         delta = np.empty((length, n_states))

@@ -1,0 +1,326 @@
+"""Allowed transitions, first and last states of linear chains (BIO / BIOES tagging).
+
+A :class:`ChainConstraints` says which label sequences a
+:class:`~skstruct.decoders.ChainDecoder` may return: y = (y_0, ..., y_{L-1}) is valid
+when ``start[y_0]``, ``transition[y_{t-1}, y_t]`` for every t ≥ 1 and ``end[y_{L-1}]``
+are all True. The decoder scores the forbidden parts -inf (:meth:`ChainConstraints.
+restrict`) before every operation, so each one (MAP, marginals, top-K, loss-augmented
+MAP, sampling, neighbourhoods...) runs over the valid sequences only.
+
+:meth:`ChainConstraints.from_tags` builds the constraints of a chunk tagging scheme from
+the tag names:
+
+``"bio"`` (also ``"iob2"``)
+    Tags ``B-X`` (begins a chunk of type X), ``I-X`` (continues it) and ``O``. ``I-X``
+    may only follow ``B-X`` or ``I-X`` (same type X), so no sequence starts with ``I-X``.
+``"bioes"`` (also ``"iobes"``)
+    Adds ``E-X`` (ends a chunk of several tokens) and ``S-X`` (a chunk of one token).
+    ``B-X`` and ``I-X`` must be followed by ``I-X`` or ``E-X`` (same type), which may
+    only follow them; a sequence cannot start with ``I-X`` or ``E-X`` nor end with
+    ``B-X`` or ``I-X``.
+
+IOB1 (where ``I-X`` may begin a chunk) constrains nothing that way and has no string.
+"""
+
+import numpy as np
+
+__all__ = ["ChainConstraints", "SCHEMES", "check_constraints_spec", "resolve_constraints"]
+
+#: Scheme names understood by :meth:`ChainConstraints.from_tags` (aliases included).
+SCHEMES = {"bio": "bio", "iob2": "bio", "bioes": "bioes", "iobes": "bioes"}
+
+_PREFIXES = {"bio": ("B", "I"), "bioes": ("B", "I", "E", "S")}
+
+
+class ChainConstraints:
+    """Boolean masks of the allowed parts of a linear chain.
+
+    Parameters
+    ----------
+    transition : array-like of bool, shape (n_states, n_states)
+        ``transition[i, j]``: state ``j`` may follow state ``i``.
+    start : array-like of bool, shape (n_states,), default=None
+        States a sequence may begin with; None allows every state.
+    end : array-like of bool, shape (n_states,), default=None
+        States a sequence may end with; None allows every state.
+    state_names : sequence of length n_states, default=None
+        Names of the states, used in error messages only.
+
+    Raises
+    ------
+    TypeError
+        When a mask is not boolean (0/1 integers are not accepted: pass ``mask == 1``).
+    ValueError
+        When the shapes disagree, or when no state may both begin and end a sequence (no
+        valid sequence of length 1).
+
+    Notes
+    -----
+    Applying the constraints is adding -inf to the forbidden transition, start and end
+    scores (:meth:`restrict`): O(S²) per batch, whatever its length. Longer sequences may
+    still have no valid labeling (e.g. with every transition forbidden); the decoder
+    then raises :class:`~skstruct.decoders.InfeasibleOutputError` naming them.
+
+    Examples
+    --------
+    >>> from skstruct.decoders import ChainConstraints
+    >>> c = ChainConstraints.from_tags(["B-NP", "I-NP", "O"], "bio")
+    >>> c.transition.astype(int).tolist(), c.start.tolist()
+    ([[1, 1, 1], [1, 1, 1], [1, 0, 1]], [True, False, True])
+    """
+
+    def __init__(self, transition, start=None, end=None, state_names=None):
+        transition = _boolean(transition, "transition", 2, "(n_states, n_states)")
+        n_states = transition.shape[0]
+        if transition.shape != (n_states, n_states) or n_states < 1:
+            raise ValueError(
+                f"ChainConstraints: transition has shape {transition.shape}; expected a "
+                "square (n_states, n_states) boolean matrix with n_states >= 1."
+            )
+        start = (np.ones(n_states, dtype=bool) if start is None
+                 else _boolean(start, "start", 1, "(n_states,)"))
+        end = (np.ones(n_states, dtype=bool) if end is None
+               else _boolean(end, "end", 1, "(n_states,)"))
+        for name, mask in (("start", start), ("end", end)):
+            if mask.shape != (n_states,):
+                raise ValueError(
+                    f"ChainConstraints: {name} has shape {mask.shape}; expected "
+                    f"({n_states},), one flag per state of the ({n_states}, {n_states}) "
+                    "transition matrix."
+                )
+        if not np.any(start & end):
+            raise ValueError(
+                "ChainConstraints leave no valid sequence of length 1: no state is allowed "
+                "both as a first state (start) and as a last state (end)."
+            )
+        if state_names is not None:
+            state_names = list(state_names)
+            if len(state_names) != n_states:
+                raise ValueError(f"ChainConstraints: {len(state_names)} state_names for "
+                                 f"{n_states} states.")
+        self.transition = transition
+        self.start = start
+        self.end = end
+        self.state_names = state_names
+        # the additive masks: 0 where allowed, -inf where forbidden
+        self._penalty = tuple(np.where(m, 0.0, -np.inf) for m in (transition, start, end))
+        self._free = bool(transition.all() and start.all() and end.all())
+
+    @property
+    def n_states(self):
+        """Number of states."""
+        return self.transition.shape[0]
+
+    def __repr__(self):
+        allowed = int(self.transition.sum())
+        return (f"ChainConstraints(n_states={self.n_states}, allowed transitions "
+                f"{allowed}/{self.n_states ** 2}, start {int(self.start.sum())}, "
+                f"end {int(self.end.sum())})")
+
+    @classmethod
+    def from_tags(cls, tags, scheme="bio"):
+        """The constraints of the chunk tagging ``scheme`` over the states ``tags``.
+
+        Parameters
+        ----------
+        tags : sequence of str, length n_states
+            The name of every state, in state order (an estimator's ``classes_``):
+            ``"O"`` or ``"<P>-<TYPE>"`` with a prefix P of the scheme (``B``, ``I``; with
+            BIOES also ``E``, ``S``) and any type (possibly empty: ``"B-"``).
+        scheme : {"bio", "iob2", "bioes", "iobes"}, default="bio"
+
+        Returns
+        -------
+        ChainConstraints
+
+        Raises
+        ------
+        ValueError
+            For an unknown scheme, or a tag that is not ``O`` nor prefix-type with a
+            prefix of the scheme.
+        """
+        if not isinstance(scheme, str) or scheme.lower() not in SCHEMES:
+            raise ValueError(f"Unknown chunk tagging scheme {scheme!r}; expected one of "
+                             f"{sorted(SCHEMES)}.")
+        scheme = SCHEMES[scheme.lower()]
+        prefixes, types = _parse_tags(tags, scheme)
+        inside = np.isin(prefixes, ("B", "I"))      # a chunk continues after them
+        continues = np.isin(prefixes, ("I", "E"))   # they continue a chunk
+        same = types[:, None] == types[None, :]
+        transition = np.where(inside[:, None], continues[None, :] & same,
+                              ~continues[None, :])
+        start = ~continues
+        end = ~inside if scheme == "bioes" else np.ones(len(prefixes), dtype=bool)
+        if scheme == "bio":
+            # B-X and I-X may be followed by anything but I-Y of another type Y
+            transition = np.where(inside[:, None], ~continues[None, :] | same, transition)
+        return cls(transition, start, end, state_names=[str(t) for t in tags])
+
+    def restrict(self, scores):
+        """``scores`` with the forbidden transition, start and end scores set to -inf.
+
+        Parameters
+        ----------
+        scores : ChainScores
+            With ``n_states`` states.
+
+        Returns
+        -------
+        ChainScores
+            Shares the unary scores and offsets of ``scores`` (no copy, no second check).
+        """
+        if scores.n_states != self.n_states:
+            raise ValueError(
+                f"The chain constraints are over {self.n_states} states; the scores have "
+                f"{scores.n_states}."
+            )
+        if self._free:
+            return scores
+        transition, start, end = self._penalty
+        return scores._restricted(scores.transition + transition, scores.start + start,
+                                  scores.end + end)
+
+    def violations(self, y, offsets):
+        """The sequences of the stacked labels ``y`` that the constraints forbid.
+
+        Parameters
+        ----------
+        y : ndarray of shape (n_tokens,), int
+            Encoded labels (states 0 .. n_states - 1), stacked.
+        offsets : ndarray of shape (n_sequences + 1,)
+
+        Returns
+        -------
+        bad : ndarray of shape (n_sequences,), bool
+        reasons : list of str
+            A description of the first forbidden part of each of the first few bad
+            sequences (at most 5).
+        """
+        y = np.asarray(y, dtype=np.int64)
+        offsets = np.asarray(offsets, dtype=np.int64)
+        n_seq = offsets.shape[0] - 1
+        first, last = y[offsets[:-1]], y[offsets[1:] - 1]
+        follows = np.ones(y.shape[0], dtype=bool)
+        follows[offsets[:-1]] = False
+        t = np.flatnonzero(follows)
+        bad_pair = np.zeros(y.shape[0], dtype=bool)
+        bad_pair[t] = ~self.transition[y[t - 1], y[t]]
+        owner = np.repeat(np.arange(n_seq), np.diff(offsets))
+        bad = (~self.start[first] | ~self.end[last]
+               | (np.bincount(owner, weights=bad_pair, minlength=n_seq) > 0))
+        name = (lambda s: repr(self.state_names[s])) if self.state_names else str
+        reasons = []
+        for i in np.flatnonzero(bad)[:5]:
+            a, b = offsets[i], offsets[i + 1]
+            if not self.start[y[a]]:
+                reasons.append(f"sequence {i} starts with {name(y[a])}")
+            elif (bad_pair[a + 1:b]).any():
+                j = a + 1 + int(np.argmax(bad_pair[a + 1:b]))
+                reasons.append(f"sequence {i} has {name(y[j])} after {name(y[j - 1])} at "
+                               f"token {j - a}")
+            else:
+                reasons.append(f"sequence {i} ends with {name(y[b - 1])}")
+        return bad, reasons
+
+
+def _boolean(values, name, ndim, layout):
+    array = np.asarray(values)
+    if array.dtype != np.bool_:
+        raise TypeError(f"ChainConstraints: {name} must be a boolean array of shape "
+                        f"{layout} (True where allowed); got dtype {array.dtype}.")
+    if array.ndim != ndim:
+        raise ValueError(f"ChainConstraints: {name} has shape {array.shape}; expected "
+                         f"{layout}.")
+    return np.array(array, dtype=bool)  # a private copy: later edits do not leak in
+
+
+def _parse_tags(tags, scheme):
+    """Prefixes and types of the tag names; ValueError naming the tags that do not
+    parse."""
+    prefixes, types, bad = [], [], []
+    allowed = _PREFIXES[scheme]
+    for tag in tags:
+        if not isinstance(tag, (str, np.str_)):
+            bad.append(tag)
+            continue
+        if tag == "O":
+            prefixes.append("O")
+            types.append("")
+            continue
+        prefix, dash, kind = str(tag).partition("-")
+        if not dash or prefix not in allowed:
+            bad.append(tag)
+            continue
+        prefixes.append(prefix)
+        types.append(kind)
+    if bad:
+        shown = ", ".join(repr(t) for t in bad[:5])
+        raise ValueError(
+            f"constraints={scheme!r} reads the tag names as {scheme.upper()} tags ('O' or "
+            f"'<prefix>-<type>' with a prefix in {list(allowed)}); these do not parse: "
+            f"{shown}{' ...' if len(bad) > 5 else ''}."
+        )
+    return np.array(prefixes), np.array(types, dtype=object)
+
+
+def check_constraints_spec(spec):
+    """TypeError / ValueError for a ``constraints`` value that is not None, a scheme
+    name, a :class:`ChainConstraints` or a dict of its arguments."""
+    if spec is None or isinstance(spec, ChainConstraints):
+        return
+    if isinstance(spec, str):
+        if spec.lower() not in SCHEMES:
+            raise ValueError(f"Unknown constraints {spec!r}; expected None, one of "
+                             f"{sorted(SCHEMES)}, a ChainConstraints or a dict with keys "
+                             "'transition', 'start', 'end'.")
+        return
+    if isinstance(spec, dict):
+        unknown = set(spec) - {"transition", "start", "end"}
+        if unknown or "transition" not in spec:
+            raise ValueError(
+                "A dict of chain constraints needs the key 'transition' (a boolean "
+                "(n_states, n_states) matrix) and may have 'start' and 'end' (boolean "
+                f"(n_states,)); got keys {sorted(spec, key=str)}."
+            )
+        return
+    raise TypeError(
+        "constraints must be None, a scheme name ('bio', 'iob2', 'bioes', 'iobes'), a "
+        "ChainConstraints or a dict with keys 'transition', 'start', 'end'; got "
+        f"{type(spec).__name__}."
+    )
+
+
+def resolve_constraints(spec, classes=None):
+    """The :class:`ChainConstraints` of a ``constraints`` value, or None.
+
+    Parameters
+    ----------
+    spec : None, str, dict or ChainConstraints
+    classes : sequence of str or None
+        The state names; needed by a scheme name.
+
+    Raises
+    ------
+    ValueError
+        For a scheme name without ``classes``, or when the constraints are over another
+        number of states than ``classes`` has.
+    """
+    check_constraints_spec(spec)
+    if spec is None:
+        return None
+    if isinstance(spec, str):
+        if classes is None:
+            raise ValueError(
+                f"constraints={spec!r} is read from the tag names, which this decoder does "
+                "not know: estimators bind them at fit; a decoder used on its own needs "
+                f"bind_classes(tag_names) or ChainConstraints.from_tags(tag_names, "
+                f"{spec!r})."
+            )
+        return ChainConstraints.from_tags(classes, spec)
+    constraints = spec if isinstance(spec, ChainConstraints) else ChainConstraints(**spec)
+    if classes is not None and constraints.n_states != len(classes):
+        raise ValueError(
+            f"The chain constraints are over {constraints.n_states} states; the "
+            f"training labels have {len(classes)} classes ({list(classes)[:10]})."
+        )
+    return constraints
