@@ -330,7 +330,13 @@ def run_method(structure, method, data, args, seed):
         model.fit(X, y)
         seconds = time.perf_counter() - start
         return seconds, lambda z: learner_part_scores(structure, model, z, args.n_features), {
-            "beta": model.beta_, "map_calls": model.decoder_calls_["map"]}
+            "beta": model.beta_, "map_calls": model.decoder_calls_["map"],
+            # the loss the learner minimizes, before its last step: over T_i (CRF_RANDOM),
+            # or the full CRF loss (CRF_ALL); and α = min(1, ‖w‖₁ / √m) at the end
+            "train_objective": float(model.objective_curve_[-1]),
+            "alpha": float(min(1.0, (np.abs(model.coef_).sum()
+                                     + np.abs(getattr(model, "intercept_", 0.0)).sum())
+                               / np.sqrt(x.shape[0])))}
     start = time.perf_counter()
     W = fit_svm(structure, x, parts, randomized=method == "SVM_RANDOM",
                 n_iter=args.iterations, l1=args.l1, rng=rng)
@@ -350,6 +356,8 @@ def run_structure(name, args):
         run_method(structure, method, (x, parts, None, None, None, None), warm_args, 0)
     per_method = {method: {"crf_loss": [], "hamming": [], "seconds": [], "train_crf_loss": []}
                   for method in args.methods}
+    learner_extras = {method: {"train_objective": [], "alpha": []}
+                      for method in args.methods if method.startswith("CRF")}
     for repeat in range(args.repeats):
         w_star = true_weights(rng, structure.n_parts, args.n_features)
         x, parts, index = make_data(structure, rng, args.train, args.n_features, w_star)
@@ -369,6 +377,8 @@ def run_structure(name, args):
             entry["hamming"].append(hamming)
             entry["seconds"].append(seconds)
             entry["train_crf_loss"].append(train_crf)
+            for key, values in learner_extras.get(method, {}).items():
+                values.append(extra[key])
         print(f"{name} repeat {repeat + 1}/{args.repeats}: " + ", ".join(
             f"{m} {per_method[m]['crf_loss'][-1]:.3f}/{per_method[m]['hamming'][-1]:.3f}/"
             f"{per_method[m]['seconds'][-1]:.2f}s" for m in args.methods
@@ -380,7 +390,10 @@ def run_structure(name, args):
               "d": structure.n_parts * args.n_features,
               "s": int(round(np.sqrt(structure.n_parts * args.n_features))),
               "beta": beta, "max_distance": structure.max_distance,
-              "methods": summary, "per_repeat": per_method}
+              "methods": summary, "per_repeat": per_method,
+              "learners": {method: {key: summarize(values) for key, values in entry.items()}
+                           for method, entry in learner_extras.items()},
+              "learners_per_repeat": learner_extras}
     if "CRF_ALL" in summary and "CRF_RANDOM" in summary:
         a = np.array(per_method["CRF_ALL"]["seconds"])
         r = np.array(per_method["CRF_RANDOM"]["seconds"])[:a.size]  # the same repeats
@@ -430,6 +443,12 @@ def report(runs):
                 lines.append(f"| {method} | {_cell(entry['crf_loss'])} | "
                              f"{_cell(entry['hamming'])} | {_cell(entry['train_crf_loss'])} "
                              f"| {_cell(entry['seconds'], 3, ' s')} |")
+            for method, entry in result.get("learners", {}).items():
+                lines += ["", f"{method}: training objective before the last step "
+                          f"{_cell(entry['train_objective'])} ("
+                          + ("the randomized loss over the candidate sets T_i"
+                             if method == "CRF_RANDOM" else "the full CRF loss")
+                          + f"), final α = min(1, ‖w‖₁/√m) {_cell(entry['alpha'])}"]
             if ratio is not None:
                 lines += ["", f"CRF_ALL / CRF_RANDOM time: {ratio:.1f}x (ratio of means; "
                           f"median per repeat {result['time_ratio_median_per_repeat']:.1f}x)"
