@@ -208,3 +208,24 @@ def test_bad_inputs():
         decoder.neighbours(scores, np.zeros(9, dtype=int), k=0)
     with pytest.raises(TypeError, match="DAGScores"):
         decoder.map(np.zeros((3, 3)))
+
+
+@pytest.mark.parametrize("max_parents", [1, 2])
+def test_compiled_validation_accepts_exactly_the_dags(max_parents):
+    """first_violation (the compiled check of every DAG input) passes exactly the 0/1
+    matrices of the brute-force enumeration, and names the first bad example of a batch."""
+    from skstruct.decoders import _dag_kernels as kernels
+    n = 4
+    dags = {a.tobytes() for a in _all_dags(n, max_parents)}
+    off = ~np.eye(n, dtype=bool)
+    every = np.zeros((2 ** off.sum(), n, n), dtype=np.int64)
+    every[:, off] = np.array(list(itertools.product((0, 1), repeat=int(off.sum()))))
+    ones = np.ones(1, dtype=np.int64)
+    accepted = [kernels.first_violation(a.ravel(), np.array([0, n * n]), n * ones,
+                                        max_parents * ones)[1] == 0 for a in every]
+    assert accepted == [a.tobytes() in dags for a in every]
+    bad = next(a for a in every if a.tobytes() not in dags)
+    batch = np.concatenate([_all_dags(n, max_parents)[5].ravel(), bad.ravel()])
+    example, kind, _ = kernels.first_violation(batch, np.array([0, 16, 32]),
+                                               np.array([n, n]), np.full(2, max_parents))
+    assert example == 1 and kind in (2, 3)
