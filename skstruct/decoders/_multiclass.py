@@ -2,6 +2,9 @@
 
 import numpy as np
 
+from ..utils._chunks import even_chunks
+from ..utils._parallel import dynamic_schedule, threads_for
+from . import _independent_kernels as kernels
 from ._base import (
     Decoder,
     check_encoded_outputs,
@@ -150,13 +153,12 @@ class MulticlassDecoder(Decoder):
         return (labels, best) if return_score else labels
 
     def _softmax(self, scores):
+        """log_z (n_samples,) and probabilities (n_samples, n_classes), by one compiled
+        pass over the rows (:func:`~skstruct.decoders._independent_kernels.softmax_rows`);
+        an example whose classes all score -inf gets log_z = -inf (and NaN
+        probabilities)."""
         self._check_scores(scores)
-        top = scores.unary.max(axis=1, keepdims=True)
-        # an example whose classes all score -inf gets log_z = -inf (and NaN weights)
-        weights = np.exp(scores.unary - np.where(top > -np.inf, top, 0.0))
-        total = weights.sum(axis=1, keepdims=True)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return (top + np.log(total))[:, 0], weights / total
+        return _row_kernel(kernels.softmax_rows, scores.unary)
 
     def log_partition(self, scores):
         """log Σ_k exp unary[i, k] of every example, shape (n_samples,).
@@ -359,6 +361,21 @@ class MulticlassDecoder(Decoder):
         position = np.arange(rows.shape[0]) - np.repeat(np.cumsum(counts) - counts, counts)
         paths[rows, position] = classes
         return paths, counts
+
+
+#: Work of one score in the row kernels, in multiply-adds (an exp and a log are worth
+#: about 20): sets the number of threads and chunks (:mod:`skstruct.utils._parallel`).
+ROW_KERNEL_WORK_PER_SCORE = 20
+
+
+def _row_kernel(kernel, unary):
+    """Run a compiled row kernel (``kernel(unary, bounds)``) of the independent-example
+    decoders over chunks of rows, on as many threads as the work pays for."""
+    unary = np.ascontiguousarray(unary, dtype=np.float64)
+    work = unary.size * ROW_KERNEL_WORK_PER_SCORE
+    bounds = even_chunks(unary.shape[0], work)
+    with threads_for(work), dynamic_schedule():
+        return kernel(unary, bounds)
 
 
 def _rank_to_class(cumulative, rank):

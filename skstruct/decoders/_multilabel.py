@@ -1,7 +1,6 @@
 """Independent binary labels: score and part containers and the multilabel decoder."""
 
 import numpy as np
-from scipy.special import expit
 
 from ..losses._base import check_task_loss_values
 from ..utils._chunks import even_chunks, weighted_chunks
@@ -23,6 +22,7 @@ from ._sampling import (
 )
 from ._unary import UnaryParts, UnaryScores, _products
 from ._constrained import StatisticTable, _check_monotone
+from ._multiclass import _row_kernel
 
 __all__ = ["MultilabelScores", "MultilabelParts", "MultilabelDecoder"]
 
@@ -239,11 +239,11 @@ class MultilabelDecoder(Decoder):
 
     def log_partition(self, scores):
         """Σ_j log(1 + exp unary[i, j]) of every example, shape (n_samples,)."""
-        self._check_scores(scores)
-        return np.logaddexp(0.0, scores.unary).sum(axis=1)
+        return self.marginals(scores)[0]
 
     def marginals(self, scores):
-        """Log-partition and label marginals.
+        """Log-partition and label marginals, by one compiled pass over the rows
+        (:func:`~skstruct.decoders._independent_kernels.logistic_rows`).
 
         Returns
         -------
@@ -252,7 +252,9 @@ class MultilabelDecoder(Decoder):
             p(y_j = 1), the sigmoid of the scores, shape (n_samples, n_labels); the gradient
             of ``log_z``.
         """
-        return self.log_partition(scores), MultilabelParts(expit(scores.unary))
+        self._check_scores(scores)
+        log_z, probabilities = _row_kernel(kernels.logistic_rows, scores.unary)
+        return log_z, MultilabelParts(probabilities)
 
     def top_k(self, scores, k):
         """The ``k`` best distinct 0/1 vectors of every example.

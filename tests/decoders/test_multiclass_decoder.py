@@ -162,3 +162,32 @@ def test_bad_input_is_rejected():
         decoder.loss_augmented_map(scores, np.array([0, 1]), HammingLoss(), "hinge")
     with pytest.raises(ValueError, match="bind"):
         decoder.loss_augmented_map(scores, np.array([0, 1]), FBetaLoss())
+
+
+def test_marginals_of_a_large_batch_match_the_closed_form(rng):
+    # several chunks of rows, run in parallel: the same values as scipy's closed form
+    from scipy.special import logsumexp, softmax
+
+    unary = 5.0 * rng.normal(size=(20_000, 7))
+    unary[::97, 2] = -np.inf  # forbidden classes get probability 0
+    log_z, marg = decoder.marginals(MulticlassScores(unary))
+    np.testing.assert_allclose(log_z, logsumexp(unary, axis=1), rtol=1e-13)
+    np.testing.assert_allclose(marg.unary, softmax(unary, axis=1), rtol=1e-12, atol=1e-300)
+    assert np.all(marg.unary[::97, 2] == 0.0)
+
+
+def test_row_kernel_does_not_depend_on_the_chunks(rng):
+    from skstruct.decoders._independent_kernels import logistic_rows, softmax_rows
+
+    unary = rng.normal(size=(50, 4))
+    for kernel in (softmax_rows, logistic_rows):
+        one = kernel(unary, np.array([0, 50]))
+        many = kernel(unary, np.array([0, 1, 7, 30, 49, 50]))
+        for a, b in zip(one, many):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_log_partition_of_a_row_scored_minus_inf_is_minus_inf():
+    scores = MulticlassScores(np.array([[0.0, 1.0], [-np.inf, -np.inf]]))
+    log_z = decoder.log_partition(scores)
+    assert np.isfinite(log_z[0]) and log_z[1] == -np.inf

@@ -286,3 +286,16 @@ def test_bad_input_is_rejected():
 
     with pytest.raises(ValueError, match="no exact loss-augmented MAP for FalseNegatives"):
         decoder.loss_augmented_map(scores, np.zeros((2, 3)), FalseNegatives(), "margin")
+
+
+def test_marginals_of_a_large_batch_match_the_closed_form(rng):
+    # several chunks of rows, run in parallel: the same values as scipy's closed form
+    from scipy.special import expit
+
+    unary = 30.0 * rng.normal(size=(20_000, 6))
+    unary[::89, 1] = -np.inf  # a label scored -inf is never on
+    log_z, marg = decoder.marginals(MultilabelScores(unary))
+    np.testing.assert_allclose(log_z, np.logaddexp(0.0, unary).sum(axis=1), rtol=1e-13)
+    np.testing.assert_allclose(marg.unary, expit(unary), rtol=1e-13, atol=1e-300)
+    np.testing.assert_array_equal(decoder.log_partition(MultilabelScores(unary)), log_z)
+    assert np.all(marg.unary[::89, 1] == 0.0)
