@@ -19,7 +19,8 @@ the (N* + 1) (L − N* + 1) values of (TP, FP), N* the number of gold positives.
 The log-partition of one class among C is the max-shifted log Σ_k exp θ_k, and of
 independent binary labels Σ_j log(1 + exp θ_j), each term max(θ_j, 0) + log1p(exp −|θ_j|);
 their gradients are the softmax and the sigmoids. One pass over a row's scores computes
-both, rows in parallel chunks.
+both; these kernels read and write memory at about the speed of their arithmetic, so they
+run in one thread (measured no faster in parallel on 2 cores, and twice the compile time).
 """
 
 import numpy as np
@@ -476,15 +477,12 @@ def neighbours(unary, y, k, paths, counts, write, bounds):
 
 
 @njit(**_NJIT)
-def softmax_rows(unary, bounds):
+def softmax_rows(unary):
     """Log-partition and softmax of every row (multiclass log-partition and marginals).
 
     Parameters
     ----------
     unary : ndarray of shape (n_samples, n_classes)
-    bounds : ndarray of shape (n_chunks + 1,), int64
-        Contiguous chunks of rows, one per parallel iteration; the result does not
-        depend on them.
 
     Returns
     -------
@@ -497,41 +495,32 @@ def softmax_rows(unary, bounds):
     n_samples, n_classes = unary.shape
     log_z = np.empty(n_samples)
     probabilities = np.empty((n_samples, n_classes))
-    _softmax_chunks(unary, bounds, log_z, probabilities)
+    for i in range(n_samples):
+        # one pass for the maximum, one for exp and the sum, one to normalize
+        top = -np.inf
+        for k in range(n_classes):
+            if unary[i, k] > top:
+                top = unary[i, k]
+        shift = top if top > -np.inf else 0.0
+        total = 0.0
+        for k in range(n_classes):
+            weight = np.exp(unary[i, k] - shift)
+            probabilities[i, k] = weight
+            total += weight
+        log_z[i] = shift + np.log(total)
+        for k in range(n_classes):
+            probabilities[i, k] /= total
     return log_z, probabilities
 
 
-@njit(parallel=True, **_NJIT)
-def _softmax_chunks(unary, bounds, log_z, probabilities):
-    # one pass for the maximum, one for exp and the sum, one to normalize
-    n_classes = unary.shape[1]
-    for chunk in prange(bounds.shape[0] - 1):
-        for i in range(bounds[chunk], bounds[chunk + 1]):
-            top = -np.inf
-            for k in range(n_classes):
-                if unary[i, k] > top:
-                    top = unary[i, k]
-            shift = top if top > -np.inf else 0.0
-            total = 0.0
-            for k in range(n_classes):
-                weight = np.exp(unary[i, k] - shift)
-                probabilities[i, k] = weight
-                total += weight
-            log_z[i] = shift + np.log(total)
-            for k in range(n_classes):
-                probabilities[i, k] /= total
-
-
 @njit(**_NJIT)
-def logistic_rows(unary, bounds):
+def logistic_rows(unary):
     """Log-partition and marginals of independent binary labels, every row.
 
     Parameters
     ----------
     unary : ndarray of shape (n_samples, n_labels)
         Score of label j on (off scores 0).
-    bounds : ndarray of shape (n_chunks + 1,), int64
-        As in :func:`softmax_rows`.
 
     Returns
     -------
@@ -543,24 +532,17 @@ def logistic_rows(unary, bounds):
     n_samples, n_labels = unary.shape
     log_z = np.empty(n_samples)
     probabilities = np.empty((n_samples, n_labels))
-    _logistic_chunks(unary, bounds, log_z, probabilities)
+    for i in range(n_samples):
+        total = 0.0
+        for j in range(n_labels):
+            s = unary[i, j]
+            if s >= 0.0:
+                e = np.exp(-s)
+                probabilities[i, j] = 1.0 / (1.0 + e)
+                total += s + np.log1p(e)
+            else:
+                e = np.exp(s)  # 0 at s = -inf: σ = 0, log(1 + e^s) = 0
+                probabilities[i, j] = e / (1.0 + e)
+                total += np.log1p(e)
+        log_z[i] = total
     return log_z, probabilities
-
-
-@njit(parallel=True, **_NJIT)
-def _logistic_chunks(unary, bounds, log_z, probabilities):
-    n_labels = unary.shape[1]
-    for chunk in prange(bounds.shape[0] - 1):
-        for i in range(bounds[chunk], bounds[chunk + 1]):
-            total = 0.0
-            for j in range(n_labels):
-                s = unary[i, j]
-                if s >= 0.0:
-                    e = np.exp(-s)  # 0 at s = +inf: σ = 1, log(1 + e^s) = s
-                    probabilities[i, j] = 1.0 / (1.0 + e)
-                    total += s + np.log1p(e)
-                else:
-                    e = np.exp(s)  # 0 at s = -inf: σ = 0, log(1 + e^s) = 0
-                    probabilities[i, j] = e / (1.0 + e)
-                    total += np.log1p(e)
-            log_z[i] = total

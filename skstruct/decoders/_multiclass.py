@@ -2,8 +2,6 @@
 
 import numpy as np
 
-from ..utils._chunks import even_chunks
-from ..utils._parallel import dynamic_schedule, threads_for
 from . import _independent_kernels as kernels
 from ._base import (
     Decoder,
@@ -154,11 +152,11 @@ class MulticlassDecoder(Decoder):
 
     def _softmax(self, scores):
         """log_z (n_samples,) and probabilities (n_samples, n_classes), by one compiled
-        pass over the rows (:func:`~skstruct.decoders._independent_kernels.softmax_rows`);
+        pass over the scores (:func:`~skstruct.decoders._independent_kernels.softmax_rows`);
         an example whose classes all score -inf gets log_z = -inf (and NaN
         probabilities)."""
         self._check_scores(scores)
-        return _row_kernel(kernels.softmax_rows, scores.unary)
+        return kernels.softmax_rows(np.ascontiguousarray(scores.unary, dtype=np.float64))
 
     def log_partition(self, scores):
         """log Σ_k exp unary[i, k] of every example, shape (n_samples,).
@@ -361,21 +359,6 @@ class MulticlassDecoder(Decoder):
         position = np.arange(rows.shape[0]) - np.repeat(np.cumsum(counts) - counts, counts)
         paths[rows, position] = classes
         return paths, counts
-
-
-#: Work of one score in the row kernels, in multiply-adds (an exp and a log are worth
-#: about 20): sets the number of threads and chunks (:mod:`skstruct.utils._parallel`).
-ROW_KERNEL_WORK_PER_SCORE = 20
-
-
-def _row_kernel(kernel, unary):
-    """Run a compiled row kernel (``kernel(unary, bounds)``) of the independent-example
-    decoders over chunks of rows, on as many threads as the work pays for."""
-    unary = np.ascontiguousarray(unary, dtype=np.float64)
-    work = unary.size * ROW_KERNEL_WORK_PER_SCORE
-    bounds = even_chunks(unary.shape[0], work)
-    with threads_for(work), dynamic_schedule():
-        return kernel(unary, bounds)
 
 
 def _rank_to_class(cumulative, rank):

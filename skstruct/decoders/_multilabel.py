@@ -22,7 +22,6 @@ from ._sampling import (
 )
 from ._unary import UnaryParts, UnaryScores, _products
 from ._constrained import StatisticTable, _check_monotone
-from ._multiclass import _row_kernel
 
 __all__ = ["MultilabelScores", "MultilabelParts", "MultilabelDecoder"]
 
@@ -242,7 +241,7 @@ class MultilabelDecoder(Decoder):
         return self.marginals(scores)[0]
 
     def marginals(self, scores):
-        """Log-partition and label marginals, by one compiled pass over the rows
+        """Log-partition and label marginals, by one compiled pass over the scores
         (:func:`~skstruct.decoders._independent_kernels.logistic_rows`).
 
         Returns
@@ -253,7 +252,8 @@ class MultilabelDecoder(Decoder):
             of ``log_z``.
         """
         self._check_scores(scores)
-        log_z, probabilities = _row_kernel(kernels.logistic_rows, scores.unary)
+        log_z, probabilities = kernels.logistic_rows(
+            np.ascontiguousarray(scores.unary, dtype=np.float64))
         return log_z, MultilabelParts(probabilities)
 
     def top_k(self, scores, k):

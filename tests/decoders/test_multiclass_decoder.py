@@ -165,7 +165,6 @@ def test_bad_input_is_rejected():
 
 
 def test_marginals_of_a_large_batch_match_the_closed_form(rng):
-    # several chunks of rows, run in parallel: the same values as scipy's closed form
     from scipy.special import logsumexp, softmax
 
     unary = 5.0 * rng.normal(size=(20_000, 7))
@@ -174,17 +173,6 @@ def test_marginals_of_a_large_batch_match_the_closed_form(rng):
     np.testing.assert_allclose(log_z, logsumexp(unary, axis=1), rtol=1e-13)
     np.testing.assert_allclose(marg.unary, softmax(unary, axis=1), rtol=1e-12, atol=1e-300)
     assert np.all(marg.unary[::97, 2] == 0.0)
-
-
-def test_row_kernel_does_not_depend_on_the_chunks(rng):
-    from skstruct.decoders._independent_kernels import logistic_rows, softmax_rows
-
-    unary = rng.normal(size=(50, 4))
-    for kernel in (softmax_rows, logistic_rows):
-        one = kernel(unary, np.array([0, 50]))
-        many = kernel(unary, np.array([0, 1, 7, 30, 49, 50]))
-        for a, b in zip(one, many):
-            np.testing.assert_array_equal(a, b)
 
 
 def test_log_partition_of_a_row_scored_minus_inf_is_minus_inf():

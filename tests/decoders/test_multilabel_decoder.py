@@ -289,7 +289,6 @@ def test_bad_input_is_rejected():
 
 
 def test_marginals_of_a_large_batch_match_the_closed_form(rng):
-    # several chunks of rows, run in parallel: the same values as scipy's closed form
     from scipy.special import expit
 
     unary = 30.0 * rng.normal(size=(20_000, 6))
