@@ -507,6 +507,10 @@ def softmax_rows(unary):
             weight = np.exp(unary[i, k] - shift)
             probabilities[i, k] = weight
             total += weight
+        if total == 0.0:  # every class scored -inf
+            log_z[i] = -np.inf
+            probabilities[i, :] = np.nan
+            continue
         log_z[i] = shift + np.log(total)
         for k in range(n_classes):
             probabilities[i, k] /= total

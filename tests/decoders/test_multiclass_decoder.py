@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 
 from skstruct.decoders import (
     BruteForceDecoder,
+    InfeasibleOutputError,
     MulticlassDecoder,
     MulticlassParts,
     MulticlassScores,
@@ -179,3 +180,5 @@ def test_log_partition_of_a_row_scored_minus_inf_is_minus_inf():
     scores = MulticlassScores(np.array([[0.0, 1.0], [-np.inf, -np.inf]]))
     log_z = decoder.log_partition(scores)
     assert np.isfinite(log_z[0]) and log_z[1] == -np.inf
+    with pytest.raises(InfeasibleOutputError):
+        decoder.marginals(scores)
