@@ -65,6 +65,7 @@ for a smoke run: 2 repeats, 30 / 30 examples, 3 iterations, no results written u
 
 import argparse
 import itertools
+import json
 import time
 import warnings
 from dataclasses import dataclass
@@ -362,6 +363,8 @@ def run_structure(name, args):
         w_star = true_weights(rng, structure.n_parts, args.n_features)
         x, parts, index = make_data(structure, rng, args.train, args.n_features, w_star)
         x_test, _, index_test = make_data(structure, rng, args.test, args.n_features, w_star)
+        if repeat < args.first_repeat:
+            continue  # the data of the repeats another process runs (see --merge)
         data = (x, parts, index, x_test, None, index_test)
         for method in args.methods:
             if method == "CRF_ALL" and repeat >= args.all_repeats:
@@ -383,6 +386,11 @@ def run_structure(name, args):
             f"{m} {per_method[m]['crf_loss'][-1]:.3f}/{per_method[m]['hamming'][-1]:.3f}/"
             f"{per_method[m]['seconds'][-1]:.2f}s" for m in args.methods
             if per_method[m]["seconds"]), flush=True)
+    return structure_result(structure, args, beta, per_method, learner_extras)
+
+
+def structure_result(structure, args, beta, per_method, learner_extras):
+    """Summaries (mean and 95 % CI over the repeats) of one structure's per-repeat lists."""
     summary = {method: {key: summarize(values) for key, values in entry.items()}
                for method, entry in per_method.items()}
     result = {"n_outputs": int(structure.outputs.shape[0]), "n_parts": structure.n_parts,
@@ -400,6 +408,28 @@ def run_structure(name, args):
         result["time_ratio_all_over_random"] = float(a.mean() / r.mean())
         result["time_ratio_median_per_repeat"] = float(np.median(a / r))
     return result
+
+
+def merge_runs(parts):
+    """One run from runs over disjoint repeats (``--first-repeat``): their per-repeat lists
+    concatenated in the order given, the summaries recomputed."""
+    run = {**parts[0], "structures": {},
+           "command": " + ".join(part["command"] for part in parts)}
+    for name in dict.fromkeys(n for part in parts for n in part["structures"]):
+        found = [part["structures"][name] for part in parts if name in part["structures"]]
+        per_method = {m: {k: sum((f["per_repeat"][m][k] for f in found), [])
+                          for k in found[0]["per_repeat"][m]} for m in found[0]["per_repeat"]}
+        extras = {m: {k: sum((f["learners_per_repeat"][m][k] for f in found), [])
+                      for k in found[0]["learners_per_repeat"][m]}
+                  for m in found[0]["learners_per_repeat"]}
+        args = argparse.Namespace(n_features=parts[0]["n_features"])
+        run["structures"][name] = structure_result(STRUCTURES[name](), args,
+                                                   found[0]["beta"], per_method, extras)
+    counts = [n for result in run["structures"].values()
+              for n in result["n_repeats"].values()]
+    run["repeats"] = max(counts)
+    run["all_repeats"] = min(counts)
+    return run
 
 
 def summarize(values):
@@ -503,6 +533,13 @@ def main(argv=None):
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--l1", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--first-repeat", type=int, default=0,
+                        help="skip the repeats before this one (their data is still drawn, "
+                        "so repeat r is the same in every process): split a run over "
+                        "processes, then --merge their .json files")
+    parser.add_argument("--merge", nargs="+", default=None, metavar="JSON",
+                        help="no training: combine the runs (label --label) of these files, "
+                        "which ran disjoint repeats of the same settings, in the order given")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: 2 repeats, 30 / 30 examples, 3 iterations; no "
                         "results written unless --output is given")
@@ -519,6 +556,16 @@ def main(argv=None):
     if args.all_repeats is None:
         args.all_repeats = args.repeats
     output = Path(args.output) if args.output else (None if args.quick else RESULTS)
+    if args.merge:
+        run = merge_runs([json.loads(Path(f).read_text())["runs"][args.label]
+                          for f in args.merge])
+        if args.notes:
+            run["notes"] = Path(args.notes).read_text().strip()
+        runs = record_run(output / f"{STEM}.json", args.label, run)
+        (output / f"{STEM}.md").write_text(report(runs))
+        plot(run, output / f"{STEM}.png")
+        print(report({args.label: run}))
+        return run
     run = {"command": command_line("benchmarks/bench_map_perturbation_synthetic.py"),
            "code": code_version(skstruct), "machine": machine_summary(),
            "repeats": args.repeats, "all_repeats": min(args.all_repeats, args.repeats),
