@@ -9,6 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._linear_model import LinearStructuredModel
+from ._partial_fit import PartialFitMixin
 from .decoders import Decoder
 from .utils._params import N_JOBS_CONSTRAINT
 from .losses import PerceptronLoss, StructuredHingeLoss, TaskLoss
@@ -19,7 +20,7 @@ __all__ = ["StructuredSVM", "StructuredPerceptron"]
 _TASK_LOSS_NAMES = {"hamming", "zero_one", "f1", "iou", "precision", "recall", "label_count"}
 
 
-class StructuredSVM(LinearStructuredModel):
+class StructuredSVM(PartialFitMixin, LinearStructuredModel):
     """Structured support vector machine with margin or slack rescaling.
 
     Minimizes (alpha / 2) ‖w‖² + (1 / Σ_i s_i) Σ_i s_i H_i(w) with the structured hinge
@@ -72,6 +73,10 @@ TaskLoss, default="hamming"
         Return the weighted average of the iterates.
     random_state : int, RandomState or None, default=None
         Order of the examples.
+    shuffle : bool, default=True
+        Visit the examples in a new random order each pass (``"svrg"``, ``"casimir"``:
+        draw them with replacement); False: in their order (the cutting plane ignores
+        it).
     verbose : int, default=0
         One line per pass.
     warm_start : bool, default=False
@@ -137,7 +142,31 @@ TaskLoss, default="hamming"
         passes over the data, the axis on which solvers compare. The evaluation of the
         reported objective (and of the duality gap), one more pass per entry except for
         ``"cutting_plane"`` whose objective comes from its own oracle pass, is not
-        counted.
+        counted. After :meth:`partial_fit`, the calls of that call.
+
+    Notes
+    -----
+    :meth:`partial_fit` trains on a stream of batches, one pass over each (one epoch for
+    ``"svrg"`` and ``"casimir"``), continuing from the state the previous call left:
+
+    - ``"subgradient"``: the iterate, its average and the step counter t (η_t and the
+      averaging weights continue), so that calls on consecutive parts of a data set
+      in the same order (``shuffle=False``) make exactly one pass of :meth:`fit` over
+      the whole;
+    - ``"bcfw"``: the dual blocks of earlier batches cannot be kept without their data,
+      but their sum w, its average, the step count and the dual values can; each batch's
+      blocks start at their gold output, its examples weighted by s_i / (the total weight
+      seen so far). Every step still increases the dual of the problem over all
+      examples seen, the earlier blocks frozen; lost are convergence to :meth:`fit`'s
+      optimum over the union (earlier batches count more, frozen blocks are never
+      revisited) and the duality gap, which needs the earlier examples:
+      ``duality_gaps_`` is not set (:func:`~skstruct.optim.minimize_bcfw`);
+    - ``"svrg"``, ``"casimir"``: the iterate (and Catalyst's extrapolation sequence, its
+      counter for the smoothing schedule, κ) and the step size fixed on the first call;
+      variance reduction and acceleration hold within a batch, not across batches.
+
+    ``n_iter_`` is then 1 and ``objective_curve_`` the batch's objective (its own
+    normalized weights) after the pass. ``"cutting_plane"`` has no ``partial_fit``.
 
     References
     ----------
@@ -180,6 +209,7 @@ TaskLoss, default="hamming"
         "warm_start_rule": [None, StrOptions({"prox_center", "extrapolation",
                                               "prev_iterate"})],
         "learning_rate": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "shuffle": ["boolean"],
     }
 
     def __init__(
@@ -205,6 +235,7 @@ TaskLoss, default="hamming"
         kappa=None,
         warm_start_rule=None,
         learning_rate="auto",
+        shuffle=True,
     ):
         self.decoder = decoder
         self.loss = loss
@@ -226,6 +257,7 @@ TaskLoss, default="hamming"
         self.kappa = kappa
         self.warm_start_rule = warm_start_rule
         self.learning_rate = learning_rate
+        self.shuffle = shuffle
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -262,14 +294,8 @@ TaskLoss, default="hamming"
                                StructuredHingeLoss(task_loss, self.rescaling), self.alpha,
                                weights)
         first_step = getattr(self, "t_", 0) if self.warm_start else 0
-        options = dict(max_iter=self.max_iter, tol=self.tol, averaging=self.averaging,
-                       random_state=self.random_state, verbose=self.verbose,
-                       callback=self.callback, first_step=first_step)
-        if self.solver in ("svrg", "casimir"):
-            options.update(smoothing=self.smoothing, mu=self.mu, top_k=self.top_k,
-                           schedule=self.schedule, kappa=self.kappa,
-                           warm_start_rule=self.warm_start_rule,
-                           learning_rate=self.learning_rate)
+        options = self._solver_options(max_iter=self.max_iter, tol=self.tol,
+                                       first_step=first_step)
         result = run_solver(self.solver, risk, w0, options, n_jobs=self.n_jobs)
         if not result.converged and (self.solver == "bcfw" or self.tol > 0):
             warnings.warn(
@@ -278,17 +304,82 @@ TaskLoss, default="hamming"
                 ConvergenceWarning,
             )
         self._finish_fit(kind, classes, batch, features, decoder, result)
+        self._store_results(task_loss, result, result.duality_gaps)
+        self._reset_partial_state(sample_weight, batch.n_sequences)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One pass of the solver over a batch, continuing from the previous calls.
+
+        The first call fixes the classes, the number of features, the decoder and the
+        task loss; later calls continue from the state the previous call left (see
+        Notes). :meth:`fit` starts over; ``partial_fit`` after :meth:`fit` continues from
+        the fitted model.
+
+        Parameters
+        ----------
+        X, y
+            One batch, as for :meth:`fit`.
+        classes : array-like of shape (n_classes,), default=None
+            Every label of the stream (sequences: token labels; multiclass: labels).
+            Required on the first call, optional later (then the same). None for trees
+            and matchings; None or ``np.arange(n_labels)`` for multilabel outputs.
+        sample_weight : array-like of shape (n_examples,), default=None
+            Normalized over the batch, as in :meth:`fit`; ``"bcfw"`` also weighs the
+            batch against the earlier ones by its total weight.
+
+        Returns
+        -------
+        self : StructuredSVM
+        """
+        check_solver(self.solver, loss_family(StructuredHingeLoss(rescaling=self.rescaling)),
+                     partial_fit=True)
+        part = self._check_partial_fit_data(X, y, classes, sample_weight)
+        kind, batch, classes = part.kind, part.batch, part.classes
+        task_loss = kind.bind_task_loss(self.loss, classes) if part.first else self.loss_
+        kind.check_task_loss(task_loss, part.y_encoded, batch, classes)
+        decoder, features = self._partial_model(part, [
+            ("loss_augmented_map", "StructuredSVM training"),
+            ("map", "StructuredSVM prediction")])
+        state = self._solver_state(self.solver, features, part)
+        w0 = (np.zeros(features.n_params) if part.first
+              else self._read_coefficients(self, kind, features))
+        kind.check_training_memory(task_loss, decoder, features, batch, part.y_encoded, w0)
+        risk = RegularizedRisk(features, batch, part.y_encoded, decoder,
+                               StructuredHingeLoss(task_loss, self.rescaling), self.alpha,
+                               part.sample_weight)
+        options = self._solver_options(max_iter=1, tol=0.0, state=state,
+                                       batch_weight=float(part.sample_weight.sum()))
+        result = run_solver(self.solver, risk, w0, options, n_jobs=self.n_jobs)
+        self._finish_fit(kind, classes, batch, features, decoder, result)
+        self._store_results(task_loss, result, None)
+        self._keep_partial_state(self.solver, result, part)
+        return self
+
+    def _solver_options(self, **options):
+        """The solver options of the estimator's parameters, updated by ``options``."""
+        base = dict(averaging=self.averaging, random_state=self.random_state,
+                    verbose=self.verbose, callback=self.callback, shuffle=self.shuffle)
+        if self.solver in ("svrg", "casimir"):
+            base.update(smoothing=self.smoothing, mu=self.mu, top_k=self.top_k,
+                        schedule=self.schedule, kappa=self.kappa,
+                        warm_start_rule=self.warm_start_rule,
+                        learning_rate=self.learning_rate)
+        base.update(options)
+        return base
+
+    def _store_results(self, task_loss, result, gaps):
         self.loss_ = task_loss
-        if result.duality_gaps is not None:
-            self.duality_gaps_ = np.asarray(result.duality_gaps)
+        if gaps is not None:
+            self.duality_gaps_ = np.asarray(gaps)
         elif hasattr(self, "duality_gaps_"):
             del self.duality_gaps_
         self.t_ = result.extra["t"]
         self.oracle_calls_ = np.asarray(result.extra["oracle_calls"], dtype=np.int64)
-        return self
 
 
-class StructuredPerceptron(LinearStructuredModel):
+class StructuredPerceptron(PartialFitMixin, LinearStructuredModel):
     """The (averaged) structured perceptron.
 
     After each example whose MAP output ŷ differs from the truth y, adds the feature
@@ -312,6 +403,8 @@ class StructuredPerceptron(LinearStructuredModel):
         error, as in joblib).
     callback : callable, default=None
         ``callback(n_pass, w, error_rate)``; returning True stops.
+    shuffle : bool, default=True
+        Visit the examples in a new random order each pass; False: in their order.
 
     Attributes
     ----------
@@ -320,6 +413,13 @@ class StructuredPerceptron(LinearStructuredModel):
         As for :class:`StructuredSVM`.
     objective_curve_ : ndarray of shape (``n_iter_``,)
         Fraction of examples mispredicted during each pass.
+
+    Notes
+    -----
+    :meth:`partial_fit` makes one pass over each batch, continuing from the raw iterate,
+    the step counter and the average of the previous calls: calls on consecutive parts
+    of a data set in the same order (``shuffle=False``) give exactly the model of one
+    :meth:`fit` pass over the whole.
 
     References
     ----------
@@ -347,10 +447,11 @@ class StructuredPerceptron(LinearStructuredModel):
         "warm_start": ["boolean"],
         "n_jobs": N_JOBS_CONSTRAINT,
         "callback": [None, callable],
+        "shuffle": ["boolean"],
     }
 
     def __init__(self, decoder=None, *, max_iter=10, averaging=True, random_state=None,
-                 verbose=0, warm_start=False, n_jobs=None, callback=None):
+                 verbose=0, warm_start=False, n_jobs=None, callback=None, shuffle=True):
         self.decoder = decoder
         self.max_iter = max_iter
         self.averaging = averaging
@@ -359,6 +460,7 @@ class StructuredPerceptron(LinearStructuredModel):
         self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.callback = callback
+        self.shuffle = shuffle
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -383,7 +485,39 @@ class StructuredPerceptron(LinearStructuredModel):
                                weights)
         options = dict(max_iter=self.max_iter, averaging=self.averaging,
                        random_state=self.random_state, verbose=self.verbose,
-                       callback=self.callback)
+                       callback=self.callback, shuffle=self.shuffle)
         result = run_solver("perceptron", risk, w0, options, n_jobs=self.n_jobs)
         self._finish_fit(kind, classes, batch, features, decoder, result)
+        self._reset_partial_state(sample_weight, batch.n_sequences)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One pass over a batch, continuing from the previous calls.
+
+        Parameters
+        ----------
+        X, y, sample_weight
+            As for :meth:`fit` (``sample_weight`` is normalized over the batch).
+        classes : array-like of shape (n_classes,), default=None
+            As for :meth:`StructuredSVM.partial_fit`: every label of the stream, required
+            on the first call.
+
+        Returns
+        -------
+        self : StructuredPerceptron
+        """
+        part = self._check_partial_fit_data(X, y, classes, sample_weight)
+        decoder, features = self._partial_model(part, [("map", "StructuredPerceptron")])
+        state = self._solver_state("perceptron", features, part)
+        w0 = (np.zeros(features.n_params) if part.first
+              else self._read_coefficients(self, part.kind, features))
+        risk = RegularizedRisk(features, part.batch, part.y_encoded, decoder,
+                               PerceptronLoss(), 0.0, part.sample_weight)
+        options = dict(max_iter=1, averaging=self.averaging, random_state=self.random_state,
+                       verbose=self.verbose, callback=self.callback, shuffle=self.shuffle,
+                       state=state)
+        result = run_solver("perceptron", risk, w0, options, n_jobs=self.n_jobs)
+        self._finish_fit(part.kind, part.classes, part.batch, features, decoder, result)
+        self._keep_partial_state("perceptron", result, part)
         return self

@@ -10,6 +10,7 @@ from ._engine import compiled_problem, loss_rescaling
 from ._overlap import drive_passes, overlap_threads
 from ._progress import Progress
 from ._result import OptimizeResult
+from ._subgradient import pass_order
 
 __all__ = ["minimize_bcfw", "structured_hinge_primal"]
 
@@ -23,7 +24,8 @@ def structured_hinge_primal(risk, w):
 
 def minimize_bcfw(
     risk, *, max_iter=50, tol=1e-3, averaging=True, random_state=None, verbose=0,
-    callback=None, printer=print, _force_python=False,
+    callback=None, printer=print, shuffle=True, state=None, batch_weight=None,
+    _force_python=False,
 ):
     """Structured SVM by block-coordinate Frank–Wolfe on the dual.
 
@@ -55,12 +57,21 @@ def minimize_bcfw(
     verbose, callback, printer
         As for :func:`~skstruct.optim.minimize_lbfgs`; the callback receives the pass
         number, w and the primal objective.
+    shuffle : bool, default=True
+        Visit the examples in a new random order each pass; False: in their order.
+    state : dict or None, default=None
+        To continue on new examples (``partial_fit``): the ``extra["state"]`` of the
+        previous run, or an empty dict for a first run. See Notes.
+    batch_weight : float, default=None
+        The total (unnormalized) sample weight of these examples, which weighs them
+        against the ``seen_weight`` of the state; None: their number.
 
     Returns
     -------
     OptimizeResult
         ``objective_curve`` holds the primal objective and ``duality_gaps`` the gap after
-        each pass.
+        each pass (NaN when continuing a ``state``: the gap needs the earlier examples);
+        with ``state``, ``extra["state"]`` is the state after the last pass reported.
 
     Notes
     -----
@@ -77,6 +88,21 @@ def minimize_bcfw(
     compiled pass. Otherwise the steps run as a Python loop and the gap uses the batched
     :func:`structured_hinge_primal`.
 
+    **Continuing on new examples** (``state``). The dual blocks of earlier examples
+    cannot be kept (their parts are gone with their data), but their sum can: the state
+    holds w = Σ_{earlier} (ω_i / λ) A_iᵀ c_i, its lazy average, the step counter, the
+    dual values Σ ℓ_i and their average, and the total weight S of the earlier
+    examples. The run continues from them unchanged, its own blocks starting at their
+    gold output (c_i = 0) with weights ω_i B / (S + B), B the total weight of its
+    examples: each example weighs s_i / (the total weight seen up to its run). The
+    iterates then stay the primal points of a dual over all examples seen so far, the
+    earlier blocks frozen, and every step still increases that dual; what is lost is
+    convergence to :meth:`fit`'s optimum over the union: that problem weighs every
+    example alike, earlier runs' examples here count more (the effective regularization
+    of K runs of equal size is about λ / ln K), the frozen blocks are never revisited,
+    and the duality gap cannot be computed without the earlier examples. The reported
+    objective is that of these examples alone (their normalized weights).
+
     References
     ----------
     Lacoste-Julien, Jaggi, Schmidt & Pletscher (2013). Block-coordinate Frank–Wolfe
@@ -91,58 +117,96 @@ def minimize_bcfw(
     n = risk.n_examples
     known, rescaling = loss_rescaling(risk.loss)
     problem = None if (_force_python or not known) else compiled_problem(risk, rescaling)
+    batch_weight = float(n if batch_weight is None else batch_weight)
+    seen = float(state.get("seen_weight", 0.0)) if state else 0.0
+    weights = risk.weights * (batch_weight / (seen + batch_weight))
     if problem is not None:
-        run = problem.bcfw(risk.weights, lam, averaging)
+        run = problem.bcfw(weights, lam, averaging)
+        to_engine, to_user = problem.to_engine, problem.to_user
 
         def primal_of(w):
             return problem.hinge_primal(w, risk.weights, lam)
     else:
-        run = _PythonBCFW(risk, lam, averaging)
+        run = _PythonBCFW(risk, lam, averaging, weights)
+        to_engine = to_user = np.array
         primal_risk = _sparse_view(risk)
 
         def primal_of(w):
             return structured_hinge_primal(primal_risk, w)[0]
+    if state:
+        _restore_bcfw(run, problem is not None, state, to_engine)
     progress = Progress(verbose, callback, printer, unit="pass")
-    state = {"message": "maximum number of passes reached", "converged": False}
+    status = {"message": "maximum number of passes reached", "converged": False}
     gaps = []
+    keep = state is not None
+    continuing = bool(state)
 
     def snapshot():
-        return (*run.current(), run.step)
+        if not keep:
+            return (*run.current(), run.step, None)
+        return (*run.current(), run.step,
+                _bcfw_state(run, problem is not None, to_user, seen + batch_weight))
 
     def evaluate(snap):
         """(P(w̄), P(w̄) − D) for a snapshot (w̄, Σ ℓ, steps): D = Σ ℓ − (λ/2) ‖w̄‖²."""
-        w, dual_sum, _ = snap
+        w, dual_sum = snap[0], snap[1]
         primal = primal_of(w)
+        if continuing:
+            return primal, float("nan")
         return primal, primal - (dual_sum - 0.5 * lam * float(w @ w))
 
     def on_value(snap, value):
         primal, gap = value
         gaps.append(gap)
         if progress.report(snap[0], primal, gap=gap):
-            state.update(message="stopped by callback", converged=True)
+            status.update(message="stopped by callback", converged=True)
             return True
         if gap <= tol:
-            state.update(message="duality gap below tol", converged=True)
+            status.update(message="duality gap below tol", converged=True)
             return True
         return False
 
     snap = snapshot()
     if max_iter >= 1:
-        snap = drive_passes(run, lambda: rng.permutation(n), snapshot, evaluate, on_value,
+        snap = drive_passes(run, pass_order(rng, n, shuffle), snapshot, evaluate, on_value,
                             max_iter, overlap_threads(problem))
     return OptimizeResult(
-        w=snap[0], n_iter=progress.n_iter, converged=state["converged"],
-        objective_curve=progress.curve, message=state["message"], n_evaluations=snap[2],
-        duality_gaps=gaps,
+        w=snap[0], n_iter=progress.n_iter, converged=status["converged"],
+        objective_curve=progress.curve, message=status["message"], n_evaluations=snap[2],
+        duality_gaps=gaps, extra={} if snap[3] is None else {"state": snap[3]},
     )
+
+
+def _restore_bcfw(run, compiled, state, to_engine):
+    """Continue ``run`` from a previous run's ``state``: w, its lazy average, the step
+    counter and the dual sums."""
+    run.w = to_engine(state["w"])
+    if state.get("lazy") is not None:
+        run.lazy = to_engine(state["lazy"])
+    run.step = int(state["step"])
+    if compiled:
+        run.sums[:] = state["dual_sums"]
+    else:
+        run.ell_total, run.ell_avg_total = state["dual_sums"]
+
+
+def _bcfw_state(run, compiled, to_user, seen_weight):
+    """The ``state`` that :func:`minimize_bcfw` continues from, column order."""
+    if compiled:
+        dual_sums = (float(run.sums[0]), float(run.sums[1]))
+    else:
+        dual_sums = (run.ell_total, run.ell_avg_total)
+    return {"w": to_user(run.w), "lazy": to_user(run.lazy) if run.averaging else None,
+            "step": run.step, "dual_sums": dual_sums, "seen_weight": seen_weight}
 
 
 class _PythonBCFW:
     """The BCFW steps as a Python loop (any decoder and feature map with
     ``example_transpose``); the same arithmetic as the compiled pass."""
 
-    def __init__(self, risk, lam, averaging):
+    def __init__(self, risk, lam, averaging, weights=None):
         self.risk, self.lam, self.averaging = risk, lam, averaging
+        self.weights = risk.weights if weights is None else weights
         n_params = risk.features.n_params
         self.w = np.zeros(n_params)
         self.lazy = np.zeros(n_params)
@@ -156,7 +220,7 @@ class _PythonBCFW:
 
     def run_pass(self, order):
         risk, w, lam, ell = self.risk, self.w, self.lam, self.ell
-        features, decoder, omega = risk.features, risk.decoder, risk.weights
+        features, decoder, omega = risk.features, risk.decoder, self.weights
         for i in order:
             batch_i, y_i = self.examples[i]
             scores_i = features.scores(batch_i, w)

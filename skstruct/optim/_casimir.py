@@ -5,7 +5,7 @@ import math
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._svrg import EpochLog, _check_common, smoothed_problem, smoothness_estimate
+from ._svrg import EpochLog, _check_common, epoch_order, smoothed_problem, smoothness_estimate
 
 __all__ = ["SCHEDULES", "WARM_START_RULES", "catalyst_alpha_beta", "minimize_casimir"]
 
@@ -40,6 +40,7 @@ def minimize_casimir(
     risk, w0=None, *, max_iter=50, tol=0.0, smoothing="l2", mu=None, top_k=5,
     schedule="const", kappa=None, warm_start_rule=None, learning_rate="auto",
     averaging=True, random_state=None, verbose=0, callback=None, printer=print,
+    shuffle=True, state=None,
 ):
     """Structured SVM by Casimir-SVRG (Catalyst acceleration with smoothing).
 
@@ -95,6 +96,17 @@ def minimize_casimir(
     random_state : int, RandomState or None
     verbose, callback, printer
         As for the other solvers.
+    shuffle : bool, default=True
+        As for :func:`~skstruct.optim._svrg.minimize_svrg`.
+    state : dict or None, default=None
+        To continue on new examples (``partial_fit``): the previous run's
+        ``extra["state"]``, or an empty dict for a first run. It holds the outer loop:
+        w_{k−1}, z_{k−1}, z_{k−2}, α_{k−1}, the outer counter k (μ_k continues its
+        schedule), κ and the step size fixed by the first run, and the oracle-call
+        counter ``t``. Each outer iteration then runs on the examples at hand: Catalyst's
+        accelerated rate is a statement about one fixed objective and does not carry
+        across runs on different examples, where the extrapolation is a heuristic
+        momentum.
 
     Returns
     -------
@@ -102,7 +114,8 @@ def minimize_casimir(
         ``objective_curve``: P(w_k); ``n_evaluations``: smoothed oracle calls; ``extra``:
         ``mu`` per epoch, ``kappa``, ``learning_rate`` (last), ``oracle_calls``
         (cumulative smoothed oracle calls after each epoch, 2n per epoch; the primal's
-        evaluation is not counted), ``inexact``.
+        evaluation is not counted), ``inexact``, and with ``state`` the ``state`` to
+        continue from.
 
     References
     ----------
@@ -127,6 +140,8 @@ def minimize_casimir(
     rng = check_random_state(random_state)
     n, lam = risk.n_examples, risk.alpha
     l_mu = smoothness_estimate(problem, risk.weights)
+    if state and "kappa" in state:
+        kappa = state["kappa"]
     if kappa is None:
         if schedule == "const":
             # L of the step 1/(L + λ + κ): the estimate, or the one a given step implies
@@ -146,27 +161,44 @@ def minimize_casimir(
     z = w.copy()            # z_{k−1}
     z_prev = w.copy()       # z_{k−2}
     alpha = math.sqrt(q)
+    first = 0
+    if state:
+        w_prev, z, z_prev = (problem.to_engine(state.get(key, state["w_prev"]))
+                             for key in ("w_prev", "z", "z_prev"))
+        w = w_prev.copy()
+        alpha, first = float(state.get("alpha", alpha)), int(state.get("k", 0))
+    fixed_eta = state.get("learning_rate") if state else None
     log = EpochLog(sp, risk, tol, verbose, callback, printer)
     eta = None
-    for k in range(max_iter):
+    next_order = epoch_order(rng, n, shuffle)
+    k = first - 1
+    for k in range(first, first + max_iter):
         mu_k = mu0 if schedule == "const" else mu0 * max(decay ** k, MU_FLOOR)
-        if learning_rate == "auto":
+        if learning_rate != "auto":
+            eta = float(learning_rate)
+        elif fixed_eta is not None:
+            eta = float(fixed_eta)
+        else:
             # held at μ_0's value: the paper's adaptive runs keep a fixed step, and a step
             # shrinking with μ_k would stall the iterates as μ_k decays
             eta = 1.0 / (l_mu / mu0 + lam + kappa)
-        else:
-            eta = float(learning_rate)
         if rule == "prox_center":
             start = z
         elif rule == "prev_iterate":
             start = w_prev
         else:
             start = w_prev + kappa / (kappa + lam) * (z - z_prev)
-        w, _ = sp.epoch(start, mu_k, eta, kappa, z, rng.randint(0, n, size=n), averaging)
+        w, _ = sp.epoch(start, mu_k, eta, kappa, z, next_order(), averaging)
         alpha, beta = catalyst_alpha_beta(alpha, q)
         z_prev = z
         z = w + beta * (w - w_prev)
         w_prev = w
         if log.after_epoch(w, mu_k):
             break
-    return log.result(w, kappa=kappa, learning_rate=eta)
+    kept = {} if state is None else {"state": {
+        "w_prev": problem.to_user(w_prev), "z": problem.to_user(z),
+        "z_prev": problem.to_user(z_prev), "alpha": alpha, "k": k + 1, "kappa": kappa,
+        "learning_rate": eta, "t": int(state.get("t", 0)) + sp.oracle_calls}}
+    if state is not None:
+        kept["t"] = kept["state"]["t"]
+    return log.result(w, kappa=kappa, learning_rate=eta, **kept)

@@ -67,6 +67,12 @@ class SolverSpec:
         Whether it minimizes an L1 term beside the smooth risk: an estimator with an L1
         penalty passes ``options["l1"]`` (the L1 strength, > 0), which solvers without it
         do not accept (:func:`check_solver` says so).
+    partial_fit : bool, default=False
+        Whether it can continue on new data (an estimator's ``partial_fit``): given
+        ``options["state"]`` (a dict, empty on the first call: start from ``w0``), it
+        continues from that state and returns the state to pass to the next call in
+        ``extra["state"]``. ``options["shuffle"]`` (default True) says whether a pass
+        visits the examples in a random order.
     """
 
     name: str
@@ -75,12 +81,14 @@ class SolverSpec:
     warm_start: bool
     description: str
     l1: bool = False
+    partial_fit: bool = False
 
 
 _REGISTRY = {}
 
 
-def register_solver(name, run, *, losses, warm_start, description, l1=False, replace=False):
+def register_solver(name, run, *, losses, warm_start, description, l1=False,
+                    partial_fit=False, replace=False):
     """Add a solver to the registry.
 
     Parameters
@@ -94,6 +102,9 @@ def register_solver(name, run, *, losses, warm_start, description, l1=False, rep
     description : str
     l1 : bool, default=False
         Whether ``run`` minimizes the L1 term ``options["l1"] * ||w||_1`` beside the risk.
+    partial_fit : bool, default=False
+        Whether ``run`` continues from ``options["state"]`` on new data (see
+        :class:`SolverSpec`).
     replace : bool, default=False
         Allow replacing a solver registered under the same name.
 
@@ -123,10 +134,13 @@ def register_solver(name, run, *, losses, warm_start, description, l1=False, rep
         raise TypeError(f"warm_start must be True or False; got {warm_start!r}.")
     if l1 not in (True, False):
         raise TypeError(f"l1 must be True or False; got {l1!r}.")
+    if partial_fit not in (True, False):
+        raise TypeError(f"partial_fit must be True or False; got {partial_fit!r}.")
     if name in _REGISTRY and not replace:
         raise ValueError(f"A solver named {name!r} is registered already; pass "
                          "replace=True to replace it.")
-    spec = SolverSpec(name, run, losses, bool(warm_start), str(description), bool(l1))
+    spec = SolverSpec(name, run, losses, bool(warm_start), str(description), bool(l1),
+                      bool(partial_fit))
     _REGISTRY[spec.name] = spec
     return spec
 
@@ -192,16 +206,17 @@ def loss_family(loss):
     return "smooth"
 
 
-def check_solver(name, family, *, warm_start=False, l1=False):
-    """The :class:`SolverSpec` of ``name``, checked against a loss family, warm start and
-    an L1 penalty.
+def check_solver(name, family, *, warm_start=False, l1=False, partial_fit=False):
+    """The :class:`SolverSpec` of ``name``, checked against a loss family, warm start,
+    an L1 penalty and ``partial_fit``.
 
     Raises
     ------
     ValueError
         When the solver does not solve ``family`` (the message names the solvers that
         do), ``warm_start`` is asked of a solver that cannot continue a previous fit, or
-        ``l1`` (an L1 term in the penalty) of a solver without one.
+        ``l1`` (an L1 term in the penalty) of a solver without one, or ``partial_fit``
+        of a solver that cannot continue on new data.
     """
     spec = get_solver(name)
     if family not in LOSS_FAMILIES:
@@ -224,6 +239,13 @@ def check_solver(name, family, *, warm_start=False, l1=False):
         raise ValueError(
             f"solver={name!r} cannot minimize an L1 penalty (l1_ratio > 0); "
             f"{_alternatives(able)} with l1_ratio > 0, or l1_ratio=0."
+        )
+    if partial_fit and not spec.partial_fit:
+        able = sorted(other for other in solver_names(family)
+                      if get_solver(other).partial_fit)
+        raise ValueError(
+            f"solver={name!r} cannot continue on new data (partial_fit): it solves one "
+            f"fixed training set; {_alternatives(able)} with partial_fit, or fit."
         )
     return spec
 
@@ -255,7 +277,8 @@ def run_solver(name, risk, w0, options, n_jobs=None):
     OptimizeResult
     """
     get_solver(name)  # an unknown name is the error, before the risk is read
-    spec = check_solver(name, loss_family(risk.loss), l1=options.get("l1", 0) > 0)
+    spec = check_solver(name, loss_family(risk.loss), l1=options.get("l1", 0) > 0,
+                        partial_fit=options.get("state") is not None)
     with n_jobs_threads(n_jobs):
         return spec.run(risk, w0, dict(options))
 

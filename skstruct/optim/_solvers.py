@@ -44,26 +44,32 @@ def _with_oracle_calls(result, per_iteration):
     return result
 
 
+#: Options of the incremental solvers, passed on when the estimator gives them.
+_PASS_OPTIONS = ("max_iter", "tol", "averaging", "random_state", "verbose", "callback",
+                 "shuffle", "state")
+
+
 def _run_bcfw(risk, w0, options):
     return _with_oracle_calls(_with_step_counter(minimize_bcfw(
-        risk, **_pick(options, "max_iter", "tol", "averaging", "random_state", "verbose",
-                      "callback"))), risk.n_examples)
+        risk, **_pick(options, *_PASS_OPTIONS, "batch_weight"))), risk.n_examples)
 
 
 def _run_subgradient(risk, w0, options):
     return _with_oracle_calls(_with_step_counter(minimize_subgradient(
         risk, w0, first_step=options.get("first_step", 0),
-        **_pick(options, "max_iter", "tol", "averaging", "random_state", "verbose",
-                "callback"))), risk.n_examples)
+        **_pick(options, *_PASS_OPTIONS))), risk.n_examples)
 
 
 #: Options of the smoothed solvers, passed on when the estimator gives them.
 _SMOOTHED_OPTIONS = ("max_iter", "tol", "smoothing", "top_k", "learning_rate", "averaging",
-                     "random_state", "verbose", "callback")
+                     "random_state", "verbose", "callback", "shuffle", "state")
 
 
 def _run_svrg(risk, w0, options):
     if loss_family(risk.loss) == "smooth":
+        if options.get("state") is not None:
+            raise ValueError("solver='svrg' continues on new data (partial_fit) for the "
+                             "structured hinge only.")
         return minimize_svrg_crf(
             risk, w0, fixed=options.get("fixed"),
             **_pick(options, "max_iter", "tol", "learning_rate", "random_state", "verbose",
@@ -101,7 +107,7 @@ def _run_cutting_plane(risk, w0, options):
 def _run_perceptron(risk, w0, options):
     return _with_step_counter(perceptron(
         risk, w0, **_pick(options, "max_iter", "averaging", "random_state", "verbose",
-                          "callback")))
+                          "callback", "shuffle", "state")))
 
 
 def _smooth_part(risk, w0, options):
@@ -151,12 +157,12 @@ def _run_owlqn(risk, w0, options):
 
 
 register_solver(
-    "bcfw", _run_bcfw, losses={"hinge_margin"}, warm_start=False,
+    "bcfw", _run_bcfw, losses={"hinge_margin"}, partial_fit=True, warm_start=False,
     description="block-coordinate Frank-Wolfe on the dual, exact line search, the duality "
                 "gap after every pass")
 register_solver(
     "subgradient", _run_subgradient, losses={"hinge_margin", "hinge_slack"},
-    warm_start=True,
+    partial_fit=True, warm_start=True,
     description="stochastic subgradient with Pegasos steps and averaging")
 register_solver(
     "cutting_plane", _run_cutting_plane, losses={"hinge_margin", "hinge_slack"},
@@ -164,16 +170,17 @@ register_solver(
     description="one-slack cutting planes, the working-set QP solved exactly, an inference "
                 "cache when inference is costly")
 register_solver(
-    "svrg", _run_svrg, losses={"hinge_margin", "smooth"}, warm_start=False,
+    "svrg", _run_svrg, losses={"hinge_margin", "smooth"}, partial_fit=True,
+    warm_start=False,
     description="SVRG on the smoothed structured hinge (entropy or top-K l2 smoothing) or "
                 "on the CRF loss, lazy dense updates, the training objective after every "
                 "epoch")
 register_solver(
-    "casimir", _run_casimir, losses={"hinge_margin"}, warm_start=False,
+    "casimir", _run_casimir, losses={"hinge_margin"}, partial_fit=True, warm_start=False,
     description="Casimir-SVRG: Catalyst extrapolation around SVRG epochs on the smoothed "
                 "hinge, constant or decreasing smoothing")
 register_solver(
-    "perceptron", _run_perceptron, losses={"perceptron"}, warm_start=True,
+    "perceptron", _run_perceptron, losses={"perceptron"}, partial_fit=True, warm_start=True,
     description="the (averaged) structured perceptron")
 register_solver(
     "lbfgs", _quasi_newton(minimize_lbfgs, l1_fallback=_run_owlqn), losses={"smooth"},

@@ -19,7 +19,8 @@ __all__ = ["minimize_subgradient", "perceptron"]
 
 def minimize_subgradient(
     risk, w0=None, *, max_iter=50, tol=0.0, averaging=True, random_state=None, verbose=0,
-    callback=None, printer=print, first_step=0, _force_python=False,
+    callback=None, printer=print, first_step=0, shuffle=True, state=None,
+    _force_python=False,
 ):
     """Minimize (λ/2) ‖w‖² + Σ_i ω_i ℓ_i(w) by stochastic subgradient steps.
 
@@ -48,12 +49,21 @@ def minimize_subgradient(
     first_step : int, default=0
         Step counter t to start from, to continue a previous run from ``w0`` with small
         steps.
+    shuffle : bool, default=True
+        Visit the examples in a new random order each pass; False: in their order.
+    state : dict or None, default=None
+        To continue a run on new examples (``partial_fit``): the ``extra["state"]`` of the
+        previous run, or an empty dict to start from ``w0`` and ``first_step``. It holds
+        the raw iterate ``w``, the average ``w_avg``, the step counter ``step`` (η_t
+        continues from it) and ``first_step``, the step the average started from: the
+        steps and the average continue as if the examples of all runs had been one pass.
 
     Returns
     -------
     OptimizeResult
         ``objective_curve`` holds the objective of the returned iterate after each pass;
-        ``n_evaluations`` is the step counter reached.
+        ``n_evaluations`` is the step counter reached; with ``state``, ``extra["state"]``
+        is the state after the last pass reported.
 
     Notes
     -----
@@ -83,15 +93,36 @@ def minimize_subgradient(
     scales = n * risk.weights
     known, rescaling = loss_rescaling(risk.loss)
     problem = None if (_force_python or not known) else compiled_problem(risk, rescaling)
+    if state:
+        w = np.array(state["w"], dtype=np.float64)
+        first_step = int(state["first_step"])
     if problem is not None:
         run = problem.subgradient(w, scales, lam, averaging, first_step)
+        to_engine, to_user = problem.to_engine, problem.to_user
     else:
         run = _PythonSubgradient(risk, w, scales, lam, averaging, first_step)
-    progress = Progress(verbose, callback, printer, unit="pass")
-    state = {"message": "maximum number of passes reached", "converged": False}
+        to_engine = to_user = np.array
+    if state:
+        run.step = int(state["step"])
+        if averaging:
+            average = state.get("w_avg")
+            if average is not None:
+                if problem is not None:
+                    run.u = to_engine(average)
+                else:
+                    run.w_avg = np.array(average, dtype=np.float64)
+    keep = state is not None
+    status = {"message": "maximum number of passes reached", "converged": False}
 
     def snapshot():
-        return run.current(), run.step
+        if not keep:
+            return run.current(), run.step, None
+        raw = run.v if problem is not None else run.w
+        return run.current(), run.step, {
+            "w": to_user(raw), "w_avg": run.current() if averaging else None,
+            "step": run.step, "first_step": run.first_step}
+
+    progress = Progress(verbose, callback, printer, unit="pass")
 
     def evaluate(snap):
         return (risk.value(snap[0]) if problem is None
@@ -99,22 +130,31 @@ def minimize_subgradient(
 
     def on_value(snap, value):
         if progress.report(snap[0], value):
-            state.update(message="stopped by callback", converged=True)
+            status.update(message="stopped by callback", converged=True)
             return True
         curve = progress.curve
         if tol > 0 and len(curve) > 1 and curve[-2] - value <= tol * abs(curve[-2]):
-            state.update(message="relative decrease below tol", converged=True)
+            status.update(message="relative decrease below tol", converged=True)
             return True
         return False
 
     snap = snapshot()
     if max_iter >= 1:
-        snap = drive_passes(run, lambda: rng.permutation(n), snapshot, evaluate, on_value,
+        snap = drive_passes(run, pass_order(rng, n, shuffle), snapshot, evaluate, on_value,
                             max_iter, overlap_threads(problem))
     return OptimizeResult(
-        w=snap[0], n_iter=progress.n_iter, converged=state["converged"],
-        objective_curve=progress.curve, message=state["message"], n_evaluations=snap[1],
+        w=snap[0], n_iter=progress.n_iter, converged=status["converged"],
+        objective_curve=progress.curve, message=status["message"], n_evaluations=snap[1],
+        extra={} if snap[2] is None else {"state": snap[2]},
     )
+
+
+def pass_order(rng, n, shuffle):
+    """``next_order()`` of the passes: a new permutation of the n examples each pass
+    (``shuffle``), else 0 .. n − 1."""
+    if shuffle:
+        return lambda: rng.permutation(n)
+    return lambda: np.arange(n)
 
 
 class _PythonSubgradient:
@@ -142,7 +182,8 @@ class _PythonSubgradient:
 
 
 def perceptron(risk, w0=None, *, max_iter=10, averaging=True, random_state=None, verbose=0,
-               callback=None, printer=print, _force_python=False):
+               callback=None, printer=print, shuffle=True, state=None,
+               _force_python=False):
     """The structured perceptron: w ← w − A_iᵀ(a_ŷ − a_{y_i}) after each mistake.
 
     Parameters
@@ -155,14 +196,21 @@ def perceptron(risk, w0=None, *, max_iter=10, averaging=True, random_state=None,
         Number of passes.
     averaging : bool, default=True
         Return the uniform average of all iterates (the averaged perceptron).
-    random_state, verbose, callback, printer
+    random_state, verbose, callback, printer, shuffle
         As for :func:`minimize_subgradient`.
+    state : dict or None, default=None
+        To continue a run on new examples (``partial_fit``): the previous run's
+        ``extra["state"]``, or an empty dict to start from ``w0``. It holds the raw
+        iterate ``w``, the step counter ``step`` T and ``acc``, Σ_t t Δw_t, so that the
+        average of w_0 .. w_T is w_T − acc / (T + 1): the average continues over the
+        examples of all runs.
 
     Returns
     -------
     OptimizeResult
         ``objective_curve`` holds the fraction of examples mispredicted during each pass;
-        ``converged`` is True when a pass made no mistake.
+        ``converged`` is True when a pass made no mistake; with ``state``,
+        ``extra["state"]`` is the state after the last pass.
 
     Notes
     -----
@@ -182,14 +230,19 @@ def perceptron(risk, w0=None, *, max_iter=10, averaging=True, random_state=None,
     known, rescaling = loss_rescaling(risk.loss)
     problem = (None if (_force_python or not known or rescaling is not None)
                else compiled_problem(risk, None))
+    if state:
+        w = np.array(state["w"], dtype=np.float64)
     if problem is not None:
         run = problem.perceptron(w, scales, averaging)
     else:
         run = _PythonPerceptron(risk, w, scales, averaging)
+    if state:
+        _restore_perceptron(run, problem, state["step"], state.get("acc"))
     progress = Progress(verbose, callback, printer, unit="pass")
     message, converged = "maximum number of passes reached", False
+    next_order = pass_order(rng, n, shuffle)
     for _ in range(max_iter):
-        mistakes = run.run_pass(rng.permutation(n))
+        mistakes = run.run_pass(next_order())
         # the average costs a pass over w: made only for a callback that receives it
         current = run.current() if callback is not None else None
         if progress.report(current, mistakes / n, mistakes=mistakes):
@@ -201,7 +254,27 @@ def perceptron(risk, w0=None, *, max_iter=10, averaging=True, random_state=None,
     return OptimizeResult(
         w=run.current(), n_iter=progress.n_iter, converged=converged,
         objective_curve=progress.curve, message=message, n_evaluations=run.step,
+        extra={} if state is None else {"state": _perceptron_state(run, problem)},
     )
+
+
+def _restore_perceptron(run, problem, step, acc):
+    """Continue ``run`` (compiled when ``problem`` is not None) from step ``step`` with
+    the accumulator ``acc`` (column order; None: the average starts at w)."""
+    if problem is None:
+        run.restore(step, acc)
+        return
+    run.step = int(step)
+    if acc is not None and run.averaging:
+        run.acc = problem.to_engine(acc)
+
+
+def _perceptron_state(run, problem):
+    """The state that :func:`perceptron` continues from (``state``), column order."""
+    if problem is None:
+        return run.state()
+    return {"w": problem.to_user(run.w), "step": run.step,
+            "acc": problem.to_user(run.acc) if run.averaging else None}
 
 
 class _PythonPerceptron:
@@ -233,4 +306,15 @@ class _PythonPerceptron:
 
     def current(self):
         return (self.w_avg if self.averaging else self.w).copy()
+
+    def restore(self, step, acc):
+        """Continue from step ``step`` with the average w − acc / (step + 1)."""
+        self.step = int(step)
+        if acc is not None:
+            self.w_avg = self.w - np.asarray(acc) / (self.step + 1)
+
+    def state(self):
+        """The raw w, the step T and acc = (T + 1)(w − w̄) (see :func:`perceptron`)."""
+        return {"w": self.w.copy(), "step": self.step,
+                "acc": (self.step + 1) * (self.w - self.w_avg) if self.averaging else None}
 

@@ -202,7 +202,7 @@ class SmoothedProblem:
 def minimize_svrg(
     risk, w0=None, *, max_iter=50, tol=0.0, smoothing="l2", mu=1.0, top_k=5,
     learning_rate="auto", averaging=True, random_state=None, verbose=0, callback=None,
-    printer=print,
+    printer=print, shuffle=True, state=None,
 ):
     """Structured SVM by SVRG on the smoothed structured hinge.
 
@@ -236,6 +236,17 @@ def minimize_svrg(
         Examples drawn uniformly with replacement, n per epoch.
     verbose, callback, printer
         As for the other solvers; the callback receives the epoch, w and P(w).
+    shuffle : bool, default=True
+        Draw the n steps of an epoch at random (with replacement); False: visit the
+        examples once each, in their order.
+    state : dict or None, default=None
+        To continue on new examples (``partial_fit``): the previous run's
+        ``extra["state"]`` (the iterate ``w``, the step size ``learning_rate`` fixed by
+        the first run, and the oracle-call counter ``t``), or an empty dict for a first
+        run. Each epoch is anchored at a full gradient of the examples at hand, so
+        variance reduction (and its linear rate) holds within a run's examples only;
+        across runs on different examples it is a sequence of SVRG epochs on their
+        objectives.
 
     Returns
     -------
@@ -244,7 +255,8 @@ def minimize_svrg(
         calls; ``extra``: ``mu`` per epoch, ``oracle_calls`` (cumulative oracle calls
         after each epoch, 2n per epoch; the primal's evaluation is not counted),
         ``inexact`` (top-K calls
-        whose K outputs did not cover the projection's support), ``learning_rate``.
+        whose K outputs did not cover the projection's support), ``learning_rate``,
+        and with ``state`` the ``state`` to continue from.
 
     References
     ----------
@@ -257,18 +269,36 @@ def minimize_svrg(
     sp = smoothed_problem(risk, smoothing, top_k, "svrg")
     rng = check_random_state(random_state)
     n, lam = risk.n_examples, risk.alpha
-    if learning_rate == "auto":
-        eta = 1.0 / (smoothness_estimate(sp.problem, risk.weights) / mu + lam)
-    else:
+    if learning_rate != "auto":
         eta = float(learning_rate)
+    elif state and "learning_rate" in state:
+        eta = float(state["learning_rate"])
+    else:
+        eta = 1.0 / (smoothness_estimate(sp.problem, risk.weights) / mu + lam)
     problem = sp.problem
+    if state:
+        w0 = state["w"]
     w = problem.to_engine(np.zeros(problem.n_params) if w0 is None else w0)
     log = EpochLog(sp, risk, tol, verbose, callback, printer)
+    next_order = epoch_order(rng, n, shuffle)
     for _ in range(max_iter):
-        w, _ = sp.epoch(w, mu, eta, 0.0, w, rng.randint(0, n, size=n), averaging)
+        w, _ = sp.epoch(w, mu, eta, 0.0, w, next_order(), averaging)
         if log.after_epoch(w, mu):
             break
-    return log.result(w, learning_rate=eta)
+    kept = {} if state is None else {"state": {
+        "w": problem.to_user(w), "learning_rate": eta,
+        "t": int(state.get("t", 0)) + sp.oracle_calls}}
+    if state is not None:
+        kept["t"] = kept["state"]["t"]
+    return log.result(w, learning_rate=eta, **kept)
+
+
+def epoch_order(rng, n, shuffle):
+    """``next_order()`` of the SVRG epochs: n examples drawn with replacement
+    (``shuffle``), else 0 .. n − 1."""
+    if shuffle:
+        return lambda: rng.randint(0, n, size=n)
+    return lambda: np.arange(n)
 
 
 class EpochLog:

@@ -1,0 +1,289 @@
+"""partial_fit of the structured perceptron and the structured SVM's stochastic solvers."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import make_blobs
+from sklearn.utils import estimator_checks
+from sklearn.utils.estimator_checks import (
+    check_dataframe_column_names_consistency,
+    check_estimators_partial_fit_n_features,
+    check_n_features_in_after_fitting,
+)
+
+from skstruct import StructuredPerceptron, StructuredSVM
+from skstruct.losses import StructuredHingeLoss
+from skstruct.optim import RegularizedRisk, structured_hinge_primal
+
+
+def _blobs(n=240, seed=0):
+    X, y = make_blobs(n, centers=4, n_features=5, cluster_std=2.5, random_state=seed)
+    return X, np.array(["a", "b", "c", "d"])[y]
+
+
+def _sequences(n_seq, seed, n_labels=3, n_features=8):
+    """Tagging data: a Markov chain of labels, noisy one-hot features of each label."""
+    rng = np.random.default_rng(seed)
+    stay = 0.6
+    X, y = [], []
+    for _ in range(n_seq):
+        length = int(rng.integers(3, 10))
+        labels = [int(rng.integers(n_labels))]
+        for _ in range(length - 1):
+            labels.append(labels[-1] if rng.random() < stay else int(rng.integers(n_labels)))
+        labels = np.array(labels)
+        features = rng.normal(scale=1.0, size=(length, n_features))
+        features[np.arange(length), labels] += 1.5
+        X.append(features)
+        y.append(np.array(["B", "I", "O"])[labels])
+    return X, y
+
+
+def _halves(X, y):
+    half = len(y) // 2
+    return (X[:half], y[:half]), (X[half:], y[half:])
+
+
+def _quiet(function, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return function(*args, **kwargs)
+
+
+def _params(model):
+    return model._params()
+
+
+# --- (a) partial fits equal one pass of fit where the algorithm guarantees it -----------
+
+@pytest.mark.parametrize("averaging", [True, False])
+@pytest.mark.parametrize("data", ["multiclass", "sequence"])
+def test_perceptron_halves_equal_one_pass_of_fit(averaging, data):
+    X, y = _blobs() if data == "multiclass" else _sequences(60, 0)
+    (X1, y1), (X2, y2) = _halves(X, y)
+    labels = np.unique(np.concatenate([np.ravel(v) for v in y]))
+    full = StructuredPerceptron(max_iter=1, shuffle=False, averaging=averaging).fit(X, y)
+    model = StructuredPerceptron(shuffle=False, averaging=averaging)
+    model.partial_fit(X1, y1, classes=labels)
+    model.partial_fit(X2, y2)
+    np.testing.assert_array_equal(_params(model), _params(full))
+    assert np.any(_params(model) != 0)
+
+
+@pytest.mark.parametrize("averaging", [True, False])
+@pytest.mark.parametrize("data", ["multiclass", "sequence"])
+def test_subgradient_halves_equal_one_pass_of_fit(averaging, data):
+    X, y = _blobs() if data == "multiclass" else _sequences(60, 1)
+    (X1, y1), (X2, y2) = _halves(X, y)
+    labels = np.unique(np.concatenate([np.ravel(v) for v in y]))
+    kwargs = dict(solver="subgradient", alpha=0.05, shuffle=False, averaging=averaging)
+    full = _quiet(StructuredSVM(max_iter=1, **kwargs).fit, X, y)
+    model = StructuredSVM(**kwargs)
+    model.partial_fit(X1, y1, classes=labels)
+    model.partial_fit(X2, y2)
+    # the same steps; only the rescaling of w = a v between passes rounds differently
+    np.testing.assert_allclose(_params(model), _params(full), rtol=1e-12, atol=1e-12)
+    assert model.t_ == full.t_ == len(y)
+
+
+def test_perceptron_three_calls_equal_one_pass_with_weights_of_one():
+    X, y = _sequences(45, 2)
+    full = StructuredPerceptron(max_iter=1, shuffle=False).fit(X, y)
+    model = StructuredPerceptron(shuffle=False)
+    for start in range(0, 45, 15):
+        model.partial_fit(X[start:start + 15], y[start:start + 15],
+                          classes=["B", "I", "O"], sample_weight=np.ones(15))
+    np.testing.assert_array_equal(_params(model), _params(full))
+
+
+# --- (b) where it does not (BCFW across batches): continue sensibly ----------------------
+
+def _training_objective(model, X, y):
+    """(alpha / 2) ||w||^2 + mean structured hinge of ``model`` on (X, y)."""
+    kind = model._fitted_kind()
+    batch, classes, y_encoded = kind.check_training_data(X, y, "test")
+    assert np.array_equal(classes, model.classes_)
+    risk = RegularizedRisk(model._features(), batch, y_encoded, model.decoder_,
+                           StructuredHingeLoss(model.loss_, "margin"), model.alpha,
+                           np.ones(batch.n_sequences))
+    return structured_hinge_primal(risk, _params(model))[0]
+
+
+@pytest.mark.parametrize("solver", ["bcfw", "svrg", "casimir"])
+def test_stochastic_svm_second_half_lowers_the_training_objective(solver):
+    X, y = _blobs(480, seed=3)
+    X_train, y_train, X_test, y_test = X[:320], y[:320], X[320:], y[320:]
+    (X1, y1), (X2, y2) = _halves(X_train, y_train)
+    model = StructuredSVM(solver=solver, alpha=0.01, random_state=0)
+    model.partial_fit(X1, y1, classes=np.unique(y))
+    after_first = _training_objective(model, X_train, y_train)
+    model.partial_fit(X2, y2)
+    after_both = _training_objective(model, X_train, y_train)
+    assert after_both < after_first
+    full = _quiet(StructuredSVM(solver=solver, alpha=0.01, max_iter=2,
+                                random_state=0).fit, X_train, y_train)
+    # one pass over each half against two passes of fit: held-out accuracy within 5 points
+    assert model.score(X_test, y_test) >= full.score(X_test, y_test) - 0.05
+
+
+def test_bcfw_minibatches_of_sentences_reach_the_accuracy_of_fit():
+    X, y = _sequences(300, 4)
+    X_train, y_train, X_test, y_test = X[:200], y[:200], X[200:], y[200:]
+    full = _quiet(StructuredSVM(alpha=0.01, max_iter=3, random_state=0).fit,
+                  X_train, y_train)
+    model = StructuredSVM(alpha=0.01, random_state=0)
+    for epoch in range(3):
+        for start in range(0, 200, 25):
+            model.partial_fit(X_train[start:start + 25], y_train[start:start + 25],
+                              classes=["B", "I", "O"])
+    assert not hasattr(model, "duality_gaps_")
+    assert model.n_iter_ == 1 and model.objective_curve_.shape == (1,)
+    assert model.t_ == 3 * 200
+    # token accuracy of three passes of mini-batches within 2 points of three passes of fit
+    assert model.score(X_test, y_test) >= full.score(X_test, y_test) - 0.02
+    assert model.score(X_test, y_test) > 0.7
+
+
+def test_perceptron_minibatches_of_sentences_reach_the_accuracy_of_fit():
+    X, y = _sequences(300, 5)
+    X_train, y_train, X_test, y_test = X[:200], y[:200], X[200:], y[200:]
+    full = StructuredPerceptron(max_iter=3, random_state=0).fit(X_train, y_train)
+    model = StructuredPerceptron(random_state=0)
+    for epoch in range(3):
+        for start in range(0, 200, 20):
+            model.partial_fit(X_train[start:start + 20], y_train[start:start + 20],
+                              classes=["B", "I", "O"])
+    assert model.score(X_test, y_test) >= full.score(X_test, y_test) - 0.02
+
+
+def test_a_batch_with_one_class_of_many():
+    X, y = _blobs()
+    model = StructuredSVM(solver="subgradient", random_state=0)
+    keep = y == "a"
+    model.partial_fit(X[keep], y[keep], classes=["a", "b", "c", "d"])
+    model.partial_fit(X[~keep], y[~keep])
+    assert model.classes_.tolist() == ["a", "b", "c", "d"]
+    assert model.score(X, y) > 0.5
+
+
+def test_multilabel_classes_are_implicit():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    Y = (X[:, :3] > 0).astype(int)
+    model = StructuredSVM(random_state=0)
+    model.partial_fit(X[:30], Y[:30])
+    model.partial_fit(X[30:], Y[30:], classes=np.arange(3))
+    assert model.classes_.tolist() == [0, 1, 2]
+    with pytest.raises(ValueError, match="label indices"):
+        model.partial_fit(X[30:], Y[30:], classes=["x", "y", "z"])
+
+
+# --- fit after partial_fit starts over; partial_fit after fit continues -----------------
+
+def test_fit_after_partial_fit_starts_over():
+    X, y = _blobs()
+    fresh = StructuredPerceptron(random_state=0).fit(X, y)
+    model = StructuredPerceptron(random_state=0)
+    model.partial_fit(X[:50], y[:50], classes=np.unique(y))
+    model.fit(X, y)
+    np.testing.assert_array_equal(_params(model), _params(fresh))
+    np.testing.assert_array_equal(model.objective_curve_, fresh.objective_curve_)
+
+
+@pytest.mark.parametrize("solver", ["bcfw", "subgradient"])
+def test_partial_fit_after_fit_continues_from_the_fitted_model(solver):
+    X, y = _blobs()
+    model = _quiet(StructuredSVM(solver=solver, max_iter=5, random_state=0).fit, X, y)
+    t_fit, before = model.t_, _params(model).copy()
+    model.partial_fit(X[:40], y[:40])
+    assert model.t_ == t_fit + 40
+    after = _params(model)
+    # a small move from the fitted model, not a restart from zero
+    assert 0 < np.linalg.norm(after - before) < 0.5 * np.linalg.norm(before)
+
+
+# --- (c) errors --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("model", [StructuredPerceptron(), StructuredSVM()])
+def test_first_call_without_classes_is_an_error(model):
+    X, y = _blobs(40)
+    with pytest.raises(ValueError, match="classes must be passed on the first call"):
+        clone(model).partial_fit(X, y)
+    X, y = _sequences(5, 0)
+    with pytest.raises(ValueError, match="classes must be passed on the first call"):
+        clone(model).partial_fit(X, y)
+
+
+@pytest.mark.parametrize("model", [StructuredPerceptron(), StructuredSVM()])
+def test_changed_classes_and_unseen_labels_are_errors(model):
+    X, y = _blobs(40)
+    model = clone(model).partial_fit(X, y, classes=["a", "b", "c", "d"])
+    with pytest.raises(ValueError, match="not the same as on the first call"):
+        model.partial_fit(X, y, classes=["a", "b", "c"])
+    y_bad = y.copy()
+    y_bad[3] = "z"
+    with pytest.raises(ValueError, match=r"labels \['z'\] not in classes"):
+        model.partial_fit(X, y_bad)
+    with pytest.raises(ValueError, match=r"not in classes"):
+        model.partial_fit(X, np.arange(40) % 4)
+    with pytest.raises(ValueError, match="at least 2 labels"):
+        clone(model).partial_fit(X, y, classes=["a"])
+    X_seq, y_seq = _sequences(6, 1)
+    seq = clone(model).partial_fit(X_seq, y_seq, classes=["B", "I", "O"])
+    y_seq[2] = np.where(y_seq[2] == "O", "X", y_seq[2])
+    y_seq[2][0] = "X"
+    with pytest.raises(ValueError, match=r"labels \['X'\] not in classes"):
+        seq.partial_fit(X_seq, y_seq)
+
+
+@pytest.mark.parametrize("model", [StructuredPerceptron(), StructuredSVM()])
+def test_changed_number_of_features_is_an_error(model):
+    X, y = _blobs(40)
+    model = clone(model).partial_fit(X, y, classes=np.unique(y))
+    with pytest.raises(ValueError, match="X has 4 features, but .* is expecting 5"):
+        model.partial_fit(X[:, :4], y)
+    X_seq, y_seq = _sequences(6, 1)
+    with pytest.raises(ValueError, match="trained on multiclass outputs"):
+        model.partial_fit(X_seq, y_seq)
+    seq = clone(model).partial_fit(X_seq, y_seq, classes=["B", "I", "O"])
+    with pytest.raises(ValueError, match="features"):
+        seq.partial_fit([x[:, :5] for x in X_seq], y_seq)
+
+
+def test_cutting_plane_has_no_partial_fit():
+    X, y = _blobs(40)
+    with pytest.raises(ValueError, match="cannot continue on new data"):
+        StructuredSVM(solver="cutting_plane").partial_fit(X, y, classes=np.unique(y))
+
+
+def test_a_failed_call_keeps_the_model():
+    X, y = _blobs(40)
+    model = StructuredPerceptron(shuffle=False).partial_fit(X, y, classes=np.unique(y))
+    before = _params(model).copy()
+    with pytest.raises(ValueError):
+        model.partial_fit(X[:, :4], y)
+    model.partial_fit(X, y)
+    again = StructuredPerceptron(shuffle=False).partial_fit(X, y, classes=np.unique(y))
+    again.partial_fit(X, y)
+    np.testing.assert_array_equal(_params(model), _params(again))
+    assert np.any(_params(model) != before)
+
+
+# --- (d) scikit-learn's checks of partial_fit --------------------------------------------
+# scikit-learn passes ``classes`` to the first partial_fit of classifiers only; these
+# estimators are not tagged classifiers (they learn sequences, trees...), so the checks
+# run here with ``is_classifier`` answering True for them.
+
+@pytest.mark.parametrize("model", [StructuredPerceptron(random_state=0),
+                                   StructuredSVM(random_state=0),
+                                   StructuredSVM(solver="subgradient", random_state=0)])
+@pytest.mark.parametrize("check", [check_estimators_partial_fit_n_features,
+                                   check_n_features_in_after_fitting,
+                                   check_dataframe_column_names_consistency])
+def test_scikit_learn_partial_fit_checks(model, check, monkeypatch):
+    monkeypatch.setattr(estimator_checks, "is_classifier", lambda estimator: True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(type(model).__name__, model)
