@@ -283,6 +283,11 @@ class FactorGraph:
         return tuple(self._structures)
 
     @property
+    def pairs_only(self):
+        """Whether every factor is a PAIR factor (no logic or structure factors)."""
+        return not (self._linear or self._orouts or self._structures)
+
+    @property
     def pairs(self):
         """The two variables of every PAIR factor, shape (n_pairs, 2), in the order of
         the pair scores."""

@@ -34,6 +34,7 @@ from ._base import (
     check_feasible,
     check_part_scores,
     check_score_array,
+    check_task_loss_argument,
     no_exact_loss_augmented_map,
 )
 from ._factor_graph import FactorGraph
@@ -204,7 +205,8 @@ class FactorGraphParts:
 
 def _pair_products(y, pairs):
     """y_a y_b of every PAIR factor, shape (n_examples, n_pairs)."""
-    return (y[:, pairs[:, 0]] * y[:, pairs[:, 1]]).astype(np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    return np.take(y, pairs[:, 0], axis=1) * np.take(y, pairs[:, 1], axis=1)
 
 
 class LPSparseMAPResult:
@@ -308,9 +310,21 @@ class FactorGraphDecoder(Decoder):
         Most ADMM iterations per solve (LP-MAP and LP-SparseMAP).
     tol : float, default=1e-6
         Stop an example when its primal and dual residuals are below ``tol``.
-    map_method : {"admm", "enumerate"}, default="admm"
-        How ``map`` and loss-augmented MAP are solved: LP-MAP rounded at 1/2, or exact
-        MAP by enumerating the 2 ** n_vars outputs (at most 16 variables).
+    map_method : {"admm", "enumerate", "exact"}, default="admm"
+        How ``map`` and loss-augmented MAP are solved: LP-MAP rounded at 1/2, exact MAP
+        by enumerating the 2 ** n_vars outputs (at most 16 variables), or exact MAP by
+        compiled branch and bound (graphs of PAIR factors only, such as
+        :meth:`FactorGraph.pairwise` without logic factors: :mod:`._factor_exact`; its
+        worst case visits all 2 ** n_vars outputs, typical multilabel scores far fewer).
+    decision : {"map", "marginals"}, default="map"
+        What :meth:`map` (and so ``predict`` of the models using the decoder) returns:
+        the MAP output (``map_method``), or the LP-SparseMAP variable marginals u*
+        rounded at 1/2 (:meth:`FactorGraph.round`, which also repairs broken logic
+        factors). ``"marginals"`` is the decision rule of models trained with the
+        LP-SparseMAP loss (:class:`~skstruct.SparseMAPClassifier`), whose scores are
+        fitted so that u* matches the gold outputs: the MAP of such scores tends to turn
+        on more labels than u* does. Loss-augmented inference (training the structured
+        hinge) always uses the MAP.
 
     Notes
     -----
@@ -361,14 +375,17 @@ class FactorGraphDecoder(Decoder):
         "graph": [FactorGraph],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
-        "map_method": [StrOptions({"admm", "enumerate"})],
+        "map_method": [StrOptions({"admm", "enumerate", "exact"})],
+        "decision": [StrOptions({"map", "marginals"})],
     }
 
-    def __init__(self, graph, *, max_iter=1000, tol=1e-6, map_method="admm"):
+    def __init__(self, graph, *, max_iter=1000, tol=1e-6, map_method="admm",
+                 decision="map"):
         self.graph = graph
         self.max_iter = max_iter
         self.tol = tol
         self.map_method = map_method
+        self.decision = decision
 
     # -- checks --------------------------------------------------------------------
 
@@ -457,7 +474,8 @@ class FactorGraphDecoder(Decoder):
 
     def map(self, scores, *, return_score=False):
         """The best output of every example: LP-MAP rounded at 1/2, or exact by
-        enumeration (``map_method``).
+        enumeration or branch and bound (``map_method``); with
+        ``decision="marginals"``, the LP-SparseMAP marginals rounded at 1/2 instead.
 
         Parameters
         ----------
@@ -471,13 +489,46 @@ class FactorGraphDecoder(Decoder):
             θ of the returned outputs, when ``return_score`` is True.
         """
         scores = self._check_scores(scores)
-        if self.map_method == "enumerate":
-            labels = self._enumerate_map(scores)
+        if self.decision == "marginals":
+            labels = self.graph.round(self._admm(scores, map_mode=False).u)
         else:
-            labels = self.graph.round(self._admm(scores, map_mode=True).u)
+            labels = self._map_labels(scores)
         if return_score:
             return labels, self._parts(scores, labels).dot(scores)
         return labels
+
+    def _map_labels(self, scores):
+        """The MAP outputs of checked scores, by ``map_method``."""
+        if self.map_method == "enumerate":
+            return self._enumerate_map(scores)
+        if self.map_method == "exact":
+            return self._exact_map(scores)
+        return self.graph.round(self._admm(scores, map_mode=True).u)
+
+    def _map_shared_pairs(self, unary, coupling):
+        """The MAP outputs (``map_method``) of unary scores (n_examples, n_vars) with
+        one row of PAIR scores (n_pairs,) shared by every example (no extra parts),
+        without the checks of :meth:`map`: the cutting plane's fast path."""
+        coupling = np.asarray(coupling, dtype=np.float64)
+        if self.map_method == "exact" and self.graph.pairs_only:
+            from ._factor_exact import pairwise_exact_map
+
+            return pairwise_exact_map(unary, coupling[None, :], self.graph.pairs)[0]
+        pair = np.broadcast_to(coupling, (unary.shape[0], coupling.shape[0]))
+        return self._map_labels(FactorGraphScores._trusted(
+            unary, np.ascontiguousarray(pair), np.zeros((unary.shape[0], self.graph.n_extra))))
+
+    def _exact_map(self, scores):
+        graph = self.graph
+        if not graph.pairs_only:
+            raise ValueError(
+                "map_method='exact' solves graphs of PAIR factors only (branch and bound "
+                f"on pairwise scores); this graph has other factors ({graph!r}). Use "
+                "map_method='enumerate' (at most 16 variables) or 'admm'."
+            )
+        from ._factor_exact import pairwise_exact_map
+
+        return pairwise_exact_map(scores.unary, scores.pair, graph.pairs)[0]
 
     def _enumerate_map(self, scores):
         n_vars = self.graph.n_vars
@@ -561,8 +612,12 @@ class FactorGraphDecoder(Decoder):
         -------
         ndarray of shape (n_examples, n_vars), int64
         """
-        return super().loss_augmented_map(self._check_scores(scores), y_true, task_loss,
-                                          rescaling)
+        scores = self._check_scores(scores)
+        task_loss = check_task_loss_argument(task_loss)
+        if rescaling == "margin" and task_loss.decomposition == "parts":
+            y_true = self._check_y_true(scores, y_true)
+            return self._map_labels(self._cost_augmented(scores, y_true, task_loss))
+        return super().loss_augmented_map(scores, y_true, task_loss, rescaling)
 
     def _cost_augmented(self, scores, y_true, task_loss):
         if task_loss.decomposition != "parts":
@@ -570,7 +625,10 @@ class FactorGraphDecoder(Decoder):
         costs = task_loss.unary_costs(y_true.ravel(), scores.offsets, 2)
         check_task_loss_values(costs, task_loss, "unary_costs")
         on_minus_off = (costs[:, 1] - costs[:, 0]).reshape(scores.unary.shape)
-        return scores.replace(unary=scores.unary + on_minus_off)
+        unary = scores.unary + on_minus_off
+        check_part_scores(unary, "unary", owner=type(self).__name__,
+                          allow_minus_inf=False)
+        return FactorGraphScores._trusted(unary, scores.pair, scores.extra)
 
     def cost_augmented(self, scores, y_true, task_loss):
         """Scores η + c with ⟨c, y⟩ = Δ(y_true, y) up to a constant per example, for

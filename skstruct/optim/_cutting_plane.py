@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from ..features._sparse import matmul, transpose_matmul
+from ..losses._base import check_task_loss_values
 from ..utils._parallel import dynamic_schedule, single_threaded_blas
 from ._cutting_plane_kernels import cache_add, constraint_pass, example_chunks
 from ._engine import compiled_problem, loss_rescaling
@@ -152,7 +154,8 @@ def _cutting_plane(risk, w0, max_iter, tol, cache_size, verbose, callback, print
     lam, weights = risk.alpha, risk.weights
     w = np.zeros(risk.n_params) if w0 is None else np.array(w0, dtype=np.float64)
     working = _WorkingSet(risk.n_params, 1.0 / lam)
-    source = None if force_python else _CompiledConstraints.offer(risk, cache_size)
+    source = None if force_python else (_CompiledConstraints.offer(risk, cache_size)
+                                         or _PairwiseConstraints.offer(risk, cache_size))
     if source is None:
         source = _BatchedConstraints(risk, cache_size)
     progress = Progress(verbose, callback, printer, unit="iter")
@@ -218,8 +221,8 @@ class _BatchedConstraints:
         if use_cache:
             self.y_hat, terms, delta = self.cache.best(risk, self.scores, gold_scores)
             return terms, delta
-        self.y_hat = risk.loss.loss_augmented(risk.decoder, self.scores, risk.y)[0]
-        terms, delta = _hinge_terms(risk, self.scores, self.y_hat, gold_scores)
+        self.y_hat, delta = risk.loss.loss_augmented(risk.decoder, self.scores, risk.y)
+        terms, delta = _hinge_terms(risk, self.scores, self.y_hat, gold_scores, delta)
         self.cache.add(self.y_hat, delta)
         return terms, delta
 
@@ -229,6 +232,79 @@ class _BatchedConstraints:
             delta if risk.loss.rescaling == "slack" else 1.0)
         difference = self.gold - risk.decoder.parts(self.scores, self.y_hat)
         return risk.features.transpose(risk.batch, difference.scale(coefficient))
+
+
+class _PairwiseConstraints:
+    """Constraints of factor-graph models of PAIR factors (pairwise multilabel) under a
+    loss that decomposes over the variables (Hamming), margin rescaling.
+
+    The same constraints as :class:`_BatchedConstraints`, from whole-batch array
+    operations instead of the decoder's and feature map's generic protocol: the unary
+    scores U = X W + b and the couplings c shared by every example; the cost
+    augmentation, fixed by the gold outputs, computed once; ŷ from the decoder's MAP
+    with one shared coupling row (its branch and bound then builds one coupling
+    matrix for the batch); the plane X^T D (D = c_i (y_i − ŷ_i) on the rows that
+    differ) and Σ_i c_i (y_a y_b − ŷ_a ŷ_b) for the couplings.
+    """
+
+    @classmethod
+    def offer(cls, risk, cache_size):
+        from ..decoders import FactorGraphDecoder
+        from ..features._factor_graph import FactorGraphFeatures
+
+        loss = risk.loss
+        task_loss = getattr(loss, "task_loss", None)
+        if (cache_size or type(risk.features) is not FactorGraphFeatures
+                or not isinstance(risk.decoder, FactorGraphDecoder)
+                or not risk.decoder.graph.pairs_only
+                or getattr(loss, "rescaling", None) != "margin"
+                or getattr(task_loss, "decomposition", None) != "parts"
+                or not hasattr(task_loss, "unary_costs")
+                or np.ndim(risk.y) != 2):
+            return None
+        return cls(risk)
+
+    def __init__(self, risk):
+        self.risk = risk
+        decoder, features = risk.decoder, risk.features
+        self.y = np.asarray(risk.y, dtype=np.int64)
+        n, n_vars = self.y.shape
+        self.offsets = np.arange(n + 1) * n_vars
+        self.pairs = decoder.graph.pairs
+        costs = risk.loss.task_loss.unary_costs(self.y.ravel(), self.offsets, 2)
+        self.on_minus_off = (costs[:, 1] - costs[:, 0]).reshape(n, n_vars)
+        if not np.all(np.isfinite(self.on_minus_off)):
+            raise ValueError("The task loss's unary costs must be finite.")
+        self.gold_pairs = self._pair_products(self.y)
+        self.weights = np.asarray(risk.weights, dtype=np.float64)
+        self.n_features, self.n_pairs = features.n_features, features.n_pairs
+
+    has_cache = False
+
+    def _pair_products(self, y):
+        y = np.asarray(y, dtype=np.float64)
+        return np.take(y, self.pairs[:, 0], axis=1) * np.take(y, self.pairs[:, 1], axis=1)
+
+    def evaluate(self, w, use_cache):
+        risk = self.risk
+        features = risk.features
+        W, b = features.unpack(w)
+        coupling = np.array(features.coupling(w))
+        unary = matmul(risk.batch.X, W) + b
+        self.y_hat = risk.decoder._map_shared_pairs(unary + self.on_minus_off, coupling)
+        delta = risk.loss.task_loss(self.y.ravel(), self.y_hat.ravel(), self.offsets)
+        check_task_loss_values(delta, risk.loss.task_loss)
+        self.diff = (self.y - self.y_hat).astype(np.float64)     # y − ŷ
+        self.pair_diff = self.gold_pairs - self._pair_products(self.y_hat)
+        # θ(ŷ) − θ(y)
+        margin = -(np.einsum("ij,ij->i", unary, self.diff) + self.pair_diff @ coupling)
+        return delta + margin, delta
+
+    def plane(self, active, delta):
+        coefficient = self.weights * active
+        diff = self.diff * coefficient[:, None]
+        return self.risk.features.pack(transpose_matmul(self.risk.batch.X, diff),
+                                       diff.sum(axis=0), coefficient @ self.pair_diff)
 
 
 class _CompiledConstraints:
