@@ -287,3 +287,38 @@ def test_scikit_learn_partial_fit_checks(model, check, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check(type(model).__name__, model)
+
+
+# --- the Python fallback (a user's decoder) continues the same state -------------------
+
+def _risk(X, y, loss, alpha):
+    from skstruct.outputs import get_output_kind
+
+    kind = get_output_kind("multiclass")
+    batch, classes, y_encoded = kind.check_training_data(X, y, "test")
+    return RegularizedRisk(kind.feature_map(batch.n_features, classes), batch, y_encoded,
+                           kind.default_decoder(), loss, alpha, np.ones(batch.n_sequences))
+
+
+@pytest.mark.parametrize("solver", ["perceptron", "subgradient", "bcfw"])
+def test_python_fallback_continues_as_the_compiled_passes(solver):
+    from skstruct.losses import PerceptronLoss
+    from skstruct.optim import minimize_bcfw, minimize_subgradient, perceptron
+
+    X, y = _blobs(80)
+    halves = _halves(X, y)
+    if solver == "perceptron":
+        loss, run = PerceptronLoss(), perceptron
+    else:
+        loss = StructuredHingeLoss(rescaling="margin")
+        run = minimize_subgradient if solver == "subgradient" else minimize_bcfw
+    models = []
+    for force in (False, True):
+        state = {}
+        for X_half, y_half in halves:
+            result = _quiet(run, _risk(X_half, y_half, loss, 0.1), max_iter=1,
+                            shuffle=False, state=state, _force_python=force)
+            state = result.extra["state"]
+        models.append(result.w)
+    np.testing.assert_allclose(models[1], models[0], rtol=1e-9, atol=1e-12)
+    assert np.any(models[0] != 0)
