@@ -322,3 +322,21 @@ def test_python_fallback_continues_as_the_compiled_passes(solver):
         models.append(result.w)
     np.testing.assert_allclose(models[1], models[0], rtol=1e-9, atol=1e-12)
     assert np.any(models[0] != 0)
+
+
+def test_trees_need_no_classes():
+    from skstruct.datasets import load_ud_english_ewt
+    from skstruct.decoders import TreeDecoder
+    from skstruct.preprocessing import ArcVectorizer
+
+    sentences = [s for s in load_ud_english_ewt("dev") if len(s["head"]) <= 10][:60]
+    X = ArcVectorizer(n_features=2**12).fit(sentences).transform(sentences)
+    y = [s["head"] for s in sentences]
+    parser = StructuredSVM(decoder=TreeDecoder(), alpha=1e-2, random_state=0)
+    for epoch in range(2):
+        for start in range(0, 60, 20):
+            parser.partial_fit(X[start:start + 20], y[start:start + 20])
+    assert parser.classes_ is None and parser.t_ == 120
+    assert parser.score(X, y) > 0.6
+    with pytest.raises(ValueError, match="have no classes"):
+        parser.partial_fit(X[:5], y[:5], classes=[0, 1])
