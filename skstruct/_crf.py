@@ -4,24 +4,37 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context
+from sklearn.utils import ClassifierTags
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._elastic_net import ELASTIC_NET_CONSTRAINTS, ElasticNetQuasiNewtonMixin
 from ._linear_model import LinearStructuredModel
-from .decoders import Decoder
+from ._structured_base import available_if_fitted_kind
+from .decoders import Decoder, MultilabelDecoder
+from .decoders._base import keeps_operations
 from .losses import CRFLoss, TaskLoss
 from .optim import solver_names
 from .utils._sequences import check_sequences
 
 __all__ = ["CRF"]
 
+#: The output kinds whose probabilities form an (n_samples, n_outputs) array.
+_TABULAR = ("multiclass", "multilabel")
+_NOT_TABULAR = (
+    "it applies to a {name} fitted on tabular data (multiclass or multilabel), whose "
+    "probabilities form an (n_samples, n_outputs) array; this one was fitted on {kind} "
+    "outputs. Use predict_marginals(X) for the per-token (trees: per-arc) marginal "
+    "probabilities, a list of one array per example, and "
+    "predict_log_proba_sequences(X, y) for log p(y | x) of whole outputs."
+)
+
 
 class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
-    """Conditional random field (linear chains, or dependency trees) trained by L-BFGS or
-    SVRG.
+    """Conditional random field (linear chains, dependency trees, or tabular multiclass
+    and multilabel data) trained by L-BFGS or SVRG.
 
-    Models p(y | x) ∝ exp θ_y with
+    Models p(y | x) ∝ exp θ_y; on chains
     θ_y = start[y_0] + Σ_t x_t · coef[y_t] + Σ_{t≥1} transition[y_{t-1}, y_t] + end[y_{L-1}],
     and minimizes the elastic-net regularized mean negative log-likelihood
 
@@ -29,9 +42,35 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
                + alpha (l1_ratio ‖w‖₁ + (1 − l1_ratio) / 2 ‖w‖²),
 
     where w gathers all parameters (``coef_``, ``transition_``, ``start_transition_``,
-    ``end_transition_``) and s_i are the sample weights (1 by default). The default
-    ``l1_ratio=0`` is the L2-regularized likelihood. With a ``cost``, the log-partition is
-    taken over cost-augmented scores (softmax-margin).
+    ``end_transition_``; ``intercept_`` on tabular data) and s_i are the sample weights
+    (1 by default). The default ``l1_ratio=0`` is the L2-regularized likelihood. With a
+    ``cost``, the log-partition is taken over cost-augmented scores (softmax-margin).
+
+    On tabular data (``X`` a 2-D (n_samples, n_features) matrix) the same objective is
+    logistic regression:
+
+    - **multiclass** (``y`` 1-D): θ_k = x · coef_[k] + intercept_[k] and
+      p(y = k | x) = exp θ_k / Σ_c exp θ_c, multinomial logistic regression
+      (:class:`~skstruct.decoders.MulticlassDecoder`);
+    - **multilabel** (``Y`` a 0/1 (n_samples, n_labels) matrix): θ_y = Σ_j y_j θ_j with
+      θ_j = x · coef_[j] + intercept_[j], so log Z = Σ_j log(1 + exp θ_j) and the labels
+      are independent, p(y_j = 1 | x) = σ(θ_j): one binary logistic regression per label
+      (:class:`~skstruct.decoders.MultilabelDecoder`; the L2 penalty separates over
+      labels too).
+
+    The intercept is penalized with the other weights. scikit-learn's
+    ``LogisticRegression(C=C)`` minimizes C Σ_i s_i ℓ_i + ½‖W‖², which is
+    ``C Σ_i s_i`` times F with ``alpha = 1 / (C Σ_i s_i)`` (``1 / (C n)`` without sample
+    weights). With 3 or more classes, ``CRF(alpha)`` therefore equals
+    ``LogisticRegression(C=1 / (alpha * n), fit_intercept=False)`` trained on X with a
+    column of ones appended (whose weights are ``intercept_``); with ``fit_intercept=True``
+    scikit-learn leaves the intercept unpenalized, a difference that vanishes as alpha
+    goes to 0. With 2 classes scikit-learn fits one weight vector v = w_1 − w_0, and the
+    same model is ``C = 2 / (alpha * n)`` (at the optimum w_0 = −w_1, so the penalty
+    (alpha / 2)(‖w_0‖² + ‖w_1‖²) is (alpha / 4)‖v‖²). Multilabel: label j is
+    ``LogisticRegression(C=1 / (alpha * n))`` on column j of Y. :meth:`predict_proba`
+    and :meth:`predict_log_proba` give the probabilities (see
+    :ref:`probabilities`).
 
     Parameters
     ----------
@@ -64,8 +103,13 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         Task loss added inside the log-partition (softmax-margin CRF); must decompose over
         tokens, e.g. ``"hamming"`` or ``HammingLoss(class_costs=...)``.
     decoder : Decoder, default=None
-        Inference engine; ``None`` means :class:`~skstruct.decoders.ChainDecoder`. It must
+        Inference engine; ``None`` chooses it from the data:
+        :class:`~skstruct.decoders.ChainDecoder` for sequences,
+        :class:`~skstruct.decoders.MulticlassDecoder` for 1-D tabular ``y`` and
+        :class:`~skstruct.decoders.MultilabelDecoder` for a 0/1 matrix ``Y``. It must
         provide ``"marginals"`` (training) and ``"map"`` (prediction). A
+        :class:`~skstruct.decoders.SubsetDecoder` gives a multilabel CRF over the
+        label sets of one size. A
         :class:`~skstruct.decoders.TreeDecoder` makes this a CRF over dependency trees
         (``X`` a list of (n_i * n_i, n_features) arc feature matrices, ``y`` a list of
         CoNLL head arrays; the partition function by the matrix-tree theorem, or
@@ -111,14 +155,21 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
 
     Attributes
     ----------
-    classes_ : ndarray of shape (n_classes,)
-        Labels seen in ``fit``, sorted.
+    classes_ : ndarray of shape (n_classes,) or None
+        Labels seen in ``fit``, sorted (multilabel: the label indices 0 .. n_labels − 1;
+        trees: None).
     coef_ : ndarray of shape (n_classes, n_features)
-        Unary weights: the score of label ``k`` at a token is ``x_t @ coef_[k]``.
+        Unary weights: the score of label ``k`` at a token (tabular: of class or label
+        ``k`` for a sample) is ``x_t @ coef_[k]``; of shape (n_features,) for trees.
+    intercept_ : ndarray of shape (n_classes,)
+        Tabular data only: the scores' constant terms.
     transition_ : ndarray of shape (n_classes, n_classes)
-        ``transition_[i, j]`` is the score of label ``i`` followed by label ``j``.
+        Sequences only: ``transition_[i, j]`` is the score of label ``i`` followed by
+        label ``j``.
     start_transition_, end_transition_ : ndarray of shape (n_classes,)
-        Scores of the first and the last label of a sequence.
+        Sequences only: scores of the first and the last label of a sequence.
+    output_kind_ : str
+        ``"sequence"``, ``"tree"``, ``"multiclass"`` or ``"multilabel"``.
     decoder_ : Decoder
         The decoder used.
     n_features_in_ : int
@@ -138,8 +189,15 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
     Notes
     -----
     One evaluation of F and its gradient is a sparse product for all unary scores, one
-    batched forward-backward pass (O(L S²) per sequence of length L with S labels), and a
-    sparse product back to the gradient. Compiled kernels run sequences in parallel.
+    batched forward-backward pass (O(L S²) per sequence of length L with S labels;
+    tabular data: a compiled softmax or sigmoid pass, O(K) per sample), and a sparse
+    product back to the gradient. Compiled kernels run sequences in parallel.
+
+    ``predict_proba`` and ``predict_log_proba`` exist only for tabular data: after a fit
+    on sequences or trees ``hasattr(crf, "predict_proba")`` is False, so that
+    scikit-learn's probability scorers (``scoring="neg_log_loss"``) and
+    ``CalibratedClassifierCV``, which expect an (n_samples, n_classes) array, are not
+    handed a list of per-token arrays; :meth:`predict_marginals` gives those.
 
     References
     ----------
@@ -155,9 +213,19 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
     >>> crf = CRF(alpha=1e-3).fit(X, y)
     >>> [labels.tolist() for labels in crf.predict(X)]
     [['B', 'I', 'I'], ['I', 'B']]
+
+    On tabular data, multinomial logistic regression with probabilities:
+
+    >>> X = np.array([[0., 0.], [1., 0.], [0., 1.], [1., 1.]])
+    >>> y = np.array(["a", "b", "c", "c"])
+    >>> clf = CRF(alpha=1e-2).fit(X, y)
+    >>> clf.predict(X).tolist()
+    ['a', 'b', 'c', 'c']
+    >>> clf.predict_proba(X).shape, clf.predict_proba(X).sum(axis=1).round(12).tolist()
+    ((4, 3), [1.0, 1.0, 1.0, 1.0])
     """
 
-    _output_kinds = ("sequence", "tree")
+    _output_kinds = ("sequence", "tree", "multiclass", "multilabel")
     _decoder_operations = ("marginals", "map")
 
     _parameter_constraints = {
@@ -212,12 +280,16 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
 
         Parameters
         ----------
-        X : list of array-like or sparse matrices of shape (n_tokens_i, n_features)
-            Token features of each sequence.
-        y : list of array-like of shape (n_tokens_i,)
-            Labels of each sequence (any hashable type, e.g. strings).
-        sample_weight : array-like of shape (n_sequences,), default=None
-            Weight of each sequence.
+        X : list of array-like or sparse matrices of shape (n_tokens_i, n_features), or \
+{array-like, sparse matrix} of shape (n_samples, n_features)
+            Token features of each sequence (trees: arc features of each sentence), or
+            tabular features.
+        y : list of array-like of shape (n_tokens_i,), array-like of shape (n_samples,) \
+or (n_samples, n_labels)
+            Labels of each sequence (any hashable type, e.g. strings); tabular: one
+            label per sample (multiclass) or a 0/1 indicator matrix (multilabel).
+        sample_weight : array-like of shape (n_sequences,) or (n_samples,), default=None
+            Weight of each sequence or sample.
 
         Returns
         -------
@@ -227,6 +299,15 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
             X, y, sample_weight, CRFLoss(cost=self.cost),
             [("marginals", "CRF training"), ("map", "CRF prediction")],
         )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # what predict_proba returns on tabular data: (n_samples, n_classes) for any
+        # number of classes, (n_samples, n_labels) for multilabel Y. The estimator type
+        # stays unset: CRF also learns sequences, which scikit-learn's classifier
+        # machinery (stratified splits of y) cannot take.
+        tags.classifier_tags = ClassifierTags(multi_class=True, multi_label=True)
+        return tags
 
     def _penalty(self, kind, features, batch, y_encoded, classes):
         # the options of the solver beyond the penalty travel with it
@@ -245,7 +326,10 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         Returns
         -------
         list of ndarray of shape (n_tokens_i, n_classes)
-            Columns in the order of ``classes_``; rows sum to one.
+            Columns in the order of ``classes_``; rows sum to one. Trees: one
+            (n_i, n_i) matrix per sentence, entry [m, h] the probability that h heads m
+            (the diagonal: the root). Tabular data: the array :meth:`predict_proba`
+            returns.
         """
         batch = self._validate_prediction_data(X)
         _, marginals = self.decoder_.marginals(self._scores(batch))
@@ -274,3 +358,54 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
             raise ValueError(f"y contains labels not seen in fit: {np.unique(y_flat[unknown])}.")
         scores = self._scores(batch)
         return self.decoder_.score_outputs(scores, encoded) - self.decoder_.log_partition(scores)
+
+    @available_if_fitted_kind(_TABULAR, _NOT_TABULAR)
+    def predict_proba(self, X):
+        """Class probabilities (multiclass) or label probabilities (multilabel).
+
+        Only for a CRF fitted on tabular data: after a fit on sequences or trees
+        ``hasattr(crf, "predict_proba")`` is False (see :meth:`predict_marginals`).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes) or (n_samples, n_labels)
+            Multiclass: p(y = k | x) = softmax(x @ coef_.T + intercept_)[k], columns in
+            the order of ``classes_``, rows summing to one. Multilabel: p(y_j = 1 | x),
+            the marginal of label j (with the default
+            :class:`~skstruct.decoders.MultilabelDecoder`, the sigmoid of
+            ``decision_function(X)[:, j]``), columns in the order of the columns of Y;
+            rows do not sum to one. This is the convention of scikit-learn's
+            ``MLPClassifier`` and ``OneVsRestClassifier``, not the list of (n_samples,
+            2) arrays of ``MultiOutputClassifier``.
+        """
+        batch = self._validate_prediction_data(X)
+        return self.decoder_.marginals(self._scores(batch))[1].unary
+
+    @available_if_fitted_kind(_TABULAR, _NOT_TABULAR)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`, computed without underflow.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes) or (n_samples, n_labels)
+            Multiclass: θ_k − log Σ_c exp θ_c with θ = ``decision_function(X)``.
+            Multilabel: log p(y_j = 1 | x); with the default decoder log σ(θ_j) =
+            −log(1 + exp(−θ_j)).
+        """
+        batch = self._validate_prediction_data(X)
+        scores = self._scores(batch)
+        if self.output_kind_ == "multiclass":
+            return scores.unary - self.decoder_.log_partition(scores)[:, None]
+        if keeps_operations(self.decoder_, MultilabelDecoder, ("marginals",)):
+            return -np.logaddexp(0.0, -scores.unary)
+        # labels that depend on each other (e.g. SubsetDecoder): the log of the marginals
+        with np.errstate(divide="ignore"):
+            return np.log(self.decoder_.marginals(scores)[1].unary)

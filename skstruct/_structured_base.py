@@ -8,6 +8,7 @@ everything that differs between kinds. See :mod:`skstruct.outputs`.
 
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
+from sklearn.utils._available_if import _AvailableIfDescriptor
 from sklearn.utils.validation import check_is_fitted
 
 from .outputs import get_output_kind, infer_output_kind, registered_output_kinds
@@ -15,6 +16,40 @@ from .outputs._sequence import is_sequence_input
 from .utils._sequences import check_sample_weight_sequences
 
 __all__ = ["StructuredEstimator", "output_kind", "is_sequence_input"]
+
+
+class _AvailableIfWithReason(_AvailableIfDescriptor):
+    """scikit-learn's ``available_if`` whose AttributeError also says why: the message
+    of the exception ``check`` raised is appended to "This 'X' has no attribute 'm'"."""
+
+    def _check(self, obj, owner):
+        try:
+            super()._check(obj, owner)
+        except AttributeError as exc:
+            if exc.__cause__ is None:
+                raise
+            raise AttributeError(f"{exc}: {exc.__cause__}") from exc.__cause__
+
+
+def available_if_fitted_kind(kinds, reason):
+    """Decorator: the method exists unless the estimator was fitted on another kind.
+
+    ``hasattr(estimator, name)`` is True before ``fit`` (calling the method then raises
+    NotFittedError, as for every fitted method) and after a fit on one of ``kinds``
+    (names of output kinds, read from ``output_kind_``); after a fit on another kind it
+    is False, and the AttributeError says ``reason`` (formatted with ``{kind}``, the
+    fitted kind, and ``{name}``, the estimator's class name). scikit-learn's duck typing
+    (scorers such as ``"neg_log_loss"``, ``CalibratedClassifierCV``) then sees the
+    method only where its result has the form it expects.
+    """
+
+    def check(estimator):
+        kind = getattr(estimator, "output_kind_", None)
+        if kind is None or kind in kinds:
+            return True
+        raise AttributeError(reason.format(kind=kind, name=type(estimator).__name__))
+
+    return lambda fn: _AvailableIfWithReason(fn, check=check, attribute_name=fn.__name__)
 
 
 def _reject_token_dicts(X, name):
