@@ -34,6 +34,9 @@ class build_py_with_kernel_cache(build_py):
         env["PYTHONPATH"] = os.pathsep.join(
             filter(None, [os.path.abspath(self.build_lib), env.get("PYTHONPATH")]))
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        # skstruct's cache locator (skstruct/_kernel_cache.py) would write to the user's
+        # cache directory: here the cache goes next to the copied sources, into the wheel.
+        env["SKSTRUCT_IN_TREE_KERNEL_CACHE"] = "1"
         try:
             subprocess.run([sys.executable, "-m", "skstruct.warmup"], env=env, check=True,
                            cwd=self.build_lib)

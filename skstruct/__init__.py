@@ -13,14 +13,17 @@ import os
 # (joblib workers, a busy machine). Users can still choose by setting the variable.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+# Before any kernel is defined: the kernels compiled at run time are cached outside the
+# installed package (see _kernel_cache.py).
+from . import _kernel_cache  # noqa: E402, F401
+
 # Before any kernel runs: a fork-safe and thread-safe threading layer (see _threading.py).
 from . import _threading  # noqa: E402, F401
 from ._crf import CRF  # noqa: E402
 from ._sparsemap import SparseMAPClassifier  # noqa: E402
 from ._ssvm import StructuredPerceptron, StructuredSVM  # noqa: E402
 from ._perturbation import PerturbedMAPClassifier  # noqa: E402
-
-__version__ = "0.1.0.dev0"
+from ._version import __version__  # noqa: E402
 
 __all__ = [
     "CRF",
