@@ -39,6 +39,17 @@ from ._unary import _products
 
 __all__ = ["ChainScores", "ChainParts", "ChainDecoder"]
 
+#: With constraints, ``log_space="auto"`` rescales only when the unary scores spread at
+#: most this much (besides the transition and end scores within ``SCALED_RANGE_LIMIT``):
+#: then no normalizer of the rescaled recursion falls below exp(-600), far from underflow.
+CONSTRAINED_UNARY_SPREAD = 400.0
+
+
+def _finite_spread(values):
+    """max - min of the finite entries (inf when there are none)."""
+    finite = values[np.isfinite(values)] if not np.isfinite(values).all() else values
+    return float(np.ptp(finite)) if finite.size else np.inf
+
 
 class ChainScores:
     """Part scores η of a batch of first-order chains.
@@ -349,7 +360,10 @@ class ChainDecoder(Decoder):
     :class:`~skstruct.decoders.InfeasibleOutputError` naming it, and the constrained
     searches (``map_with_label_count``, ``map_with_min_distance``, ``diverse_top_k``)
     return -1 labels for it. Forbidden transitions or end states make ``"auto"`` use
-    log space.
+    log space, except those of :attr:`constraints`: their decoder rescales as long as
+    the allowed transition and end scores spread at most 200 and the unary scores at
+    most ``CONSTRAINED_UNARY_SPREAD`` (400), and redoes a batch in log space when a
+    sequence comes out infeasible.
     Constrained message passing keeps one back-pointer (one byte up to 128 states) per
     state and statistic value of every token that is reachable and can reach the chosen
     value: at most about S N* L² / 12 bytes for F1 on a sequence with N* gold positives
@@ -485,19 +499,35 @@ class ChainDecoder(Decoder):
 
     def _forward_backward(self, scores, with_marginals):
         scores = self._check_scores(scores)
+        constrained = self.constraints is not None
         if self.log_space == "auto":
             pairwise = (scores.transition, scores.end)
-            # a forbidden (-inf) transition or end has an infinite spread: log space
-            spread = (max(np.ptp(x) for x in pairwise)
-                      if all(np.isfinite(x).all() for x in pairwise) else np.inf)
-            log_space = not spread <= kernels.SCALED_RANGE_LIMIT
+            if constrained:
+                # The masks' -inf are exact zeros for the rescaled recursion; what it
+                # needs is that the allowed states of a token never all underflow
+                # against its best state (which may be forbidden there): a bounded
+                # spread of the allowed transitions, of the end and of the unary scores.
+                spread = max(_finite_spread(x) for x in pairwise)
+                log_space = not (spread <= kernels.SCALED_RANGE_LIMIT and
+                                 _finite_spread(scores.unary) <= CONSTRAINED_UNARY_SPREAD)
+            else:
+                # a forbidden (-inf) transition or end has an infinite spread: log space
+                spread = (max(np.ptp(x) for x in pairwise)
+                          if all(np.isfinite(x).all() for x in pairwise) else np.inf)
+                log_space = not spread <= kernels.SCALED_RANGE_LIMIT
         else:
             log_space = bool(self.log_space)
         with threads_for(3 * scores.unary.size * scores.n_states):
             kernel = (kernels.forward_backward_log if log_space
                       else kernels.forward_backward_scaled)
             with dynamic_schedule():
-                return kernel(*scores._kernel_args(), with_marginals)
+                result = kernel(*scores._kernel_args(), with_marginals)
+                if (constrained and self.log_space == "auto" and not log_space
+                        and np.any(result[0] == -np.inf)):
+                    # an infeasible sequence, or an underflow: log space tells them apart
+                    result = kernels.forward_backward_log(*scores._kernel_args(),
+                                                          with_marginals)
+        return result
 
     def log_partition(self, scores):
         """log Σ_y exp θ_y of every sequence.

@@ -180,6 +180,45 @@ class ChainConstraints:
         return scores._restricted(scores.transition + transition, scores.start + start,
                                   scores.end + end)
 
+    def is_valid(self, sequences):
+        """Whether each label sequence is allowed.
+
+        Parameters
+        ----------
+        sequences : list of array-like of shape (n_tokens_i,)
+            Labels named as :attr:`state_names` (tag names, as ``predict`` returns
+            them) when the constraints have names, else states 0 .. n_states - 1.
+
+        Returns
+        -------
+        ndarray of shape (n_sequences,), bool
+
+        Raises
+        ------
+        ValueError
+            For a label that is not a state, or an empty sequence.
+        """
+        sequences = [np.asarray(s).ravel() for s in sequences]
+        lengths = np.array([s.shape[0] for s in sequences], dtype=np.int64)
+        if lengths.size == 0:
+            return np.zeros(0, dtype=bool)
+        if lengths.min() < 1:
+            raise ValueError("is_valid takes non-empty label sequences.")
+        labels = np.concatenate(sequences)
+        if self.state_names is not None:
+            index = {name: s for s, name in enumerate(self.state_names)}
+            unknown = [t for t in dict.fromkeys(labels.tolist()) if str(t) not in index]
+            if unknown:
+                raise ValueError(f"Labels {unknown[:5]} are not among the states "
+                                 f"{self.state_names}.")
+            labels = np.array([index[str(t)] for t in labels.tolist()], dtype=np.int64)
+        elif not (np.issubdtype(labels.dtype, np.integer)
+                  and labels.min() >= 0 and labels.max() < self.n_states):
+            raise ValueError(f"Constraints without state_names take states 0 .. "
+                             f"{self.n_states - 1}.")
+        bad, _ = self.violations(labels, np.concatenate(([0], np.cumsum(lengths))))
+        return ~bad
+
     def violations(self, y, offsets):
         """The sequences of the stacked labels ``y`` that the constraints forbid.
 

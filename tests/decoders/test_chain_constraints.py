@@ -348,3 +348,30 @@ def test_bad_uses_are_rejected():
     with pytest.raises(ValueError, match=r"1 of 2 training sequences.*'I-X' after 'O'"):
         bio.check_outputs(np.array([0, 1, 2, 1]), np.array([0, 2, 4]))
     bio.check_outputs(np.array([0, 1, 2, 0]), np.array([0, 2, 4]))
+
+
+@pytest.mark.parametrize("gap", [340.0, 1000.0])
+def test_forward_backward_is_exact_when_the_best_state_is_forbidden(gap):
+    """Rescaling (gap within CONSTRAINED_UNARY_SPREAD) and log space (beyond) both give
+    the enumeration when a token's best state is forbidden where it stands."""
+    c = ChainConstraints.from_tags(["B-X", "I-X", "O"])
+    unary = np.zeros((4, 3))
+    unary[0, 1] = unary[2, 1] = gap     # I-X first, and I-X after O, are forbidden
+    unary[1, 2] = 2.0
+    scores = ChainScores(unary, [0, 1, 4], np.zeros((3, 3)), np.zeros(3), np.zeros(3))
+    masked = _masked(scores, c)
+    ref_log_z, ref = brute.marginals(masked)
+    log_z, marg = ChainDecoder(constraints=c).marginals(scores)
+    np.testing.assert_allclose(log_z, ref_log_z, rtol=1e-12)
+    np.testing.assert_allclose(marg.unary, ref.unary, atol=1e-9)
+    np.testing.assert_allclose(marg.transition, ref.transition, atol=1e-9)
+
+
+def test_infeasible_sequences_under_constraints_are_named_by_every_path():
+    none = ChainDecoder(constraints=ChainConstraints(np.zeros((2, 2), bool)))
+    scores = ChainScores(np.zeros((3, 2)), [0, 1, 3], np.zeros((2, 2)), np.zeros(2),
+                         np.zeros(2))
+    np.testing.assert_array_equal(none.log_partition(scores), [np.log(2), -np.inf])
+    for operation in (none.marginals, none.map, lambda s: none.top_k(s, 2)):
+        with pytest.raises(InfeasibleOutputError, match="sequence 1"):
+            operation(scores)
