@@ -225,3 +225,18 @@ def test_estimators_without_a_probability_model_have_no_predict_proba(estimator)
     # (the method is defined on no class in their hierarchy)
     assert not hasattr(estimator, "predict_proba")
     assert not hasattr(estimator, "predict_log_proba")
+
+
+def test_user_guide_page_examples_run():
+    import doctest
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parent.parent / "doc" / "user_guide" / "probabilities.rst"
+    if not page.exists():
+        pytest.skip("the documentation sources are not next to the tests")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = doctest.testfile(str(page), module_relative=False,
+                                  optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0
+    assert result.failed == 0
