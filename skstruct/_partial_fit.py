@@ -162,14 +162,14 @@ class PartialFitMixin:
         """The state ``solver`` continues from: the one the previous call left, else
         (first call, after ``fit``, or another solver before) one from the current
         coefficients."""
-        kept = getattr(self, "_partial_state", None)
-        if part.first or kept is None:
+        if part.first:
             return {}
-        if kept["solver"] == solver:
+        kept = getattr(self, "_partial_state", None)
+        if kept is not None and kept["solver"] == solver:
             return kept["state"]
         w = self._read_coefficients(self, part.kind, features)
         t = int(getattr(self, "t_", 0))
-        return initial_state(solver, w, t, kept["seen_weight"])
+        return initial_state(solver, w, t, 0.0 if kept is None else kept["seen_weight"])
 
     def _keep_partial_state(self, solver, result, part):
         seen = getattr(self, "_partial_state", None)

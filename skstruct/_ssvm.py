@@ -343,8 +343,7 @@ TaskLoss, default="hamming"
             ("loss_augmented_map", "StructuredSVM training"),
             ("map", "StructuredSVM prediction")])
         state = self._solver_state(self.solver, features, part)
-        w0 = (np.zeros(features.n_params) if part.first
-              else self._read_coefficients(self, kind, features))
+        w0 = np.zeros(features.n_params)  # the start of a first call; else the state's
         kind.check_training_memory(task_loss, decoder, features, batch, part.y_encoded, w0)
         risk = RegularizedRisk(features, batch, part.y_encoded, decoder,
                                StructuredHingeLoss(task_loss, self.rescaling), self.alpha,
@@ -510,8 +509,7 @@ class StructuredPerceptron(PartialFitMixin, LinearStructuredModel):
         part = self._check_partial_fit_data(X, y, classes, sample_weight)
         decoder, features = self._partial_model(part, [("map", "StructuredPerceptron")])
         state = self._solver_state("perceptron", features, part)
-        w0 = (np.zeros(features.n_params) if part.first
-              else self._read_coefficients(self, part.kind, features))
+        w0 = np.zeros(features.n_params)  # the start of a first call; else the state's
         risk = RegularizedRisk(features, part.batch, part.y_encoded, decoder,
                                PerceptronLoss(), 0.0, part.sample_weight)
         options = dict(max_iter=1, averaging=self.averaging, random_state=self.random_state,

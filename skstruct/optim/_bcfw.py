@@ -140,12 +140,15 @@ def minimize_bcfw(
     gaps = []
     keep = state is not None
     continuing = bool(state)
+    # with several passes one may run ahead of the last one reported: copy the state
+    # after each; after a single pass, the run's state is the reported one
+    eager = keep and max_iter > 1
+
+    def state_now():
+        return _bcfw_state(run, problem is not None, to_user, seen + batch_weight)
 
     def snapshot():
-        if not keep:
-            return (*run.current(), run.step, None)
-        return (*run.current(), run.step,
-                _bcfw_state(run, problem is not None, to_user, seen + batch_weight))
+        return (*run.current(), run.step, state_now() if eager else None)
 
     def evaluate(snap):
         """(P(w̄), P(w̄) − D) for a snapshot (w̄, Σ ℓ, steps): D = Σ ℓ − (λ/2) ‖w̄‖²."""
@@ -173,7 +176,8 @@ def minimize_bcfw(
     return OptimizeResult(
         w=snap[0], n_iter=progress.n_iter, converged=status["converged"],
         objective_curve=progress.curve, message=status["message"], n_evaluations=snap[2],
-        duality_gaps=gaps, extra={} if snap[3] is None else {"state": snap[3]},
+        duality_gaps=gaps,
+        extra={"state": snap[3] if eager else state_now()} if keep else {},
     )
 
 

@@ -112,15 +112,17 @@ def minimize_subgradient(
                 else:
                     run.w_avg = np.array(average, dtype=np.float64)
     keep = state is not None
+    eager = keep and max_iter > 1  # see minimize_bcfw
     status = {"message": "maximum number of passes reached", "converged": False}
 
-    def snapshot():
-        if not keep:
-            return run.current(), run.step, None
+    def state_now(current):
         raw = run.v if problem is not None else run.w
-        return run.current(), run.step, {
-            "w": to_user(raw), "w_avg": run.current() if averaging else None,
-            "step": run.step, "first_step": run.first_step}
+        return {"w": to_user(raw), "w_avg": current if averaging else None,
+                "step": run.step, "first_step": run.first_step}
+
+    def snapshot():
+        current = run.current()
+        return current, run.step, state_now(current) if eager else None
 
     progress = Progress(verbose, callback, printer, unit="pass")
 
@@ -145,7 +147,7 @@ def minimize_subgradient(
     return OptimizeResult(
         w=snap[0], n_iter=progress.n_iter, converged=status["converged"],
         objective_curve=progress.curve, message=status["message"], n_evaluations=snap[1],
-        extra={} if snap[2] is None else {"state": snap[2]},
+        extra={"state": snap[2] if eager else state_now(snap[0])} if keep else {},
     )
 
 
