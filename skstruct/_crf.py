@@ -25,8 +25,8 @@ _NOT_TABULAR = (
     "it applies to a {name} fitted on tabular data (multiclass or multilabel), whose "
     "probabilities form an (n_samples, n_outputs) array; this one was fitted on {kind} "
     "outputs. Use predict_marginals(X) for the per-token (trees: per-arc) marginal "
-    "probabilities, a list of one array per example, and "
-    "predict_log_proba_sequences(X, y) for log p(y | x) of whole outputs."
+    "probabilities, a list of one array per example, and on sequences "
+    "predict_log_proba_sequences(X, y) for log p(y | x) of whole label sequences."
 )
 
 
@@ -283,7 +283,8 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         X : list of array-like or sparse matrices of shape (n_tokens_i, n_features), or \
 {array-like, sparse matrix} of shape (n_samples, n_features)
             Token features of each sequence (trees: arc features of each sentence), or
-            tabular features.
+            tabular features. One sequence is passed as ``[X_0]`` with ``[y_0]``: a
+            2-D ``X`` with 1-D ``y`` is multiclass data.
         y : list of array-like of shape (n_tokens_i,), array-like of shape (n_samples,) \
 or (n_samples, n_labels)
             Labels of each sequence (any hashable type, e.g. strings); tabular: one
