@@ -169,10 +169,11 @@ def minimize_bcfw(
             return True
         return False
 
-    snap = snapshot()
     if max_iter >= 1:
         snap = drive_passes(run, pass_order(rng, n, shuffle), snapshot, evaluate, on_value,
                             max_iter, overlap_threads(problem))
+    else:
+        snap = snapshot()
     return OptimizeResult(
         w=snap[0], n_iter=progress.n_iter, converged=status["converged"],
         objective_curve=progress.curve, message=status["message"], n_evaluations=snap[2],
