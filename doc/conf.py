@@ -11,6 +11,14 @@ from datetime import date
 
 # The package is normally installed (``pip install -e .``); fall back on the source tree.
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "_ext")))
+
+# The gallery runs its examples inside this process. numba reads its thread count when it
+# is first imported, so it is set here, before skstruct imports numba: two threads, the
+# cores of a CI machine (more threads than cores only adds contention), unless the
+# caller chose. The threading layer stays skstruct's choice (TBB, see
+# skstruct/_threading.py), which is safe in a process that Sphinx may fork.
+os.environ.setdefault("NUMBA_NUM_THREADS", str(min(2, os.cpu_count() or 1)))
 
 import skstruct  # noqa: E402
 
@@ -30,12 +38,14 @@ extensions = [
     "sphinx.ext.mathjax",
     "sphinx.ext.doctest",
     "numpydoc",
+    "sphinx_gallery.gen_gallery",
+    "benchmark_pages",  # doc/_ext: a page per benchmarks/results/*.md
 ]
 # No sphinx.ext.intersphinx: the docs are built offline, so references to numpy, scipy
 # and scikit-learn objects in docstrings render as plain literals.
 
 templates_path = ["_templates"]
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
+exclude_patterns = ["_build", "_ext", "Thumbs.db", ".DS_Store"]
 root_doc = "index"
 language = "en"
 nitpicky = False
@@ -68,3 +78,50 @@ html_theme_options = {
 }
 html_static_path = []
 html_show_sourcelink = False
+
+# -- example gallery ---------------------------------------------------------------------
+
+# examples/gallery/plot_*.py run at build time on the bundled data sets (never a download)
+# and their figures go into doc/auto_examples/ (generated, not committed). Each example
+# trains on a small subset for a few passes, so that the whole gallery builds in about
+# three minutes on two cores; the scripts in examples/ (outside the gallery) run the full
+# experiments and are not run by the build.
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples/gallery",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "ignore_pattern": r"__init__\.py",
+    "abort_on_example_error": True,  # a failing example fails the build
+    "plot_gallery": True,
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "within_subsection_order": "FileNameSortKey",
+    "min_reported_time": 0,
+    "show_memory": False,
+    "image_scrapers": ("matplotlib",),
+    "reset_modules": ("matplotlib",),
+    "first_notebook_cell": None,
+}
+
+# -- benchmark result pages --------------------------------------------------------------
+
+# doc/_ext/benchmark_pages.py turns every benchmarks/results/*.md into
+# doc/benchmark_results/<name>.rst when the build starts (generated, not committed);
+# doc/benchmarks.rst links to them.
+benchmark_results_dir = os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", "benchmarks", "results"))
+
+
+# -- hooks -------------------------------------------------------------------------------
+
+
+def _skip_metadata_request_methods(app, what, name, obj, skip, options):
+    """Leave out scikit-learn's generated ``set_*_request`` methods (every one, whatever
+    method gains a ``sample_weight``): their docstrings link to scikit-learn's own pages."""
+    if name.startswith("set_") and name.endswith("_request"):
+        return True
+    return None
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip_metadata_request_methods)

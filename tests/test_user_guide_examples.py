@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-PAGES = ["factor_graphs.rst", "migrating.rst"]
+PAGES = ["factor_graphs.rst", "migrating.rst", "multilabel.rst", "trees.rst",
+         "choosing_an_estimator.rst"]
 GUIDE = Path(__file__).resolve().parent.parent / "doc" / "user_guide"
 
 
