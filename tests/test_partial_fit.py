@@ -340,3 +340,16 @@ def test_trees_need_no_classes():
     assert parser.score(X, y) > 0.6
     with pytest.raises(ValueError, match="have no classes"):
         parser.partial_fit(X[:5], y[:5], classes=[0, 1])
+
+
+def test_user_guide_partial_fit_example_runs():
+    import doctest
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "doc" / "user_guide"
+            / "structured_svm.rst")
+    if not page.exists():
+        pytest.skip("the documentation sources are not next to the tests")
+    result = doctest.testfile(str(page), module_relative=False,
+                              optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
