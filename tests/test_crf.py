@@ -191,7 +191,10 @@ class NoMarginals(Decoder):
         ([np.array([[1.0, np.inf]])], [["a"]], "NaN or infinity"),
         ([], [], "no sequences"),
         ([np.ones((0, 3))], [[]], "empty"),
-        (np.ones((4, 3)), ["a"] * 4, "list of 2-D arrays"),
+        # tabular data (multiclass): a 2-D X with one label per row
+        (np.ones((4, 3)), ["a"] * 3, "X has 4 samples but y has 3"),
+        (np.ones((4, 3)), ["a"] * 4, "at least 2 classes"),
+        (np.ones((4, 3)), np.ones((4, 2, 2)), "y must be"),
         ([np.ones((2, 3)), np.ones((2, 4))], [["a", "b"], ["a", "b"]], "4 features"),
         ([np.ones((2, 3))], [["a", "a"]], "at least 2 classes"),
     ],
