@@ -189,7 +189,7 @@ class StructuredEstimator(BaseEstimator):
         accepted = self._output_kinds or registered_output_kinds()
         if kind.name not in accepted:
             hint = ""
-            if "sequence" in accepted and kind.name != "sequence":
+            if "sequence" in accepted and kind.name in ("multiclass", "multilabel"):
                 hint = (" Pass X as a list of 2-D arrays, one (n_tokens, n_features) array "
                         "per sequence; for a single sequence pass [X] and [y].")
             raise ValueError(
