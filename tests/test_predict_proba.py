@@ -199,6 +199,23 @@ def test_sequences_have_no_predict_proba_and_say_to_use_predict_marginals(method
     assert getattr(crf, method)(tabular).shape == (11, 3)
 
 
+def test_trees_have_no_predict_proba_and_give_arc_marginals():
+    from skstruct.decoders import TreeDecoder
+
+    rng = np.random.default_rng(0)
+    sizes = (3, 4, 2)
+    X = [rng.normal(size=(n * n, 4)) for n in sizes]
+    y = [np.array([0, 1, 1]), np.array([2, 0, 2, 3]), np.array([0, 1])]  # CoNLL heads
+    parser = _fit(CRF(decoder=TreeDecoder(), alpha=1e-2, max_iter=5), X, y)
+    assert not hasattr(parser, "predict_proba")
+    with pytest.raises(AttributeError, match=r"tree outputs.*predict_marginals\(X\)"):
+        parser.predict_proba(X)
+    blocks = parser.predict_marginals(X)
+    assert [b.shape for b in blocks] == [(n, n) for n in sizes]
+    for block in blocks:  # every token has one head (or is the root)
+        np.testing.assert_allclose(block.sum(axis=1), 1.0)
+
+
 def test_unfitted_crf_has_predict_proba_that_raises_not_fitted():
     crf = CRF()
     assert hasattr(crf, "predict_proba") and hasattr(crf, "predict_log_proba")
