@@ -121,10 +121,11 @@ def test_token_feature_dicts_point_to_the_vectorizer(estimator):
         clone(estimator).fit(X, [["B", "I"]])
 
 
-def test_crf_on_tabular_data_says_how_to_pass_sequences():
-    X = np.ones((4, 3))
-    with pytest.raises(ValueError, match=r"CRF takes sequence or tree outputs.*pass \[X\]"):
-        CRF().fit(X, ["a", "b", "a", "b"])
+def test_crf_on_a_2d_array_learns_multiclass_not_one_sequence():
+    X = np.random.default_rng(0).normal(size=(4, 3))
+    model = CRF(max_iter=5).fit(X, ["a", "b", "a", "b"])
+    assert model.output_kind_ == "multiclass"
+    assert model.predict_proba(X).shape == (4, 2)
 
 
 @pytest.mark.parametrize("estimator", TABULAR, ids=_name)

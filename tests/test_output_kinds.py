@@ -215,8 +215,8 @@ def test_a_registered_kind_is_learned_by_the_estimators(estimator, label_sets):
 
 def test_a_registered_kind_follows_the_estimators_rules(label_sets):
     X, y = label_sets
-    with pytest.raises(ValueError, match="CRF takes sequence or tree outputs, but X and y "
-                                         "look like label_set data"):
+    with pytest.raises(ValueError, match="CRF takes sequence or tree or multiclass or "
+                       "multilabel outputs, but X and y look like label_set data"):
         CRF().fit(X, y)
     # It names the decoders it uses: a multilabel decoder is accepted, others are not.
     from skstruct.decoders import MulticlassDecoder, MultilabelDecoder

@@ -135,9 +135,6 @@ def test_tree_bcfw_on_one_mostly_zero_sentence():
 
 
 def test_unsupported_combinations_are_clear_errors():
-    X, y = make_data("multiclass", "dense")
-    with pytest.raises(ValueError, match="CRF takes sequence or tree outputs"):
-        CRF().fit(X, y)
     X, y = make_data("tree", "dense")
     with pytest.raises(ValueError, match="rescaling='margin'"):
         _estimator("ssvm-subgradient-slack", "tree").fit(X, y)
