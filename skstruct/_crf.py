@@ -374,8 +374,8 @@ or (n_samples, n_labels)
         Returns
         -------
         ndarray of shape (n_samples, n_classes) or (n_samples, n_labels)
-            Multiclass: p(y = k | x) = softmax(x @ coef_.T + intercept_)[k], columns in
-            the order of ``classes_``, rows summing to one. Multilabel: p(y_j = 1 | x),
+            Multiclass: p(y = k | x) = ``softmax(x @ coef_.T + intercept_)[k]``, columns
+            in the order of ``classes_``, rows summing to one. Multilabel: p(y_j = 1 | x),
             the marginal of label j (with the default
             :class:`~skstruct.decoders.MultilabelDecoder`, the sigmoid of
             ``decision_function(X)[:, j]``), columns in the order of the columns of Y;

@@ -135,7 +135,7 @@ def minimize_bcfw(
             return structured_hinge_primal(primal_risk, w)[0]
     if state:
         _restore_bcfw(run, problem is not None, state, to_engine)
-    progress = Progress(verbose, callback, printer, unit="pass")
+    progress = Progress(verbose, callback, printer, unit="pass", max_iter=max_iter)
     status = {"message": "maximum number of passes reached", "converged": False}
     gaps = []
     keep = state is not None

@@ -187,7 +187,7 @@ def minimize_lbfgs(
     Nocedal & Wright (2006). Numerical Optimization, 2nd ed., Algorithms 7.4 and 7.5.
     """
     objective = _CachedObjective(fun)
-    progress = Progress(verbose, callback, printer)
+    progress = Progress(verbose, callback, printer, max_iter=max_iter)
     w = np.array(w0, dtype=np.float64)
     value, grad = objective.evaluate(w)
     pairs = deque(maxlen=memory)
@@ -240,7 +240,7 @@ def minimize_lbfgsb(
     Same parameters, stopping rules and result as :func:`minimize_lbfgs`.
     """
     objective = _CachedObjective(fun)
-    progress = Progress(verbose, callback, printer)
+    progress = Progress(verbose, callback, printer, max_iter=max_iter)
 
     def after_iteration(intermediate_result):
         w = intermediate_result.x

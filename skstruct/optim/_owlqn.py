@@ -190,7 +190,7 @@ def minimize_owlqn(
         w[fixed] = 0.0
         fun = _masked(fun, ~fixed)
     objective = _CachedObjective(fun)
-    progress = Progress(verbose, callback, printer)
+    progress = Progress(verbose, callback, printer, max_iter=max_iter)
     smooth, grad = objective.evaluate(w)
     value = smooth + l1 * float(np.abs(w).sum())
     pg = np.empty_like(w)

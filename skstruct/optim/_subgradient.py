@@ -124,7 +124,7 @@ def minimize_subgradient(
         current = run.current()
         return current, run.step, state_now(current) if eager else None
 
-    progress = Progress(verbose, callback, printer, unit="pass")
+    progress = Progress(verbose, callback, printer, unit="pass", max_iter=max_iter)
 
     def evaluate(snap):
         return (risk.value(snap[0]) if problem is None
@@ -241,7 +241,7 @@ def perceptron(risk, w0=None, *, max_iter=10, averaging=True, random_state=None,
         run = _PythonPerceptron(risk, w, scales, averaging)
     if state:
         _restore_perceptron(run, problem, state["step"], state.get("acc"))
-    progress = Progress(verbose, callback, printer, unit="pass")
+    progress = Progress(verbose, callback, printer, unit="pass", max_iter=max_iter)
     message, converged = "maximum number of passes reached", False
     next_order = pass_order(rng, n, shuffle)
     for _ in range(max_iter):

@@ -279,7 +279,7 @@ def minimize_svrg(
     if state:
         w0 = state["w"]
     w = problem.to_engine(np.zeros(problem.n_params) if w0 is None else w0)
-    log = EpochLog(sp, risk, tol, verbose, callback, printer)
+    log = EpochLog(sp, risk, tol, verbose, callback, printer, max_iter)
     next_order = epoch_order(rng, n, shuffle)
     for _ in range(max_iter):
         w, _ = sp.epoch(w, mu, eta, 0.0, w, next_order(), averaging)
@@ -313,11 +313,13 @@ class EpochLog:
         Stop when an epoch changes P by at most a relative ``tol`` (0: never).
     verbose, callback, printer
         As for :class:`~skstruct.optim._progress.Progress`.
+    max_iter : int or None, default=None
+        The epoch budget, for the estimate of the time left in the progress lines.
     """
 
-    def __init__(self, sp, risk, tol, verbose, callback, printer):
+    def __init__(self, sp, risk, tol, verbose, callback, printer, max_iter=None):
         self.sp, self.risk, self.tol = sp, risk, tol
-        self.progress = Progress(verbose, callback, printer, unit="epoch")
+        self.progress = Progress(verbose, callback, printer, unit="epoch", max_iter=max_iter)
         self.message, self.converged = "maximum number of epochs reached", False
         self.mus, self.calls = [], []
 

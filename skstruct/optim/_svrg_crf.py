@@ -129,7 +129,7 @@ def minimize_svrg_crf(
         eta = float(learning_rate)
     w = problem.to_engine(np.zeros(problem.n_params) if w0 is None else w0)
     gbar, _ = sp.full_gradient(w, 1.0)
-    progress = Progress(verbose, callback, printer, unit="epoch")
+    progress = Progress(verbose, callback, printer, unit="epoch", max_iter=max_iter)
     message, converged = "maximum number of epochs reached", False
     calls, norms = [], []
     for _ in range(max_iter):
