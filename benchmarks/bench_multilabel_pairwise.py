@@ -579,6 +579,16 @@ def report(runs):
             "- Commands: " + "; ".join(
                 f"`{c}` ({', '.join(rows)})" for c, rows in commands.items()) + ".",
         ]
+        loads = [m["load_average_1min"]["before"] for d in run.get("datasets", {}).values()
+                 for m in d["methods"].values()
+                 if (m.get("load_average_1min") or {}).get("before") is not None]
+        if loads:
+            lines.append(
+                f"- The 1-minute load average of the 2-core machine before the timed fits "
+                f"ranged from {min(loads):.1f} to {max(loads):.1f} (per row in the JSON "
+                "file): at a load of 20 a niced process gets a small share of a core, so "
+                "wall times are up to 20x the CPU times; the CPU times are the fairer "
+                "comparison between rows measured at different loads.")
         versions = run.get("versions", {})
         machine = run.get("machine", {})
         lines += [
