@@ -60,7 +60,10 @@ Writes ``results/map_perturbation_synthetic.md``, ``.json`` and ``.png``.
 
 Run: ``nice -n 19 python benchmarks/bench_map_perturbation_synthetic.py`` (``--quick``
 for a smoke run: 2 repeats, 30 / 30 examples, 3 iterations, no results written unless
-``--output`` is given).
+``--output`` is given). To share the repeats among processes, run each with
+``--first-repeat F --repeats R --output DIR`` (repeats F .. R − 1; repeat r draws the same
+data in every process), then ``--merge DIR1/....json DIR2/....json [--notes FILE]`` writes
+the combined results.
 """
 
 import argparse
