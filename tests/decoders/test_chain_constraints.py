@@ -375,3 +375,16 @@ def test_infeasible_sequences_under_constraints_are_named_by_every_path():
     for operation in (none.marginals, none.map, lambda s: none.top_k(s, 2)):
         with pytest.raises(InfeasibleOutputError, match="sequence 1"):
             operation(scores)
+
+
+def test_is_valid_reads_tag_names_or_states():
+    bio = ChainConstraints.from_tags(["B-NP", "I-NP", "O"])
+    sequences = [np.array(["O", "B-NP", "I-NP"], dtype=object), ["I-NP"], ["O", "I-NP"],
+                 ["B-NP", "I-NP", "I-NP", "O"]]
+    np.testing.assert_array_equal(bio.is_valid(sequences), [True, False, False, True])
+    with pytest.raises(ValueError, match="'B-VP'"):
+        bio.is_valid([["B-VP"]])
+    plain = ChainConstraints(bio.transition, bio.start, bio.end)
+    np.testing.assert_array_equal(plain.is_valid([[2, 0, 1], [2, 1]]), [True, False])
+    with pytest.raises(ValueError, match="states 0 .. 2"):
+        plain.is_valid([[3]])
