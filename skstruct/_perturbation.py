@@ -218,7 +218,10 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         the paper, or a number.
     candidates : {"proposal", "all"}, default="proposal"
         ``"all"``: T_i = Y(x_i), every output (enumerated by ``top_k``; tiny problems
-        only), which is exact CRF training by the same steps (the paper's CRF_ALL).
+        only), which is exact CRF training by the same steps (the paper's CRF_ALL). The
+        outputs are enumerated once per fit and their parts kept in one sparse matrix, so
+        a step costs two sparse products over (outputs × examples) rows (decoders whose
+        part containers hold one array; others re-enumerate at every step).
     beta : "auto" or float, default="auto"
         Gumbel scale β; ``"auto"`` is the paper's 1 / log((r − 1)(√m − 1)) with r the
         largest number of outputs of an example (read from ``max_outputs``), clipped
