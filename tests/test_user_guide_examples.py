@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 PAGES = ["factor_graphs.rst", "migrating.rst", "multilabel.rst", "trees.rst",
-         "choosing_an_estimator.rst"]
+         "choosing_an_estimator.rst", "sequences.rst"]
 GUIDE = Path(__file__).resolve().parent.parent / "doc" / "user_guide"
 
 
