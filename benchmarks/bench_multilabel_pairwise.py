@@ -536,7 +536,10 @@ def report(runs):
                 commands.setdefault(m["command"], []).append(f"{name}/{key}")
                 converged = "yes" if m["converged"] else "no"
                 if m.get("time_capped"):
-                    converged = f"no (stopped at the {m['time_cap_seconds']:g} s cap)"
+                    converged = f"no (stopped at the {m['time_cap_seconds']:g} s cap"
+                    if "n_iter" in m:
+                        converged += f" after {m['n_iter']} iterations"
+                    converged += ")"
                 elif "n_iter" in m and "final_duality_gap" in m:
                     converged += (f" ({m['n_iter']} iterations, gap "
                                   f"{m['final_duality_gap']:.2g})")
