@@ -58,6 +58,7 @@ from ._chain_kernels import (
     top_k_one,
 )
 from ._chain_oracle import (
+    CONSTRAINED,
     HAMMING,
     LOSS,
     NO_LOSS,
@@ -66,6 +67,7 @@ from ._chain_oracle import (
     VITERBI,
     _hamming_cost,
     chain_add_parts,
+    constrained_pair,
 )
 from ._oracles import CHAIN, MAP, MARGIN, MULTICLASS, MULTILABEL, TREE
 from ._independent_kernels import top_k_one as binary_top_k_one
@@ -123,8 +125,8 @@ def supports_smoothed(compiled_oracle, smoothing):
         return False
     code, ints = compiled_oracle.code, compiled_oracle.ints
     if code == CHAIN:
-        return bool(ints[LOSS] == NO_LOSS or (ints[LOSS] == HAMMING
-                                               and ints[SEARCH] == VITERBI))
+        loss = ints[LOSS] & (CONSTRAINED - 1)  # a decoder's constraints are served too
+        return bool(loss == NO_LOSS or (loss == HAMMING and ints[SEARCH] == VITERBI))
     if code == MULTICLASS:
         return True
     if code == MULTILABEL:
@@ -217,7 +219,7 @@ def _chain_augmented(unary, y_i, ints, floats):
     """z's unary scores: unary + the Hamming cost of every (token, state)."""
     length, n_states = unary.shape
     augmented = np.empty((length, n_states))
-    loss = ints[LOSS]
+    loss = ints[LOSS] & (CONSTRAINED - 1)
     if loss != NO_LOSS and not (loss == HAMMING and ints[SEARCH] == VITERBI):
         raise ValueError("the smoothed chain oracle needs a Hamming loss under margin "
                          "rescaling (or no loss)")
@@ -244,7 +246,12 @@ def _chain_gold(augmented, pair, y_i):
 
 @njit(**_NJIT)
 def chain_smoothed(smoothing, mu, top_k, unary, pair, y_i, ints, floats, d_unary, d_pair):
-    """:func:`smoothed_oracle` of one chain (``unary`` (L, S), ``pair`` (S² + 2S,))."""
+    """:func:`smoothed_oracle` of one chain (``unary`` (L, S), ``pair`` (S² + 2S,)).
+
+    A decoder's constraints (the :data:`CONSTRAINED` bit of ``ints[LOSS]``) score the
+    forbidden transitions, first and last states -inf; their gradient entries are 0.
+    """
+    pair = constrained_pair(pair, ints, floats)
     augmented = _chain_augmented(unary, y_i, ints, floats)
     gold = _chain_gold(augmented, pair, y_i)
     if smoothing == ENTROPY:

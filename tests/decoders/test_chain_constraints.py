@@ -185,16 +185,51 @@ def test_loss_augmented_map_and_the_compiled_oracle_equal_enumeration(name, case
         np.testing.assert_array_equal(out, labels[a:b])
 
 
-def test_constrained_compiled_oracles_have_no_smoothed_form():
-    """The smoothed oracles (SVRG) do not read the constraints: they must decline."""
-    from skstruct.decoders._smoothed_oracles import supports_smoothed
+@pytest.mark.parametrize("smoothing, top_k", [("entropy", 1), ("l2", 3)])
+@pytest.mark.parametrize("with_loss", [False, True])
+def test_constrained_smoothed_oracles_equal_the_masked_scores(smoothing, top_k, with_loss):
+    """The smoothed oracles (SVRG, Casimir) read the constraints: the value and gradient
+    equal those of the unconstrained oracle on the scores with forbidden parts at -inf,
+    and the gradient of a forbidden part is 0."""
+    from skstruct.decoders._oracles import CHAIN
+    from skstruct.decoders._smoothed_oracles import (
+        ENTROPY, L2, smoothed_oracle, supports_smoothed)
 
-    c = ChainConstraints.from_tags(["B-X", "I-X", "O"])
-    y, offsets = np.array([0, 1, 2]), np.array([0, 3])
-    for loss, rescaling in ((None, None), (HammingLoss(), "margin")):
-        free = ChainDecoder().compiled_oracle(loss, rescaling, y, offsets)
-        bound = ChainDecoder(constraints=c).compiled_oracle(loss, rescaling, y, offsets)
-        assert supports_smoothed(free, "entropy") and not supports_smoothed(bound, "entropy")
+    c = ChainConstraints.from_tags(["B-X", "I-X", "B-Y", "I-Y", "O"])
+    rng = np.random.default_rng(3)
+    lengths = [1, 4, 6]
+    scores = random_chain_scores(rng, lengths, 5, 2.0)
+    y = np.concatenate([_random_valid(c, np.array([0, n]), rng) for n in lengths])
+    offsets = scores.offsets
+    loss, rescaling = (HammingLoss(), "margin") if with_loss else (None, None)
+    free = ChainDecoder().compiled_oracle(loss, rescaling, y, offsets)
+    bound = ChainDecoder(constraints=c).compiled_oracle(loss, rescaling, y, offsets)
+    assert supports_smoothed(bound, smoothing)
+    code = {"entropy": ENTROPY, "l2": L2}[smoothing]
+    masked = _masked(scores, c)
+    pair = np.concatenate((scores.transition.ravel(), scores.start, scores.end))
+    masked_pair = np.concatenate((masked.transition.ravel(), masked.start, masked.end))
+    forbidden = ~np.isfinite(masked_pair)
+    assert forbidden.any()
+    for i in range(len(lengths)):
+        a, b = offsets[i], offsets[i + 1]
+        unary = np.ascontiguousarray(scores.unary[a:b])
+        results = []
+        for oracle, p in ((bound, pair), (free, masked_pair)):
+            assert oracle.code == CHAIN
+            y_i = oracle.y[oracle.y_offsets[i]:oracle.y_offsets[i + 1]]
+            costs_i = oracle.costs[a:b] if oracle.costs.shape[0] else oracle.costs
+            d_unary, d_pair = np.zeros_like(unary), np.zeros_like(p)
+            value, exact = smoothed_oracle(oracle.code, code, 0.7, top_k, unary, p, y_i,
+                                           costs_i, oracle.ints, oracle.floats,
+                                           d_unary, d_pair)
+            results.append((value, exact, d_unary, d_pair))
+        (value, exact, d_unary, d_pair), reference = results
+        assert value == pytest.approx(reference[0], rel=1e-12, abs=1e-12)
+        assert exact == reference[1]
+        np.testing.assert_allclose(d_unary, reference[2], atol=1e-12)
+        np.testing.assert_allclose(d_pair[~forbidden], reference[3][~forbidden], atol=1e-12)
+        np.testing.assert_array_equal(d_pair[forbidden], 0.0)
 
 
 def test_samples_and_neighbourhoods_are_the_valid_sequences():
