@@ -8,27 +8,14 @@ everything that differs between kinds. See :mod:`skstruct.outputs`.
 
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
-from sklearn.utils._available_if import _AvailableIfDescriptor
 from sklearn.utils.validation import check_is_fitted
 
 from .outputs import get_output_kind, infer_output_kind, registered_output_kinds
 from .outputs._sequence import is_sequence_input
+from .utils._available import available_if_with_reason
 from .utils._sequences import check_sample_weight_sequences
 
 __all__ = ["StructuredEstimator", "output_kind", "is_sequence_input"]
-
-
-class _AvailableIfWithReason(_AvailableIfDescriptor):
-    """scikit-learn's ``available_if`` whose AttributeError also says why: the message
-    of the exception ``check`` raised is appended to "This 'X' has no attribute 'm'"."""
-
-    def _check(self, obj, owner):
-        try:
-            super()._check(obj, owner)
-        except AttributeError as exc:
-            if exc.__cause__ is None:
-                raise
-            raise AttributeError(f"{exc}: {exc.__cause__}") from exc.__cause__
 
 
 def available_if_fitted_kind(kinds, reason):
@@ -49,7 +36,7 @@ def available_if_fitted_kind(kinds, reason):
             return True
         raise AttributeError(reason.format(kind=kind, name=type(estimator).__name__))
 
-    return lambda fn: _AvailableIfWithReason(fn, check=check, attribute_name=fn.__name__)
+    return available_if_with_reason(check)
 
 
 def _reject_token_dicts(X, name):

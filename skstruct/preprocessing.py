@@ -11,11 +11,11 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.feature_extraction import DictVectorizer, FeatureHasher
-from sklearn.utils._available_if import _AvailableIfDescriptor
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._dependency_features import ArcVectorizer, _check_dtype
+from .utils._available import available_if_with_reason
 from .utils._trees import ArcFeatureBatch
 from ._vectorizing import column_table, lookup_csr, split_rows
 
@@ -177,22 +177,6 @@ def _has_feature_names(estimator):
     return True
 
 
-class _AvailableIfWithReason(_AvailableIfDescriptor):
-    """``available_if`` whose AttributeError also says why the method is unavailable."""
-
-    def _check(self, obj, owner):
-        try:
-            super()._check(obj, owner)
-        except AttributeError as exc:
-            if exc.__cause__ is None:
-                raise
-            raise AttributeError(f"{exc}: {exc.__cause__}") from exc.__cause__
-
-
-def _available_if(check):
-    return lambda fn: _AvailableIfWithReason(fn, check=check, attribute_name=fn.__name__)
-
-
 class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Vectorize sequences of token feature dicts into per-sequence CSR matrices.
 
@@ -328,7 +312,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
             return [sp.csr_matrix((0, self.n_features_out_), dtype=self.dtype) for _ in X]
         return split_rows(self._vectorize(X, lengths), lengths)
 
-    @_available_if(_has_feature_names)
+    @available_if_with_reason(_has_feature_names)
     def get_feature_names_out(self, input_features=None):
         """Get the output feature names (dict backend only).
 
