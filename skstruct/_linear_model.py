@@ -69,10 +69,6 @@ class LinearStructuredModel(StructuredEstimator):
         w0 = self._initial_params(features, kind, classes, batch.n_features)
         l2_strength, solver_options = self._penalty(kind, features, batch, y_encoded, classes)
         risk = RegularizedRisk(features, batch, y_encoded, decoder, loss, l2_strength, weights)
-        if getattr(decoder, "constraints", None) is not None:
-            # The feature map's compiled CRF objective runs its own forward-backward, which
-            # does not read the decoder's constraints: evaluate through the decoder.
-            risk._compiled_checked = True
         result = run_solver(self.solver, risk, w0, dict(
             max_iter=self.max_iter, tol=self.tol, verbose=self.verbose,
             callback=self.callback, **solver_options))
@@ -219,15 +215,21 @@ class LinearStructuredModel(StructuredEstimator):
         per sentence, entry [m, h] the score of head h for token m, the diagonal the
         root), or per pair (matchings: an (n_rows_i, n_cols_i) matrix per instance).
 
+        Multiclass with two classes follows scikit-learn's binary convention: one score
+        per sample, that of ``classes_[1]`` minus that of ``classes_[0]``, positive when
+        ``classes_[1]`` is predicted (ties aside).
+
         Parameters
         ----------
         X : as in :meth:`predict`
 
         Returns
         -------
-        ndarray of shape (n_samples, n_outputs), or list of ndarray of shape
-        (n_tokens_i, n_classes) for sequences, of shape (n_i, n_i) for trees, or of
-        shape (n_rows_i, n_cols_i) for matchings
+        ndarray of shape (n_samples, n_classes) (multiclass, three classes or more),
+        (n_samples,) (multiclass, two classes) or (n_samples, n_labels) (multilabel, any
+        number of labels); or list of ndarray of shape (n_tokens_i, n_classes) for
+        sequences, of shape (n_i, n_i) for trees, or of shape (n_rows_i, n_cols_i) for
+        matchings
         """
         batch = self._validate_prediction_data(X)
-        return self._fitted_kind().unary_to_user(self._scores(batch).unary, batch)
+        return self._fitted_kind().unary_to_decision(self._scores(batch).unary, batch)

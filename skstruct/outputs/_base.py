@@ -111,6 +111,15 @@ class OutputKind:
         (``decision_function``, ``predict_marginals``)."""
         raise NotImplementedError
 
+    def unary_to_decision(self, unary, batch):
+        """What ``decision_function`` returns from the unary scores of ``batch``.
+
+        The default is :meth:`unary_to_user`; a kind overrides it when its decision
+        function is not the unary scores themselves (multiclass with two classes: one
+        score per sample). Marginals and probabilities keep :meth:`unary_to_user`.
+        """
+        return self.unary_to_user(unary, batch)
+
     # -- model -----------------------------------------------------------------------
 
     def default_decoder(self):

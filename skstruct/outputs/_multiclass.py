@@ -19,7 +19,10 @@ class MulticlassKind(TabularKind, OutputKind):
     decoded by a :class:`~skstruct.decoders.MulticlassDecoder`.
 
     The fallback for tabular ``X``: registered first, tried last. Encoded outputs are
-    class indices; the default score is accuracy.
+    class indices; the default score is accuracy. ``decision_function`` returns the
+    (n_samples, n_classes) class scores, or with two classes the (n_samples,) score of
+    ``classes_[1]`` minus that of ``classes_[0]`` (scikit-learn's binary convention);
+    marginals and probabilities keep one column per class.
     """
 
     name = "multiclass"
@@ -38,6 +41,15 @@ class MulticlassKind(TabularKind, OutputKind):
 
     def decode_one(self, encoded, classes):
         return classes[int(np.asarray(encoded).reshape(-1)[0])]
+
+    def unary_to_decision(self, unary, batch):
+        """The (n_samples, n_classes) class scores; with two classes, scikit-learn's
+        binary convention: the (n_samples,) score of ``classes_[1]`` minus that of
+        ``classes_[0]`` (positive when ``classes_[1]`` scores higher)."""
+        scores = self.unary_to_user(unary, batch)
+        if scores.ndim == 2 and scores.shape[1] == 2:
+            return scores[:, 1] - scores[:, 0]
+        return scores
 
     def default_decoder(self):
         return MulticlassDecoder()

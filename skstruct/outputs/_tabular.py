@@ -47,7 +47,9 @@ class TabularKind:
     """Mixin of the tabular kinds: prediction data, coefficients and unary scores.
 
     Fitted attributes: ``coef_`` (n_outputs, n_features) and ``intercept_``
-    (n_outputs,); ``decision_function`` returns the (n_samples, n_outputs) unary scores.
+    (n_outputs,); ``decision_function`` returns the (n_samples, n_outputs) unary scores
+    (multiclass with two classes: one (n_samples,) score, see
+    :class:`~skstruct.outputs.MulticlassKind`).
     """
 
     def check_prediction_data(self, X, fitted):
