@@ -271,6 +271,28 @@ def test_a_failed_call_keeps_the_model():
     assert np.any(_params(model) != before)
 
 
+@pytest.mark.parametrize("averaging", [True, False])
+@pytest.mark.parametrize("model", [StructuredPerceptron(shuffle=False),
+                                   StructuredSVM(solver="subgradient", shuffle=False),
+                                   StructuredSVM(solver="bcfw", shuffle=False)],
+                         ids=["perceptron", "subgradient", "bcfw"])
+def test_later_calls_leave_the_arrays_of_earlier_results_alone(model, averaging):
+    # the solvers take the kept state's arrays over instead of copying them: the
+    # coefficients a call returned must not be among them
+    X, y = _sequences(60, 2)
+    thirds = [(X[i::3], y[i::3]) for i in range(3)]
+    labels = np.unique(np.concatenate([np.ravel(v) for v in y]))
+    model = clone(model).set_params(averaging=averaging)
+    _quiet(model.partial_fit, *thirds[0], classes=labels)
+    held = {name: getattr(model, name) for name in ("coef_", "transition_")}
+    copies = {name: value.copy() for name, value in held.items()}
+    for X_part, y_part in thirds[1:]:
+        _quiet(model.partial_fit, X_part, y_part)
+    for name, value in held.items():
+        np.testing.assert_array_equal(value, copies[name], err_msg=name)
+    assert not np.array_equal(model.coef_, copies["coef_"])
+
+
 # --- (d) scikit-learn's checks of partial_fit --------------------------------------------
 # scikit-learn passes ``classes`` to the first partial_fit of classifiers only; these
 # estimators are not tagged classifiers (they learn sequences, trees...), so the checks

@@ -145,7 +145,8 @@ def minimize_bcfw(
     eager = keep and max_iter > 1
 
     def state_now():
-        return _bcfw_state(run, problem is not None, to_user, seen + batch_weight)
+        return _bcfw_state(run, problem is not None, to_user, seen + batch_weight,
+                           copy=eager)
 
     def snapshot():
         return (*run.current(), run.step, state_now() if eager else None)
@@ -184,10 +185,12 @@ def minimize_bcfw(
 
 def _restore_bcfw(run, compiled, state, to_engine):
     """Continue ``run`` from a previous run's ``state``: w, its lazy average, the step
-    counter and the dual sums."""
-    run.w = to_engine(state["w"])
+    counter and the dual sums. A compiled run takes the state's arrays over (it writes
+    into them; the state it returns replaces this one)."""
+    hand_over = {"copy": False} if compiled else {}
+    run.w = to_engine(state["w"], **hand_over)
     if state.get("lazy") is not None:
-        run.lazy = to_engine(state["lazy"])
+        run.lazy = to_engine(state["lazy"], **hand_over)
     run.step = int(state["step"])
     if compiled:
         run.sums[:] = state["dual_sums"]
@@ -195,13 +198,17 @@ def _restore_bcfw(run, compiled, state, to_engine):
         run.ell_total, run.ell_avg_total = state["dual_sums"]
 
 
-def _bcfw_state(run, compiled, to_user, seen_weight):
-    """The ``state`` that :func:`minimize_bcfw` continues from, column order."""
+def _bcfw_state(run, compiled, to_user, seen_weight, copy=True):
+    """The ``state`` that :func:`minimize_bcfw` continues from, column order; with
+    ``copy`` False (the run is over), a compiled run's own arrays when no permutation is
+    needed."""
     if compiled:
         dual_sums = (float(run.sums[0]), float(run.sums[1]))
     else:
         dual_sums = (run.ell_total, run.ell_avg_total)
-    return {"w": to_user(run.w), "lazy": to_user(run.lazy) if run.averaging else None,
+    hand_over = {"copy": False} if compiled and not copy else {}
+    return {"w": to_user(run.w, **hand_over),
+            "lazy": to_user(run.lazy, **hand_over) if run.averaging else None,
             "step": run.step, "dual_sums": dual_sums, "seen_weight": seen_weight}
 
 

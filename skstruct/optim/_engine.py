@@ -85,19 +85,30 @@ class CompiledProblem:
         """Length of w."""
         return self.features.n_params
 
-    def to_engine(self, w):
-        """A copy of ``w`` (n_params,) in the engine's order: the rows of W permuted by
-        ``features.column_order`` when the features have one."""
-        engine = np.array(w, dtype=np.float64)
+    def to_engine(self, w, copy=True):
+        """``w`` (n_params,) in the engine's order: the rows of W permuted by
+        ``features.column_order`` when the features have one.
+
+        A new array, unless ``copy`` is False and W needs no permutation: then ``w``
+        itself (float64 and C-contiguous; the caller hands it over, and the engine
+        writes into it).
+        """
         order = self.features.column_order
+        if not copy and not order.shape[0]:
+            return _owned(w)
+        engine = np.array(w, dtype=np.float64)
         if order.shape[0]:
             engine[:order.shape[0]] = engine[order]
         return engine
 
-    def to_user(self, engine):
-        """The inverse of :meth:`to_engine`: a copy of ``engine`` in column order."""
-        w = np.array(engine, dtype=np.float64)
+    def to_user(self, engine, copy=True):
+        """The inverse of :meth:`to_engine`: ``engine`` in column order, a new array
+        unless ``copy`` is False and W needs no permutation (then ``engine`` itself:
+        the engine hands it over and no longer writes into it)."""
         order = self.features.column_order
+        if not copy and not order.shape[0]:
+            return engine
+        w = np.array(engine, dtype=np.float64)
         if order.shape[0]:
             w[order] = engine[:order.shape[0]]
         return w
@@ -116,31 +127,44 @@ class CompiledProblem:
         temporaries), summed in example order, so P(w) is the same for any thread
         count."""
         values = np.empty(self.features.n_examples)
-        kernels.hinge_values(self.features, self.oracle, *self.blocks(self.to_engine(w)),
+        engine = self.to_engine(w, copy=False)  # read only
+        kernels.hinge_values(self.features, self.oracle, *self.blocks(engine),
                              values, 4 * numba.get_num_threads())
         return float(weights @ values) + 0.5 * lam * float(w @ w)
 
-    def perceptron(self, w0, scales, averaging):
-        """A :class:`PerceptronRun` from ``w0`` with update scales s_i = n ω_i."""
-        return PerceptronRun(self, w0, scales, averaging)
+    def perceptron(self, w0, scales, averaging, adopt=False):
+        """A :class:`PerceptronRun` from ``w0`` with update scales s_i = n ω_i (``adopt``:
+        the run may take ``w0`` over instead of copying it)."""
+        return PerceptronRun(self, w0, scales, averaging, adopt)
 
-    def subgradient(self, w0, scales, lam, averaging, first_step):
-        """A :class:`SubgradientRun` (Pegasos steps) from ``w0``."""
-        return SubgradientRun(self, w0, scales, lam, averaging, first_step)
+    def subgradient(self, w0, scales, lam, averaging, first_step, average=None,
+                    adopt=False):
+        """A :class:`SubgradientRun` (Pegasos steps) from ``w0`` and the running
+        average ``average`` (None: w0; always copied); ``adopt`` as for
+        :meth:`perceptron`."""
+        return SubgradientRun(self, w0, scales, lam, averaging, first_step, average, adopt)
 
     def bcfw(self, weights, lam, averaging):
         """A :class:`BCFWRun` from w = 0, all blocks at their gold output."""
         return BCFWRun(self, weights, lam, averaging)
 
 
+def _owned(w):
+    """``w`` as a float64 C-contiguous writable array: itself when it is one."""
+    if (isinstance(w, np.ndarray) and w.dtype == np.float64 and w.flags.c_contiguous
+            and w.flags.writeable):
+        return w
+    return np.array(w, dtype=np.float64)
+
+
 class PerceptronRun:
     """State of the averaged perceptron between compiled passes (see
     :func:`~skstruct.optim._engine_kernels.perceptron_pass`)."""
 
-    def __init__(self, problem, w0, scales, averaging):
+    def __init__(self, problem, w0, scales, averaging, adopt=False):
         self.problem = problem
-        self.w = problem.to_engine(w0)
-        self.acc = np.zeros_like(self.w)
+        self.w = problem.to_engine(w0, copy=not adopt)
+        self.acc = np.zeros(self.w.shape[0])
         self.scales = np.ascontiguousarray(scales, dtype=np.float64)
         self.averaging = bool(averaging)
         self.step = 0
@@ -154,10 +178,13 @@ class PerceptronRun:
         return int(mistakes)
 
     def current(self):
-        """The returned iterate (column order): the average of w_0 .. w_T, or w_T."""
+        """The returned iterate (column order, a new array): the average of
+        w_0 .. w_T, or w_T."""
         if not self.averaging:
             return self.problem.to_user(self.w)
-        return self.problem.to_user(self.w - self.acc / (self.step + 1))
+        average = self.acc * (-1.0 / (self.step + 1))
+        average += self.w
+        return self.problem.to_user(average, copy=False)
 
 
 class SubgradientRun:
@@ -165,10 +192,11 @@ class SubgradientRun:
     :func:`~skstruct.optim._engine_kernels.subgradient_pass`). After every pass both are
     made explicit again (a = α = 1, β = 0), which keeps the scalars near 1."""
 
-    def __init__(self, problem, w0, scales, lam, averaging, first_step):
+    def __init__(self, problem, w0, scales, lam, averaging, first_step, average=None,
+                 adopt=False):
         self.problem = problem
-        self.v = problem.to_engine(w0)
-        self.u = self.v.copy()
+        self.v = problem.to_engine(w0, copy=not adopt)
+        self.u = self.v.copy() if average is None else problem.to_engine(average)
         self.state = np.array([1.0, 1.0, 0.0])
         self.scales = np.ascontiguousarray(scales, dtype=np.float64)
         self.lam = float(lam)
@@ -230,6 +258,7 @@ class BCFWRun:
         """(w̄, averaged Σ ℓ) with averaging, else (w, Σ ℓ); w̄ and w in column order."""
         to_user = self.problem.to_user
         if self.averaging:
-            average = self.w - self.lazy / ((self.step + 1) * (self.step + 2) / 2.0)
-            return to_user(average), self.sums[1]
+            average = self.lazy * (-2.0 / ((self.step + 1) * (self.step + 2)))
+            average += self.w
+            return to_user(average, copy=False), self.sums[1]
         return to_user(self.w), float(self.ell.sum())

@@ -88,36 +88,41 @@ def minimize_subgradient(
     if lam <= 0:
         raise ValueError("The subgradient solver needs a positive regularization alpha.")
     n = risk.n_examples
-    w = (np.zeros(risk.features.n_params) if w0 is None
-         else np.array(w0, dtype=np.float64))
     scales = n * risk.weights
     known, rescaling = loss_rescaling(risk.loss)
     problem = None if (_force_python or not known) else compiled_problem(risk, rescaling)
+    average = None
     if state:
-        w = np.array(state["w"], dtype=np.float64)
         first_step = int(state["first_step"])
+        # the returned w_avg is also the model's coefficients: copied, never written into
+        average = state.get("w_avg") if averaging else None
     if problem is not None:
-        run = problem.subgradient(w, scales, lam, averaging, first_step)
-        to_engine, to_user = problem.to_engine, problem.to_user
+        # w is handed over (a copy of w0, or the state's, which this run's replaces)
+        w = state["w"] if state else (np.zeros(risk.features.n_params) if w0 is None
+                                      else np.array(w0, dtype=np.float64))
+        run = problem.subgradient(w, scales, lam, averaging, first_step, average,
+                                  adopt=True)
+        to_user = problem.to_user
     else:
+        w = (np.array(state["w"], dtype=np.float64) if state else
+             np.zeros(risk.features.n_params) if w0 is None
+             else np.array(w0, dtype=np.float64))
         run = _PythonSubgradient(risk, w, scales, lam, averaging, first_step)
-        to_engine = to_user = np.array
+        if average is not None:
+            run.w_avg = np.array(average, dtype=np.float64)
+        to_user = np.array
     if state:
         run.step = int(state["step"])
-        if averaging:
-            average = state.get("w_avg")
-            if average is not None:
-                if problem is not None:
-                    run.u = to_engine(average)
-                else:
-                    run.w_avg = np.array(average, dtype=np.float64)
     keep = state is not None
     eager = keep and max_iter > 1  # see minimize_bcfw
     status = {"message": "maximum number of passes reached", "converged": False}
 
     def state_now(current):
-        raw = run.v if problem is not None else run.w
-        return {"w": to_user(raw), "w_avg": current if averaging else None,
+        if problem is None:
+            raw = to_user(run.w)
+        else:  # after the last pass the run no longer writes into v
+            raw = to_user(run.v, copy=eager)
+        return {"w": raw, "w_avg": current if averaging else None,
                 "step": run.step, "first_step": run.first_step}
 
     def snapshot():
@@ -227,18 +232,20 @@ def perceptron(risk, w0=None, *, max_iter=10, averaging=True, random_state=None,
     """
     rng = check_random_state(random_state)
     n = risk.n_examples
-    w = (np.zeros(risk.features.n_params) if w0 is None
-         else np.array(w0, dtype=np.float64))
     scales = n * risk.weights
     known, rescaling = loss_rescaling(risk.loss)
     problem = (None if (_force_python or not known or rescaling is not None)
                else compiled_problem(risk, None))
-    if state:
-        w = np.array(state["w"], dtype=np.float64)
-    if problem is not None:
-        run = problem.perceptron(w, scales, averaging)
+    if problem is not None and state:
+        # the state's arrays are handed over: the run writes into them, and the state
+        # it returns replaces this one
+        run = problem.perceptron(state["w"], scales, averaging, adopt=True)
     else:
-        run = _PythonPerceptron(risk, w, scales, averaging)
+        w = (np.array(state["w"], dtype=np.float64) if state else
+             np.zeros(risk.features.n_params) if w0 is None
+             else np.array(w0, dtype=np.float64))
+        run = (problem.perceptron(w, scales, averaging, adopt=True) if problem is not None
+               else _PythonPerceptron(risk, w, scales, averaging))
     if state:
         _restore_perceptron(run, problem, state["step"], state.get("acc"))
     progress = Progress(verbose, callback, printer, unit="pass", max_iter=max_iter)
@@ -269,15 +276,16 @@ def _restore_perceptron(run, problem, step, acc):
         return
     run.step = int(step)
     if acc is not None and run.averaging:
-        run.acc = problem.to_engine(acc)
+        run.acc = problem.to_engine(acc, copy=False)
 
 
 def _perceptron_state(run, problem):
-    """The state that :func:`perceptron` continues from (``state``), column order."""
+    """The state that :func:`perceptron` continues from (``state``), column order; the
+    run's own arrays when no permutation is needed (the run is over)."""
     if problem is None:
         return run.state()
-    return {"w": problem.to_user(run.w), "step": run.step,
-            "acc": problem.to_user(run.acc) if run.averaging else None}
+    return {"w": problem.to_user(run.w, copy=False), "step": run.step,
+            "acc": problem.to_user(run.acc, copy=False) if run.averaging else None}
 
 
 class _PythonPerceptron:
