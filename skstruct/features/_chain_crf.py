@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 
+from ..decoders._chain import CONSTRAINED_UNARY_SPREAD
 from ..decoders._chain_kernels import (
     BLOCK,
     SCALED_RANGE_LIMIT,
@@ -78,6 +79,11 @@ class ChainCRFObjective:
         ``pair_labels[pair_offsets[f]:pair_offsets[f + 1]]`` (increasing); its other labels
         score 0. ``pair_offsets`` has shape (n_features + 1,), ``pair_labels`` shape
         (n_pairs,). None: W is dense, (n_features, n_states) row by row.
+    allowed : tuple (transition, start, end) of boolean ndarrays or None, default=None
+        The parts the decoder allows (:class:`~skstruct.decoders.ChainConstraints`'
+        masks, of shapes (n_states, n_states), (n_states,), (n_states,)): the others score
+        -inf, exactly as in ``ChainDecoder(constraints=...)``. Their weights then get the
+        gradient α w only (no labeling uses them). None: no constraints.
 
     Attributes
     ----------
@@ -91,14 +97,18 @@ class ChainCRFObjective:
     Works with the rescaled forward-backward only: :meth:`value_and_gradient` returns
     None when the transition or end scores spread more than ``SCALED_RANGE_LIMIT`` (or
     forbid a part), or when a sequence has no labeling of finite score, and the caller
-    takes the generic path, which chooses log space or raises.
+    takes the generic path, which chooses log space or raises. With ``allowed``, the
+    forbidden parts' -inf are exact zeros of the recursion, and the range is that of
+    ``ChainDecoder``'s "auto" with constraints: the allowed transition and end scores
+    spread at most ``SCALED_RANGE_LIMIT`` and the unary scores of the batch at most
+    ``CONSTRAINED_UNARY_SPREAD``.
 
     Memory: one (n_tokens, width) buffer of float64, width = ``n_states`` rounded up to
     a multiple of 8, and up to ``MAX_LANES`` copies of the unary part of w (at most
     ``LANE_MEMORY_LIMIT`` bytes together), all kept between evaluations.
     """
 
-    def __init__(self, X, offsets, y, n_states, weights, pairs=None):
+    def __init__(self, X, offsets, y, n_states, weights, pairs=None, allowed=None):
         X = X.tocsr()
         if not X.has_canonical_format:
             X = X.copy()
@@ -137,14 +147,40 @@ class ChainCRFObjective:
         self._gold_transitions = _gold_transitions(self.y, self.offsets, s, self.weights)
         self.n_params = self.n_unary + s * s + 2 * s
         self._work = 3 * n_tokens * s * s
+        self.constrained = allowed is not None
+        if self.constrained:
+            masks = [np.asarray(m, dtype=bool) for m in allowed]
+            if [m.shape for m in masks] != [(s, s), (s,), (s,)]:
+                raise ValueError(
+                    f"allowed has masks of shapes {[m.shape for m in masks]}; expected "
+                    f"[({s}, {s}), ({s},), ({s},)]."
+                )
+            # which entries of w[n_unary:] (transition, start, end) are allowed, and the
+            # additive mask: 0 where allowed, -inf where forbidden
+            self._allowed = np.concatenate([m.ravel() for m in masks])
+            self._penalty = np.where(self._allowed, 0.0, -np.inf)
+        # the unary scores' min and max per chunk (tracked with constraints only)
+        self._unary_range = np.empty((self.bounds.shape[0] - 1, 2))
 
     def in_scaled_range(self, w):
-        """Whether the rescaled forward-backward is exact at ``w`` (as the decoder's "auto")."""
+        """Whether the rescaled forward-backward is exact at ``w`` (as the decoder's "auto"),
+        as far as the pairwise scores tell: with constraints, the unary scores are checked
+        in :meth:`value_and_gradient`, once computed."""
         s = self.n_states
         base = self.n_unary
         pairwise = (w[base:base + s * s], w[base + s * s + s:])
-        return all(np.isfinite(x).all() and np.ptp(x) <= SCALED_RANGE_LIMIT
+        if self.constrained:
+            allowed = self._allowed
+            pairwise = (pairwise[0][allowed[:s * s]], pairwise[1][allowed[s * s + s:]])
+            # no allowed transition: every chain longer than one token is infeasible,
+            # which the generic path reports
+        return all(x.size > 0 and np.isfinite(x).all() and np.ptp(x) <= SCALED_RANGE_LIMIT
                    for x in pairwise)
+
+    def _pairwise(self, w):
+        """The transition, start and end scores (w[n_unary:]), forbidden ones -inf."""
+        pairwise = w[self.n_unary:]
+        return pairwise + self._penalty if self.constrained else pairwise
 
     def value_and_gradient(self, w, alpha):
         """F(w) and ∇F(w), or None outside the scaled regime (see the class notes).
@@ -172,10 +208,14 @@ class ChainCRFObjective:
             self._sequence_pass(w, values)
             if not np.isfinite(values).all():
                 return None
+            if self.constrained and not (self._unary_range[:, 1].max()
+                                         - self._unary_range[:, 0].min()
+                                         <= CONSTRAINED_UNARY_SPREAD):
+                return None  # the decoder's "auto" takes log space
             self._scatter_pass()
             self._sum_lanes(w, float(alpha), grad)
         _pair_gradient(self._pair, self._buffer.shape[1], self.n_states, self._gold_transitions,
-                       w, float(alpha), self.n_unary, grad)
+                       w, self._pairwise(w), float(alpha), self.n_unary, grad)
         value = float(self.weights @ values) + 0.5 * alpha * float(w @ w)
         return values, value, grad
 
@@ -190,8 +230,9 @@ class ChainCRFObjective:
             table[self.positions] = w[:self.n_unary]
         _sequence_pass(*self.rows, self.split, self.binary, self.offsets, self.y,
                        self.weights, table, self.stride, self.sparse_offsets,
-                       self.table_labels, w, self.n_unary, self.n_states, self.bounds,
-                       self._buffer, values, self._pair)
+                       self.table_labels, np.ascontiguousarray(self._pairwise(w)),
+                       self.n_states, self.bounds, self._buffer, values, self._pair,
+                       self.constrained, self._unary_range)
 
     def _scatter_pass(self):
         """Pass 2: the lanes' Xᵀ G, laid out like the table."""
@@ -285,15 +326,18 @@ def _gold_transitions(y, offsets, n_states, weights):
     return counts.reshape(s, s)
 
 
-def _pair_gradient(pair, width, n_states, gold, w, alpha, base, grad):
+def _pair_gradient(pair, width, n_states, gold, w, pairwise, alpha, base, grad):
     """The transition, start and end entries of ∇F (from ``w[base]`` on) from the chunks'
-    sums, in chunk order (the first and last rows of G hold the gold indicators already)."""
+    sums, in chunk order (the first and last rows of G hold the gold indicators already).
+    ``pairwise``: the scores the passes used (forbidden ones -inf, whose ``expo`` is 0)."""
     s = n_states
     total = pair[0].copy()
     for chunk in range(1, pair.shape[0]):
         total += pair[chunk]
-    trans = w[base:base + s * s].reshape(s, s)
-    expo = np.exp(trans - trans.max())
+    trans = pairwise[:s * s].reshape(s, s)
+    top = trans.max()
+    # the shift of ``scaled_pairwise`` (0 when no transition is allowed)
+    expo = np.exp(trans - (top if np.isfinite(top) else 0.0))
     grad[base:base + s * s] = ((expo * total[:s, :s] - gold).ravel()
                                + alpha * w[base:base + s * s])
     grad[base + s * s:base + s * s + s] = total[width, :s] + alpha * w[base + s * s:base + s * s + s]
@@ -350,8 +394,8 @@ def _add_sparse(out, r, data, indices, lo, hi, binary, table, sparse_offsets, ta
 
 @njit(parallel=True, fastmath=_CONTRACT, **_NJIT)
 def _sequence_pass(data, indices, indptr, split, binary, offsets, y, weights, table, stride,
-                   sparse_offsets, table_labels, w, n_unary, n_states, bounds, rows, values,
-                   pair):
+                   sparse_offsets, table_labels, pairwise, n_states, bounds, rows, values,
+                   pair, track_range, unary_range):
     """Pass 1: scores, forward-backward and G = ω (p − e_ȳ) of every sequence, by chunks.
 
     Parameters
@@ -371,9 +415,8 @@ def _sequence_pass(data, indices, indptr, split, binary, offsets, y, weights, ta
     stride : int
     sparse_offsets, table_labels : ndarray
         The sparse features' table entries and their labels (empty without pairs).
-    w : ndarray of shape (n_params,)
-        The parameters; the pair parameters start at ``w[n_unary]``.
-    n_unary : int
+    pairwise : ndarray of shape (n_states ** 2 + 2 * n_states,)
+        The transition (row-major), start and end scores, -inf where forbidden.
     bounds : ndarray of shape (n_chunks + 1,)
         Chunks of sequences (``token_chunks``).
     rows : ndarray of shape (n_tokens, width)
@@ -384,14 +427,18 @@ def _sequence_pass(data, indices, indptr, split, binary, offsets, y, weights, ta
     pair : ndarray of shape (n_chunks, width + 2, width)
         Output per chunk: rows 0..width-1 the transition sums to multiply by ``expo``,
         row ``width`` Σ G of first tokens, row ``width + 1`` Σ G of last tokens.
+    track_range : bool
+        Whether to write ``unary_range``.
+    unary_range : ndarray of shape (n_chunks, 2)
+        Output with ``track_range``: the least and greatest unary score (X_t W) of each
+        chunk.
     """
     s = n_states
     width = rows.shape[1]
     n_blocks = width // BLOCK
-    base = n_unary
-    trans = w[base:base + s * s].reshape((s, s))
-    start = w[base + s * s:base + s * s + s]
-    end = w[base + s * s + s:base + s * s + 2 * s]
+    trans = pairwise[:s * s].reshape((s, s))
+    start = pairwise[s * s:s * s + s]
+    end = pairwise[s * s + s:s * s + 2 * s]
     expo, expo_t, start_padded, exp_end, trans_max, end_max = scaled_pairwise(
         trans, start, end, width)
     for chunk in prange(bounds.shape[0] - 1):
@@ -407,6 +454,7 @@ def _sequence_pass(data, indices, indptr, split, binary, offsets, y, weights, ta
         for i in range(acc.shape[0]):
             for j in range(width):
                 acc[i, j] = 0.0
+        low, high = np.inf, -np.inf
         for seq in range(first_seq, stop_seq):
             a, b = offsets[seq], offsets[seq + 1]
             # unary scores X_t W, dense rows read by whole blocks: the reads past a row of
@@ -420,6 +468,10 @@ def _sequence_pass(data, indices, indptr, split, binary, offsets, y, weights, ta
                             sparse_offsets, table_labels)
                 for j in range(s, width):
                     rows[t, j] = -np.inf
+                if track_range:
+                    for j in range(s):
+                        low = min(low, rows[t, j])
+                        high = max(high, rows[t, j])
             gold = start[y[a]] + end[y[b - 1]] + rows[a, y[a]]
             for t in range(a + 1, b):
                 gold += rows[t, y[t]] + trans[y[t - 1], y[t]]
@@ -430,6 +482,9 @@ def _sequence_pass(data, indices, indptr, split, binary, offsets, y, weights, ta
             for j in range(width):
                 acc[width, j] += rows[a, j]
                 acc[width + 1, j] += rows[b - 1, j]
+        if track_range:
+            unary_range[chunk, 0] = low
+            unary_range[chunk, 1] = high
 
 
 @njit(parallel=True, **_NJIT)

@@ -5,6 +5,7 @@ import scipy.sparse as sp
 
 from ..decoders._base import keeps_operations
 from ..decoders._chain import ChainDecoder, ChainScores
+from ..decoders._chain_constraints import resolve_constraints
 from ..losses._training import CRFLoss
 from ._chain_crf import ChainCRFObjective
 from ._compiled import compiled_rows
@@ -129,7 +130,8 @@ class LinearChainFeatures:
         """The CRF objective of ``batch`` in two compiled passes, when it is exactly what
         ``loss`` and ``decoder`` compute: the plain CRF log loss (:class:`CRFLoss`
         without a cost, not overridden), :class:`ChainDecoder`'s own forward-backward with
-        ``log_space`` "auto" or False, and sparse token features.
+        ``log_space`` "auto" or False (and its constraints, if any), and sparse token
+        features.
 
         Parameters
         ----------
@@ -153,8 +155,17 @@ class LinearChainFeatures:
                   and (decoder.log_space == "auto" or decoder.log_space is False))
         if not (plain_crf and scaled and sp.issparse(batch.X)):
             return None
+        allowed = None
+        if decoder.constraints is not None:
+            # the masks the decoder applies (raises as the decoder would, e.g. for a
+            # scheme name without the tag names)
+            constraints = resolve_constraints(decoder.constraints)
+            if constraints.n_states != self.n_states:
+                return None  # the generic path raises the decoder's own error
+            allowed = (constraints.transition, constraints.start, constraints.end)
         pairs = None if self.pairs is None else (self.pair_offsets, self.pair_labels)
-        return ChainCRFObjective(batch.X, batch.offsets, y, self.n_states, weights, pairs)
+        return ChainCRFObjective(batch.X, batch.offsets, y, self.n_states, weights, pairs,
+                                 allowed)
 
     def transpose(self, batch, grad):
         """Gradient with respect to w from a gradient with respect to the part scores.

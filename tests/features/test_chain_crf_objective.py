@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from skstruct.decoders import ChainDecoder
+from skstruct._elastic_net import seen_pairs
+from skstruct.decoders import ChainConstraints, ChainDecoder
 from skstruct.decoders import _chain_kernels as kernels
 from skstruct.features import LinearChainFeatures
 from skstruct.features._chain_crf import ChainCRFObjective
@@ -142,3 +143,160 @@ def test_scaled_forward_backward_over_many_chunks_matches_log_space():
     assert len(scaled) == len(logs) == 3
     for a, b in zip(scaled, logs):
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-11)
+
+
+# Constraints: five states B-X, I-X, B-Y, I-Y, O, BIO rules (I-X only after B-X or I-X,
+# likewise Y; no I-* first), and no sequence may end in B-Y (a forbidden end state).
+_ALLOWED_TRANSITION = np.array([
+    [1, 1, 1, 0, 1],
+    [1, 1, 1, 0, 1],
+    [1, 0, 1, 1, 1],
+    [1, 0, 1, 1, 1],
+    [1, 0, 1, 0, 1],
+], dtype=bool)
+_ALLOWED_START = np.array([1, 0, 1, 0, 1], dtype=bool)
+_ALLOWED_END = np.array([1, 1, 0, 1, 1], dtype=bool)
+
+
+def _constraints():
+    return ChainConstraints(_ALLOWED_TRANSITION, _ALLOWED_START, _ALLOWED_END)
+
+
+def _valid_labels(rng, offsets):
+    """A random labeling allowed by ``_constraints()``: random walks over the allowed
+    transitions whose last state is an allowed end."""
+    y = np.empty(offsets[-1], dtype=np.int64)
+    for a, b in zip(offsets[:-1], offsets[1:]):
+        allowed = _ALLOWED_START & (_ALLOWED_END if b - a == 1 else True)
+        y[a] = rng.choice(np.flatnonzero(allowed))
+        for t in range(a + 1, b):
+            allowed = _ALLOWED_TRANSITION[y[t - 1]] & (_ALLOWED_END if t == b - 1 else True)
+            y[t] = rng.choice(np.flatnonzero(allowed))
+    assert not _constraints().violations(y, offsets)[0].any()
+    return y
+
+
+def _constrained_risks(rng, n_seq=40, alpha=1e-3, weighted=False, binary=True,
+                       compact=False):
+    batch, _, n_states = _problem(rng, n_seq=n_seq, binary=binary)
+    y = _valid_labels(rng, batch.offsets)
+    features = LinearChainFeatures(batch.n_features, n_states)
+    if compact:
+        features = features.restricted(seen_pairs(batch.X, y, n_states, "sequence"))
+    weights = rng.uniform(0.1, 3.0, n_seq) if weighted else np.ones(n_seq)
+    make = lambda: RegularizedRisk(  # noqa: E731
+        features, batch, y, ChainDecoder(constraints=_constraints()), CRFLoss(), alpha,
+        weights)
+    compiled, generic = make(), make()
+    generic._compiled_checked = True  # the decoder's own forward-backward
+    objective = compiled.compiled_objective()
+    assert isinstance(objective, ChainCRFObjective) and objective.constrained
+    return features, compiled, generic, objective
+
+
+def _forbidden_pairwise(features, w):
+    """Masks of the forbidden transition, start and end entries of w."""
+    n = features.n_unary
+    forbidden = np.zeros(w.shape, dtype=bool)
+    forbidden[n:] = ~np.concatenate(
+        [m.ravel() for m in (_ALLOWED_TRANSITION, _ALLOWED_START, _ALLOWED_END)])
+    return forbidden
+
+
+@pytest.mark.parametrize("binary, weighted, compact",
+                         [(True, False, False), (False, True, False), (True, True, True)])
+def test_constrained_compiled_objective_equals_the_constrained_decoders_composition(
+        binary, weighted, compact):
+    rng = np.random.default_rng(6)
+    alpha = 1e-3
+    features, compiled, generic, objective = _constrained_risks(
+        rng, alpha=alpha, weighted=weighted, binary=binary, compact=compact)
+    for scale in (0.0, 0.3, 3.0):
+        w = scale * rng.normal(size=features.n_params)
+        forbidden = _forbidden_pairwise(features, w)
+        # forbidden weights far outside SCALED_RANGE_LIMIT of the allowed ones: the range
+        # is that of the allowed parts only, as in the decoder's "auto"
+        w[forbidden] = rng.choice([-1e3, 1e3], size=forbidden.sum())
+        assert objective.value_and_gradient(w, alpha) is not None  # the fused passes
+        value, grad = compiled.value_and_gradient(w)
+        ref_value, ref_grad = generic.value_and_gradient(w)
+        np.testing.assert_allclose(value, ref_value, rtol=1e-10)
+        np.testing.assert_allclose(grad, ref_grad, rtol=1e-10, atol=1e-12)
+        # no labeling uses a forbidden part: its gradient is the penalty's alone
+        np.testing.assert_allclose(grad[forbidden], alpha * w[forbidden], rtol=1e-14)
+        values, data_grad = compiled.data_term(w)
+        ref_values, ref_data_grad = generic.data_term(w)
+        np.testing.assert_allclose(values, ref_values, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(data_grad, ref_data_grad, rtol=1e-10, atol=1e-12)
+        assert np.all(data_grad[forbidden] == 0.0)
+
+
+def test_constrained_compiled_objective_hands_back_where_the_decoder_takes_log_space(
+        monkeypatch):
+    """value_and_gradient is None exactly when the constrained decoder's "auto" runs the
+    log-space kernel: allowed transitions or end scores spread above SCALED_RANGE_LIMIT,
+    or unary scores above CONSTRAINED_UNARY_SPREAD; the objective is then the generic
+    one."""
+    rng = np.random.default_rng(7)
+    features, compiled, generic, objective = _constrained_risks(rng, alpha=0.0)
+    calls = []
+    log_kernel = kernels.forward_backward_log
+    monkeypatch.setattr(kernels, "forward_backward_log",
+                        lambda *args: calls.append(1) or log_kernel(*args))
+    base = 0.3 * rng.normal(size=features.n_params)
+    n = features.n_unary
+    cases = {"in range": base.copy()}
+    wide = cases["allowed transition"] = base.copy()
+    wide[n + 0 * 5 + 1] = 250.0  # B-X -> I-X, allowed
+    wide = cases["allowed end"] = base.copy()
+    wide[n + 25 + 5 + 4] = -250.0  # end in O, allowed
+    wide = cases["unary"] = base.copy()
+    wide[:n] *= 2000.0  # unary scores spread more than CONSTRAINED_UNARY_SPREAD
+    wide = cases["forbidden only"] = base.copy()
+    wide[_forbidden_pairwise(features, wide)] = 900.0
+    for name, w in cases.items():
+        calls.clear()
+        generic.value_and_gradient(w)
+        log_space = bool(calls)
+        assert log_space == (name not in ("in range", "forbidden only")), name
+        assert (objective.value_and_gradient(w, 0.0) is None) == log_space, name
+        value, grad = compiled.value_and_gradient(w)
+        ref_value, ref_grad = generic.value_and_gradient(w)
+        np.testing.assert_allclose(value, ref_value, rtol=1e-10)
+        np.testing.assert_allclose(grad, ref_grad, rtol=1e-10, atol=1e-12)
+
+
+def test_constrained_compiled_objective_hands_forbidden_gold_parts_to_the_generic_path():
+    """A gold labeling through a forbidden part (which fit rejects) has no finite loss: the
+    fused passes hand back, and the generic path reports it."""
+    rng = np.random.default_rng(8)
+    batch, _, n_states = _problem(rng, n_seq=20)
+    y = _valid_labels(rng, batch.offsets)
+    y[batch.offsets[0]] = 1  # I-X first: a forbidden start
+    features = LinearChainFeatures(batch.n_features, n_states)
+    weights = np.full(batch.n_sequences, 1 / batch.n_sequences)
+    objective = features.compiled_objective(
+        batch, y, ChainDecoder(constraints=_constraints()), CRFLoss(), weights)
+    assert objective.constrained
+    assert objective.value_and_gradient(np.zeros(features.n_params), 0.0) is None
+
+
+def test_compiled_objective_reads_the_decoders_constraints():
+    rng = np.random.default_rng(9)
+    batch, y, n_states = _problem(rng, n_seq=10)
+    features = LinearChainFeatures(batch.n_features, n_states)
+    weights = np.full(batch.n_sequences, 0.1)
+    free = features.compiled_objective(batch, y, ChainDecoder(), CRFLoss(), weights)
+    assert not free.constrained
+    as_dict = features.compiled_objective(
+        batch, y, ChainDecoder(constraints=dict(transition=_ALLOWED_TRANSITION,
+                                                start=_ALLOWED_START, end=_ALLOWED_END)),
+        CRFLoss(), weights)
+    assert as_dict.constrained
+    np.testing.assert_array_equal(
+        as_dict._allowed, np.concatenate([_ALLOWED_TRANSITION.ravel(), _ALLOWED_START,
+                                          _ALLOWED_END]))
+    # constraints over another number of states: the generic path raises the decoder's error
+    other = ChainConstraints(np.ones((3, 3), dtype=bool))
+    assert features.compiled_objective(batch, y, ChainDecoder(constraints=other), CRFLoss(),
+                                       weights) is None
