@@ -18,6 +18,9 @@ and CPU time of this process):
 - ``skstruct``: ``CRF.predict(SequenceVectorizer.transform(X))``, split into its
   ``transform`` and ``predict`` parts, and ``skstruct model only`` (``predict`` on the
   vectorized test set, built once);
+- ``skstruct hashed``: the same with ``SequenceVectorizer(backend="hash",
+  n_features=--hash-features)`` (scikit-learn's ``FeatureHasher``, 2^20 columns by
+  default) and a CRF trained on its output the same way;
 - ``featurize``: ``sentences_to_features`` on the test sentences, the step both sides
   share when tagging from words;
 - three C-level passes over the test set's (key, value) items that any vectorizer reading
@@ -69,6 +72,8 @@ def parse_args(argv):
     parser.add_argument("--quick", action="store_true",
                         help="300 training and 200 test sentences, 3 repeats")
     parser.add_argument("--no-peer", action="store_true", help="skip CRFsuite")
+    parser.add_argument("--hash-features", type=int, default=2 ** 20,
+                        help="columns of the hashing vectorizer's side")
     return parser.parse_args(argv)
 
 
@@ -142,7 +147,12 @@ def main(argv=None):
     crf = CRF(alpha=2 * args.c2 / len(X_train), max_iter=args.iterations, tol=0.0)
     crf.fit(vectorizer.fit_transform(X_train), train_target)
     Xv_test = vectorizer.transform(X_test)
+    log(f"training on hashed features ({args.hash_features} columns)")
+    hasher = SequenceVectorizer(backend="hash", n_features=args.hash_features)
+    crf_hashed = CRF(alpha=2 * args.c2 / len(X_train), max_iter=args.iterations, tol=0.0)
+    crf_hashed.fit(hasher.fit_transform(X_train), train_target)
     sides = [Side("skstruct", skstruct_tagger(vectorizer, crf, X_test)),
+             Side("skstruct hashed", skstruct_tagger(hasher, crf_hashed, X_test)),
              Side("skstruct model only", lambda: crf.predict(Xv_test)),
              Side("featurize", lambda: sentences_to_features(words, pos))]
     sides += floor_passes(vectorizer, X_test)
@@ -167,7 +177,9 @@ def main(argv=None):
     log(f"timing {repeats} rounds, alternating")
     measured = alternate(sides, repeats, log=log)
     timings = summarize(measured, n_tokens)
-    f1 = {"skstruct": span_f1_score(target, measured["skstruct"]["results"][0]["y"])}
+    f1 = {"skstruct": span_f1_score(target, measured["skstruct"]["results"][0]["y"]),
+          "skstruct hashed": span_f1_score(target,
+                                           measured["skstruct hashed"]["results"][0]["y"])}
     if "crfsuite" in measured:
         f1["crfsuite"] = span_f1_score(target, measured["crfsuite"]["results"][0])
 
@@ -202,6 +214,8 @@ def main(argv=None):
         "timings": timings,
         "speedup_from_dicts": speedup("crfsuite", "skstruct"),
         "speedup_from_dicts_cpu": speedup("crfsuite", "skstruct", "cpu_median"),
+        "speedup_from_dicts_hashed": speedup("crfsuite", "skstruct hashed"),
+        "hash_features": args.hash_features,
         "speedup_model_only": speedup("crfsuite tag", "skstruct model only"),
         "speedup_from_dicts_paired": paired,
         "speedup_from_words": from_words,
@@ -222,6 +236,10 @@ ROWS = [
     ("skstruct transform", "· `SequenceVectorizer.transform`"),
     ("skstruct predict", "· `CRF.predict` on the matrices"),
     ("skstruct model only", "`CRF.predict` on prebuilt matrices (model only), timed alone"),
+    ("skstruct hashed", "skstruct with `SequenceVectorizer(backend=\"hash\")`: `transform` "
+                        "+ `predict` from dicts"),
+    ("skstruct hashed transform", "· `SequenceVectorizer.transform` (hashing)"),
+    ("skstruct hashed predict", "· `CRF.predict` on the hashed matrices"),
     ("featurize", "`sentences_to_features` (both sides, from words)"),
     ("floor values", "floor: all values into a list (`map(dict.values)`)"),
     ("floor types", "floor: the set of the values' types"),
@@ -278,7 +296,9 @@ def report(runs):
             f"**{fmt(run['speedup_from_dicts'])}** wall, {fmt(run['speedup_from_dicts_cpu'])}"
             f" CPU (ratios of the medians); median of the per-round ratios: {paired}; model "
             f"only: {fmt(run['speedup_model_only'])}; from words (featurization added to "
-            f"both): {fmt(run['speedup_from_words'])}.",
+            f"both): {fmt(run['speedup_from_words'])}; with the hashing vectorizer "
+            f"({run.get('hash_features', 0):,} columns; its own model, trained the same "
+            f"way): {fmt(run.get('speedup_from_dicts_hashed'))}.",
             f"- Chunk F1 of these briefly trained models (sanity check only): {f1}.",
         ]
         if all(key in t for key in FLOOR) and "crfsuite" in t:
