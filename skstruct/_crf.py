@@ -4,7 +4,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils import ClassifierTags
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -301,15 +300,6 @@ or (n_samples, n_labels)
             [("marginals", "CRF training"), ("map", "CRF prediction")],
         )
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # what predict_proba returns on tabular data: (n_samples, n_classes) for any
-        # number of classes, (n_samples, n_labels) for multilabel Y. The estimator type
-        # stays unset: CRF also learns sequences, which scikit-learn's classifier
-        # machinery (stratified splits of y) cannot take.
-        tags.classifier_tags = ClassifierTags(multi_class=True, multi_label=True)
-        return tags
-
     def _penalty(self, kind, features, batch, y_encoded, classes):
         # the options of the solver beyond the penalty travel with it
         l2_strength, options = super()._penalty(kind, features, batch, y_encoded, classes)
@@ -397,7 +387,7 @@ or (n_samples, n_labels)
         Returns
         -------
         ndarray of shape (n_samples, n_classes) or (n_samples, n_labels)
-            Multiclass: θ_k − log Σ_c exp θ_c with θ = ``decision_function(X)``.
+            Multiclass: θ_k − log Σ_c exp θ_c with θ = ``X @ coef_.T + intercept_``.
             Multilabel: log p(y_j = 1 | x); with the default decoder log σ(θ_j) =
             −log(1 + exp(−θ_j)).
         """

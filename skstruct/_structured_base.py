@@ -8,6 +8,7 @@ everything that differs between kinds. See :mod:`skstruct.outputs`.
 
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
+from sklearn.utils import ClassifierTags
 from sklearn.utils.validation import check_is_fitted
 
 from .outputs import get_output_kind, infer_output_kind, registered_output_kinds
@@ -232,6 +233,11 @@ class StructuredEstimator(BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
+        # on tabular data every estimator learns any number of classes and multilabel Y.
+        # The estimator type stays unset: they also learn sequences, trees and
+        # matchings, which scikit-learn's classifier machinery (stratified splits of y)
+        # cannot take.
+        tags.classifier_tags = ClassifierTags(multi_class=True, multi_label=True)
         return tags
 
     def _validate_prediction_data(self, X):

@@ -8,7 +8,6 @@ from sklearn.base import clone
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold, cross_val_score
-from sklearn.utils import ClassifierTags
 from sklearn.utils.estimator_checks import check_classifiers_train
 
 from skstruct import (
@@ -137,23 +136,18 @@ def test_calibrated_classifier_fits_on_two_classes(estimator, binary):
     assert np.mean(calibrated.predict(X) == y) > 0.7
 
 
-def test_crf_passes_check_classifiers_train():
-    check_classifiers_train("CRF", CRF())
+@pytest.mark.parametrize("estimator", [CRF(), StructuredSVM(random_state=0),
+                                       StructuredPerceptron(random_state=0)],
+                         ids=["CRF", "StructuredSVM", "StructuredPerceptron"])
+def test_passes_check_classifiers_train(estimator):
+    check_classifiers_train(type(estimator).__name__, estimator)
 
 
-class _TaggedStructuredSVM(StructuredSVM):
-    """StructuredSVM with the classifier tags check_classifiers_train reads (it reads
-    ``tags.classifier_tags.multi_class``, which is None for an estimator that sets no
-    classifier tags)."""
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags = ClassifierTags(multi_class=True)
-        return tags
-
-
-def test_structured_svm_passes_check_classifiers_train():
-    check_classifiers_train("StructuredSVM", _TaggedStructuredSVM(random_state=0))
+def test_every_estimator_has_classifier_tags_and_no_classifier_type():
+    for estimator in ESTIMATORS:
+        tags = estimator.__sklearn_tags__()
+        assert tags.classifier_tags.multi_class and tags.classifier_tags.multi_label
+        assert tags.estimator_type is None
 
 
 def test_the_multiclass_kind_owns_the_binary_rule():
