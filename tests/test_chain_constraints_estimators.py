@@ -139,8 +139,8 @@ def test_constrained_crf_trains_the_constrained_likelihood():
     the forbidden transitions, and the CRF objective of the constrained decoder is the
     one minimized, by L-BFGS and by SVRG (whose smoothed oracle reads the constraints)."""
     rng = np.random.default_rng(0)
-    # sparse features: the path of the fused compiled CRF objective (which must not
-    # be taken, it has no constraints)
+    # sparse features: the path of the fused compiled CRF objective, which reads the
+    # constraints
     X = [sp.csr_matrix(rng.normal(size=(5, 4))) for _ in range(20)]
     tags = np.array(["B-NP", "I-NP", "O"])
     y = [tags[np.array([0, 1, 2, 0, 1])] for _ in range(20)]

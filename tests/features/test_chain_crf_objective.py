@@ -1,11 +1,16 @@
 """The compiled CRF objective of chains equals the generic composition, on any number of
 threads, and hands back to it where the rescaled recursion does not apply."""
 
+import warnings
+
 import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
 
+import skstruct._linear_model as linear_model
+from skstruct import CRF
 from skstruct._elastic_net import seen_pairs
 from skstruct.decoders import ChainConstraints, ChainDecoder
 from skstruct.decoders import _chain_kernels as kernels
@@ -251,7 +256,9 @@ def test_constrained_compiled_objective_hands_back_where_the_decoder_takes_log_s
     wide = cases["allowed end"] = base.copy()
     wide[n + 25 + 5 + 4] = -250.0  # end in O, allowed
     wide = cases["unary"] = base.copy()
-    wide[:n] *= 2000.0  # unary scores spread more than CONSTRAINED_UNARY_SPREAD
+    # one feature gives O (allowed everywhere) 450: unary scores spread more than
+    # CONSTRAINED_UNARY_SPREAD, though the rescaled recursion would not underflow
+    wide[0 * 5 + 4] = 450.0
     wide = cases["forbidden only"] = base.copy()
     wide[_forbidden_pairwise(features, wide)] = 900.0
     for name, w in cases.items():
@@ -300,3 +307,55 @@ def test_compiled_objective_reads_the_decoders_constraints():
     other = ChainConstraints(np.ones((3, 3), dtype=bool))
     assert features.compiled_objective(batch, y, ChainDecoder(constraints=other), CRFLoss(),
                                        weights) is None
+
+
+def _constrained_crf_data(rng, n_seq=40):
+    batch, _, _ = _problem(rng, n_seq=n_seq, max_length=15)
+    y = _valid_labels(rng, batch.offsets)
+    X = [batch.X[a:b] for a, b in zip(batch.offsets[:-1], batch.offsets[1:])]
+    return X, [y[a:b] for a, b in zip(batch.offsets[:-1], batch.offsets[1:])]
+
+
+def _fit_constrained_crf(X, y, **params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return CRF(decoder=ChainDecoder(constraints=_constraints()), **params).fit(X, y)
+
+
+def test_constrained_crf_fits_the_model_of_the_generic_path(monkeypatch):
+    rng = np.random.default_rng(10)
+    X, y = _constrained_crf_data(rng)
+    fused = _fit_constrained_crf(X, y, max_iter=40, tol=0.0)
+
+    class GenericRisk(RegularizedRisk):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self._compiled_checked = True  # the constrained decoder's composition
+
+    monkeypatch.setattr(linear_model, "RegularizedRisk", GenericRisk)
+    generic = _fit_constrained_crf(X, y, max_iter=40, tol=0.0)
+    assert fused.n_iter_ == generic.n_iter_ == 40
+    for name in ("coef_", "transition_", "start_transition_", "end_transition_"):
+        np.testing.assert_allclose(getattr(fused, name), getattr(generic, name), rtol=1e-6,
+                                   atol=1e-8, err_msg=name)
+    np.testing.assert_allclose(fused.objective_curve_, generic.objective_curve_, rtol=1e-8)
+    # the weights of the forbidden parts only decay (alpha w from w = 0): they stay 0
+    assert np.all(fused.transition_[~_ALLOWED_TRANSITION] == 0.0)
+    assert np.all(fused.start_transition_[~_ALLOWED_START] == 0.0)
+    assert np.all(fused.end_transition_[~_ALLOWED_END] == 0.0)
+
+
+def test_constrained_crf_trains_through_the_fused_objective(monkeypatch):
+    rng = np.random.default_rng(11)
+    X, y = _constrained_crf_data(rng, n_seq=20)
+    results = []
+    original = ChainCRFObjective.value_and_gradient
+
+    def spy(self, w, alpha):
+        result = original(self, w, alpha)
+        results.append((self.constrained, result is not None))
+        return result
+
+    monkeypatch.setattr(ChainCRFObjective, "value_and_gradient", spy)
+    _fit_constrained_crf(X, y, max_iter=5)
+    assert results and all(constrained and fused for constrained, fused in results)
