@@ -22,6 +22,13 @@ unary part of w holds, feature by feature, the weights of its seen labels only (
 and the passes read and write only those (``_score_pairs``, the compact branch of the
 scatter pass); the other pairs are not parameters at all.
 
+With constraints (``allowed``, the masks of ``ChainDecoder(constraints=...)``), the
+forbidden transition, start and end scores are -inf in the passes, as the decoder sets
+them: zeros of the rescaled recursion, so no expected count reaches them, and their
+weights get the gradient α w only. The passes then also record the range of the unary
+scores, and hand back to the generic path wherever the decoder's "auto" would take log
+space.
+
 Every sum runs in an order that depends on the batch only, so the value and gradient are
 the same on any number of threads. (Reading G by the columns of X instead, one row of
 ∇_W at a time with no copies, took twice as long: the rows of G it gathers are scattered
