@@ -209,6 +209,15 @@ def _pair_products(y, pairs):
     return np.take(y, pairs[:, 0], axis=1) * np.take(y, pairs[:, 1], axis=1)
 
 
+def _admm_state(result):
+    """What a warm start reads of a BatchADMMResult (u, multipliers λ, penalties ρ),
+    without the other per-entry arrays (a, w, q: three more n_examples × n_entries)."""
+    from dataclasses import replace
+
+    empty = np.zeros((result.u.shape[0], 0))
+    return replace(result, v=empty, a=empty, w=empty, q=empty, s=empty)
+
+
 class LPSparseMAPResult:
     """The LP-SparseMAP solution of a batch, as :class:`SparseMAPLoss` and
     :class:`~skstruct.SparseMAPClassifier` read a SparseMAP result.
@@ -505,18 +514,44 @@ class FactorGraphDecoder(Decoder):
             return self._exact_map(scores)
         return self.graph.round(self._admm(scores, map_mode=True).u)
 
-    def _map_shared_pairs(self, unary, coupling):
-        """The MAP outputs (``map_method``) of unary scores (n_examples, n_vars) with
-        one row of PAIR scores (n_pairs,) shared by every example (no extra parts),
-        without the checks of :meth:`map`: the cutting plane's fast path."""
+    def _map_shared_pairs(self, unary, coupling, warm_start=None):
+        """The MAP outputs of unary scores with one row of PAIR scores shared by every
+        example, without the checks of :meth:`map`: the cutting plane's fast path.
+
+        Parameters
+        ----------
+        unary : ndarray of shape (n_examples, n_vars)
+        coupling : ndarray of shape (n_pairs,)
+            The PAIR scores of every example (the graph has no extra parts).
+        warm_start : dict, default=None
+            State the caller keeps between calls on the same examples (LP-MAP by ADMM,
+            ``map_method="admm"``, only; the other methods ignore it). The ADMM starts
+            from ``warm_start["admm"]`` when it is there and fits (same number of
+            examples), and leaves its final state (u, multipliers, penalties) there
+            for the next call. Successive scores of a training run are close, so the
+            ADMM stops in fewer iterations; the solution is the same to the ADMM's
+            ``tol``.
+
+        Returns
+        -------
+        ndarray of shape (n_examples, n_vars), int64
+        """
         coupling = np.asarray(coupling, dtype=np.float64)
         if self.map_method == "exact" and self.graph.pairs_only:
             from ._factor_exact import pairwise_exact_map
 
             return pairwise_exact_map(unary, coupling[None, :], self.graph.pairs)[0]
         pair = np.broadcast_to(coupling, (unary.shape[0], coupling.shape[0]))
-        return self._map_labels(FactorGraphScores._trusted(
-            unary, np.ascontiguousarray(pair), np.zeros((unary.shape[0], self.graph.n_extra))))
+        scores = FactorGraphScores._trusted(
+            unary, np.ascontiguousarray(pair), np.zeros((unary.shape[0], self.graph.n_extra)))
+        if warm_start is None or self.map_method != "admm":
+            return self._map_labels(scores)
+        state = warm_start.get("admm")
+        if state is not None and state.u.shape != unary.shape:
+            state = None
+        result = self._admm(scores, map_mode=True, warm_start=state)
+        warm_start["admm"] = _admm_state(result)
+        return self.graph.round(result.u)
 
     def _exact_map(self, scores):
         graph = self.graph

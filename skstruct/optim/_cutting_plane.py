@@ -244,7 +244,10 @@ class _PairwiseConstraints:
     augmentation, fixed by the gold outputs, computed once; ŷ from the decoder's MAP
     with one shared coupling row (its branch and bound then builds one coupling
     matrix for the batch); the plane X^T D (D = c_i (y_i − ŷ_i) on the rows that
-    differ) and Σ_i c_i (y_a y_b − ŷ_a ŷ_b) for the couplings.
+    differ) and Σ_i c_i (y_a y_b − ŷ_a ŷ_b) for the couplings. With LP-MAP (ADMM), every
+    decoder call starts from the ADMM state of the previous one (the same examples at
+    the previous w): its solution is the same to the ADMM's tolerance, in fewer
+    iterations.
     """
 
     @classmethod
@@ -278,6 +281,7 @@ class _PairwiseConstraints:
         self.gold_pairs = self._pair_products(self.y)
         self.weights = np.asarray(risk.weights, dtype=np.float64)
         self.n_features, self.n_pairs = features.n_features, features.n_pairs
+        self.warm_start = {}
 
     has_cache = False
 
@@ -291,7 +295,8 @@ class _PairwiseConstraints:
         W, b = features.unpack(w)
         coupling = np.array(features.coupling(w))
         unary = matmul(risk.batch.X, W) + b
-        self.y_hat = risk.decoder._map_shared_pairs(unary + self.on_minus_off, coupling)
+        self.y_hat = risk.decoder._map_shared_pairs(unary + self.on_minus_off, coupling,
+                                                    warm_start=self.warm_start)
         delta = risk.loss.task_loss(self.y.ravel(), self.y_hat.ravel(), self.offsets)
         check_task_loss_values(delta, risk.loss.task_loss)
         self.diff = (self.y - self.y_hat).astype(np.float64)     # y − ŷ

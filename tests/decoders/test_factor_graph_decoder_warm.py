@@ -1,0 +1,72 @@
+"""The cutting plane's LP-MAP fast path (FactorGraphDecoder._map_shared_pairs) warm-started
+from the ADMM state of a previous call: the same solution as a cold start, in fewer ADMM
+iterations; the state is kept only for LP-MAP by ADMM and is replaced when it does not
+fit."""
+
+import numpy as np
+
+from skstruct.decoders import FactorGraph, FactorGraphDecoder
+
+
+def _problem(seed, n_examples=40, n_labels=8):
+    rng = np.random.default_rng(seed)
+    graph = FactorGraph.pairwise(n_labels)
+    unary = rng.normal(0.0, 1.0, (n_examples, n_labels))
+    # attractive couplings: the local polytope is tight, LP-MAP is integral (rounding
+    # at 1/2 is then not sensitive to the ADMM tolerance)
+    coupling = np.abs(rng.normal(0.0, 0.3, graph.n_pairs))
+    return graph, unary, coupling, rng
+
+
+def test_warm_start_gives_the_cold_solution_in_fewer_iterations():
+    graph, unary, coupling, rng = _problem(0)
+    decoder = FactorGraphDecoder(graph, max_iter=5000, tol=1e-9)
+    # the next iterate of a training run: scores close to the previous ones
+    unary_next = unary + rng.normal(0.0, 0.02, unary.shape)
+    coupling_next = coupling + rng.normal(0.0, 0.01, coupling.shape)
+
+    cold = {}
+    labels_cold = decoder._map_shared_pairs(unary_next, coupling_next, warm_start=cold)
+    warm = {}
+    decoder._map_shared_pairs(unary, coupling, warm_start=warm)
+    first_state = warm["admm"]
+    labels_warm = decoder._map_shared_pairs(unary_next, coupling_next, warm_start=warm)
+
+    assert warm["admm"] is not first_state
+    np.testing.assert_array_equal(labels_warm, labels_cold)
+    np.testing.assert_array_equal(labels_cold, decoder._map_shared_pairs(unary_next,
+                                                                          coupling_next))
+    np.testing.assert_allclose(warm["admm"].u, cold["admm"].u, atol=1e-6)
+    assert warm["admm"].converged.all() and cold["admm"].converged.all()
+    assert warm["admm"].n_iter.sum() < 0.7 * cold["admm"].n_iter.sum()
+
+
+def test_the_kept_state_holds_what_a_warm_start_reads():
+    graph, unary, coupling, _ = _problem(1, n_examples=5)
+    decoder = FactorGraphDecoder(graph, max_iter=500, tol=1e-6)
+    state = {}
+    decoder._map_shared_pairs(unary, coupling, warm_start=state)
+    kept = state["admm"]
+    assert kept.u.shape == unary.shape
+    assert kept.lam.shape == (5, graph.flat().n_entries)
+    assert kept.rho.shape == (5,)
+    assert kept.a.size == kept.w.size == kept.q.size == 0
+
+
+def test_a_state_of_other_examples_is_replaced_not_used():
+    graph, unary, coupling, _ = _problem(2)
+    decoder = FactorGraphDecoder(graph, max_iter=5000, tol=1e-9)
+    state = {}
+    decoder._map_shared_pairs(unary[:7], coupling, warm_start=state)
+    labels = decoder._map_shared_pairs(unary, coupling, warm_start=state)
+    np.testing.assert_array_equal(labels, decoder._map_shared_pairs(unary, coupling))
+    assert state["admm"].u.shape == unary.shape
+
+
+def test_exact_map_ignores_the_warm_start():
+    graph, unary, coupling, _ = _problem(3)
+    decoder = FactorGraphDecoder(graph, map_method="exact")
+    state = {}
+    labels = decoder._map_shared_pairs(unary, coupling, warm_start=state)
+    assert state == {}
+    np.testing.assert_array_equal(labels, decoder._map_shared_pairs(unary, coupling))
