@@ -158,7 +158,19 @@ class LinearStructuredModel(StructuredEstimator):
         return self._read_coefficients(self, kind, features)
 
     def _scores(self, batch):
-        return self._features().scores(batch, self._params())
+        """The part scores of ``batch`` under the fitted attributes: read as the feature
+        map's parts when both the kind and the map can (no copy of W per call), else
+        from the packed parameter vector."""
+        features = self._features()
+        owned = callable(getattr(features, "coefficients", None)) and hasattr(
+            features, "store_coefficients")
+        score_parts = getattr(features, "scores_of_parts", None)
+        if score_parts is not None and not owned:
+            parts = self._fitted_kind().coefficient_parts(self)
+            scores = None if parts is None else score_parts(batch, *parts)
+            if scores is not None:
+                return scores
+        return features.scores(batch, self._params())
 
     def _decode(self, batch):
         return self.decoder_.map(self._scores(batch))

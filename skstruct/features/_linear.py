@@ -3,7 +3,7 @@
 import numpy as np
 
 from ._compiled import compiled_rows
-from ._linear_chain import _present_columns
+from ._linear_chain import _float_parts, _present_columns
 from ._sparse import matmul, transpose_matmul
 
 __all__ = ["LinearFeatures"]
@@ -48,6 +48,16 @@ class LinearFeatures:
     def scores(self, batch, w):
         """Part scores of every example of ``batch`` (one row of ``batch.X`` each)."""
         unary, bias = self.unpack(w)
+        return self.scores_type(matmul(batch.X, unary) + bias)
+
+    def scores_of_parts(self, batch, unary, bias):
+        """:meth:`scores` from the parts :meth:`unpack` gives (a fitted model's
+        ``coef_.T`` and ``intercept_``), without forming w; None when a part is not a
+        float64 array of its shape there, or for a subclass that computes :meth:`scores`
+        its own way."""
+        if type(self).scores is not LinearFeatures.scores or not _float_parts((unary, (self.n_features, self.n_outputs)),
+                            (bias, (self.n_outputs,))):
+            return None
         return self.scores_type(matmul(batch.X, unary) + bias)
 
     def zero_scores(self, batch):

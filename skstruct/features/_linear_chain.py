@@ -105,6 +105,28 @@ class LinearChainFeatures:
         unary, transition, start, end = self.unpack(w)
         return ChainScores(matmul(batch.X, unary), batch.offsets, transition, start, end)
 
+    def scores_of_parts(self, batch, unary, transition, start, end):
+        """:meth:`scores` from the parts :meth:`unpack` gives (a fitted model's
+        ``coef_.T``, ``transition_``, ...), without forming w: O(S²) work beside the
+        product, where forming w copies W.
+
+        Returns
+        -------
+        ChainScores or None
+            None with ``pairs`` (W's entries outside the pairs do not count), when a
+            part is not a float64 array of its shape in :meth:`unpack`, or for a
+            subclass that computes :meth:`scores` its own way. The scores hold copies of
+            the pair parts, so nothing written into them reaches the parts.
+        """
+        s = self.n_states
+        if (self.pairs is not None or type(self).scores is not LinearChainFeatures.scores
+                or not _float_parts(
+                (unary, (self.n_features, s)), (transition, (s, s)), (start, (s,)),
+                (end, (s,)))):
+            return None
+        return ChainScores(matmul(batch.X, unary), batch.offsets, transition.copy(),
+                           start.copy(), end.copy())
+
     def zero_scores(self, batch):
         """The part scores at w = 0 (zeros of the right shapes), without a product."""
         s = self.n_states
@@ -233,3 +255,9 @@ def _present_columns(X):
         columns = np.unique(X.indices).astype(np.int64)
         return columns, X[:, columns].toarray()
     return np.arange(X.shape[1]), np.asarray(X)
+
+
+def _float_parts(*parts):
+    """Whether every ``(array, shape)`` pair is a float64 ndarray of that shape."""
+    return all(isinstance(part, np.ndarray) and part.dtype == np.float64
+               and part.shape == shape for part, shape in parts)

@@ -139,6 +139,12 @@ class OutputKind:
         """The flat parameter vector from the fitted attributes of ``fitted``."""
         raise NotImplementedError
 
+    def coefficient_parts(self, fitted):
+        """The fitted attributes as the parts of ``features.unpack(w)``, in its order, for
+        ``features.scores_of_parts`` (prediction without forming w); None when the kind
+        has no such reading (the default)."""
+        return None
+
     # -- task losses and scoring -----------------------------------------------------
 
     def bind_task_loss(self, loss, classes):

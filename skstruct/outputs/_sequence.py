@@ -87,8 +87,11 @@ class SequenceKind(OutputKind):
         fitted.end_transition_ = end.copy()
 
     def coefficients(self, fitted, features):
-        return features.pack(fitted.coef_.T, fitted.transition_, fitted.start_transition_,
-                             fitted.end_transition_)
+        return features.pack(*self.coefficient_parts(fitted))
+
+    def coefficient_parts(self, fitted):
+        return (fitted.coef_.T, fitted.transition_, fitted.start_transition_,
+                fitted.end_transition_)
 
     def check_task_loss(self, task_loss, y, batch, classes):
         check_task_loss_on_gold(task_loss, y, batch.offsets, len(classes))

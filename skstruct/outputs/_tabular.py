@@ -64,4 +64,7 @@ class TabularKind:
         fitted.coef_ = np.ascontiguousarray(unary).T
 
     def coefficients(self, fitted, features):
-        return features.pack(fitted.coef_.T, fitted.intercept_)
+        return features.pack(*self.coefficient_parts(fitted))
+
+    def coefficient_parts(self, fitted):
+        return fitted.coef_.T, fitted.intercept_
