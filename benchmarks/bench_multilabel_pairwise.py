@@ -600,6 +600,20 @@ def report(runs):
                     f"{m['fit_cpu_seconds']:.1f} | {converged} |")
             if name in PYSTRUCT_REFERENCE:
                 lines += [""] + speedups(name, d["methods"])
+            capped = []
+            for key, m in d["methods"].items():
+                curve = m.get("objective_curve")
+                if m.get("time_capped") and curve:
+                    text = (f"- {key}, stopped at the {m['time_cap_seconds']:g} s cap: "
+                            f"{len(curve)} iterations, objective from {curve[0]:.4g} to "
+                            f"{curve[-1]:.4g} (smallest {min(curve):.4g})")
+                    gaps = m.get("duality_gaps")
+                    if gaps:
+                        text += (f", duality gap last {gaps[-1]:.2g} (smallest "
+                                 f"{min(gaps):.2g})")
+                    capped.append(text + ".")
+            if capped:
+                lines += [""] + capped
             if "n_cooccurring_pairs" in d and any("cooccurring" in k
                                                   for k in d["methods"]):
                 lines += ["", f"PAIR factors: all {d['n_label_pairs']:,} pairs of labels; "
