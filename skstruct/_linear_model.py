@@ -110,9 +110,8 @@ class LinearStructuredModel(StructuredEstimator):
 
     @staticmethod
     def _read_coefficients(fitted, kind, features):
-        read = getattr(features, "coefficients", None)
-        if callable(read) and hasattr(features, "store_coefficients"):
-            return read(fitted)
+        if _owns_coefficients(features):
+            return features.coefficients(fitted)
         return kind.coefficients(fitted, features)
 
     def _penalty(self, kind, features, batch, y_encoded, classes):
@@ -162,10 +161,8 @@ class LinearStructuredModel(StructuredEstimator):
         map's parts when both the kind and the map can (no copy of W per call), else
         from the packed parameter vector."""
         features = self._features()
-        owned = callable(getattr(features, "coefficients", None)) and hasattr(
-            features, "store_coefficients")
         score_parts = getattr(features, "scores_of_parts", None)
-        if score_parts is not None and not owned:
+        if score_parts is not None and not _owns_coefficients(features):
             parts = self._fitted_kind().coefficient_parts(self)
             scores = None if parts is None else score_parts(batch, *parts)
             if scores is not None:
@@ -245,3 +242,10 @@ class LinearStructuredModel(StructuredEstimator):
         """
         batch = self._validate_prediction_data(X)
         return self._fitted_kind().unary_to_decision(self._scores(batch).unary, batch)
+
+
+def _owns_coefficients(features):
+    """Whether the feature map stores and reads its fitted attributes itself (a factor
+    graph's ``coupling_``), rather than through the output kind."""
+    return callable(getattr(features, "coefficients", None)) and hasattr(
+        features, "store_coefficients")

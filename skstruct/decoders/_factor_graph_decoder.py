@@ -22,6 +22,7 @@ A factor graph has no tractable partition function in general: ``marginals`` and
 their place (``SparseMAPClassifier.predict_marginals``).
 """
 
+import dataclasses
 from numbers import Integral, Real
 
 import numpy as np
@@ -212,10 +213,8 @@ def _pair_products(y, pairs):
 def _admm_state(result):
     """What a warm start reads of a BatchADMMResult (u, multipliers λ, penalties ρ),
     without the other per-entry arrays (a, w, q: three more n_examples × n_entries)."""
-    from dataclasses import replace
-
     empty = np.zeros((result.u.shape[0], 0))
-    return replace(result, v=empty, a=empty, w=empty, q=empty, s=empty)
+    return dataclasses.replace(result, v=empty, a=empty, w=empty, q=empty, s=empty)
 
 
 class LPSparseMAPResult:

@@ -40,7 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 
-from ..decoders._chain import CONSTRAINED_UNARY_SPREAD
+from ..decoders._chain import CONSTRAINED_UNARY_SPREAD, _finite_spread
 from ..decoders._chain_kernels import (
     BLOCK,
     SCALED_RANGE_LIMIT,
@@ -177,11 +177,12 @@ class ChainCRFObjective:
         base = self.n_unary
         pairwise = (w[base:base + s * s], w[base + s * s + s:])
         if self.constrained:
-            allowed = self._allowed
-            pairwise = (pairwise[0][allowed[:s * s]], pairwise[1][allowed[s * s + s:]])
-            # no allowed transition: every chain longer than one token is infeasible,
-            # which the generic path reports
-        return all(x.size > 0 and np.isfinite(x).all() and np.ptp(x) <= SCALED_RANGE_LIMIT
+            # the decoder's rule: the spread of the allowed (finite) scores; none allowed
+            # is an infinite spread (every chain infeasible, which the generic path says)
+            masked = self._pairwise(w)
+            return max(_finite_spread(masked[:s * s]),
+                       _finite_spread(masked[s * s + s:])) <= SCALED_RANGE_LIMIT
+        return all(np.isfinite(x).all() and np.ptp(x) <= SCALED_RANGE_LIMIT
                    for x in pairwise)
 
     def _pairwise(self, w):
