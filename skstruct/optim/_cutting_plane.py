@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from ..decoders._relaxed import relaxed_task_loss
 from ..features._sparse import matmul, transpose_matmul
 from ..losses._base import check_task_loss_values
 from ..utils._parallel import dynamic_schedule, single_threaded_blas
@@ -244,7 +245,9 @@ class _PairwiseConstraints:
     augmentation, fixed by the gold outputs, computed once; ŷ from the decoder's MAP
     with one shared coupling row (its branch and bound then builds one coupling
     matrix for the batch); the plane X^T D (D = c_i (y_i − ŷ_i) on the rows that
-    differ) and Σ_i c_i (y_a y_b − ŷ_a ŷ_b) for the couplings. With LP-MAP (ADMM), every
+    differ) and Σ_i c_i (y_a y_b − ŷ_a ŷ_b) for the couplings; with the decoder's
+    ``loss_augmented="relaxed"``, ŷ is the fractional LP solution (u, v) and v takes the
+    place of ŷ_a ŷ_b (:mod:`skstruct.decoders._relaxed`). With LP-MAP (ADMM), every
     decoder call starts from the ADMM state of the previous one (the same examples at
     the previous w): its solution is the same to the ADMM's tolerance, in fewer
     iterations.
@@ -282,6 +285,7 @@ class _PairwiseConstraints:
         self.weights = np.asarray(risk.weights, dtype=np.float64)
         self.n_features, self.n_pairs = features.n_features, features.n_pairs
         self.warm_start = {}
+        self.relaxed = decoder.relaxes_loss_augmented(risk.loss.task_loss, "margin")
 
     has_cache = False
 
@@ -291,16 +295,24 @@ class _PairwiseConstraints:
 
     def evaluate(self, w, use_cache):
         risk = self.risk
-        features = risk.features
+        features, task_loss = risk.features, risk.loss.task_loss
         W, b = features.unpack(w)
         coupling = np.array(features.coupling(w))
         unary = matmul(risk.batch.X, W) + b
-        self.y_hat = risk.decoder._map_shared_pairs(unary + self.on_minus_off, coupling,
-                                                    warm_start=self.warm_start)
-        delta = risk.loss.task_loss(self.y.ravel(), self.y_hat.ravel(), self.offsets)
-        check_task_loss_values(delta, risk.loss.task_loss)
-        self.diff = (self.y - self.y_hat).astype(np.float64)     # y − ŷ
-        self.pair_diff = self.gold_pairs - self._pair_products(self.y_hat)
+        found = risk.decoder._map_shared_pairs(
+            unary + self.on_minus_off, coupling, warm_start=self.warm_start,
+            relaxed=self.relaxed)
+        if self.relaxed:
+            # μ = (u, v) over the local polytope, Δ extended linearly
+            self.y_hat, pair_parts = found
+            delta = relaxed_task_loss(task_loss, self.y, self.y_hat, self.offsets)
+        else:
+            self.y_hat = found
+            pair_parts = self._pair_products(self.y_hat)
+            delta = task_loss(self.y.ravel(), self.y_hat.ravel(), self.offsets)
+        check_task_loss_values(delta, task_loss)
+        self.diff = self.y - self.y_hat.astype(np.float64)     # y − ŷ
+        self.pair_diff = self.gold_pairs - pair_parts
         # θ(ŷ) − θ(y)
         margin = -(np.einsum("ij,ij->i", unary, self.diff) + self.pair_diff @ coupling)
         return delta + margin, delta

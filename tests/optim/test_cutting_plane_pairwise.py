@@ -24,13 +24,13 @@ def _data(seed=0, n=60, n_features=5, n_labels=5):
 def _fit(monkeypatch, warm):
     calls = []
 
-    def spy(self, unary, coupling, warm_start=None):
+    def spy(self, unary, coupling, warm_start=None, **options):
         kept = None if warm_start is None else warm_start.get("admm")
         if not warm:
             warm_start = {}  # a fresh dict every call: cold starts, iterations still seen
-        labels = _map_shared_pairs(self, unary, coupling, warm_start=warm_start)
+        found = _map_shared_pairs(self, unary, coupling, warm_start=warm_start, **options)
         calls.append((kept, warm_start["admm"]))
-        return labels
+        return found
 
     X, Y = _data()
     # a chain of pairs: a tree, whose local polytope is tight, so LP-MAP is integral and
