@@ -213,6 +213,21 @@ def _pair_products(y, pairs):
     return np.take(y, pairs[:, 0], axis=1) * np.take(y, pairs[:, 1], axis=1)
 
 
+def _replace_rows(result, rows, other):
+    """``result`` (a BatchADMMResult) with the examples ``rows`` taken from ``other``
+    (a result on those examples only); their iteration counts add up."""
+    fields = {}
+    for field in dataclasses.fields(result):
+        value = getattr(result, field.name)
+        if isinstance(value, np.ndarray):
+            value = value.copy()
+            replacement = getattr(other, field.name)
+            value[rows] = (value[rows] + replacement if field.name == "n_iter"
+                           else replacement)
+        fields[field.name] = value
+    return dataclasses.replace(result, **fields)
+
+
 def _admm_state(result):
     """What a warm start reads of a BatchADMMResult (u, multipliers λ, penalties ρ),
     without the other per-entry arrays (a, w, q: three more n_examples × n_entries)."""
@@ -471,7 +486,13 @@ class FactorGraphDecoder(Decoder):
     def _admm(self, scores, map_mode, warm_start=None):
         """The batched ADMM: the compiled loop for graphs of built-in factors (same
         results, no Python per iteration), the Python loop when a structure factor calls
-        a decoder."""
+        a decoder.
+
+        A warm start is a hint: the examples that do not converge from it (scores that
+        moved far since the state was kept, as at a line search's long trial steps, where
+        the old multipliers and penalties mislead the ADMM) are solved again from the
+        cold start, and keep that solution, the one they would have had without the hint.
+        """
         flat = self.graph.flat()
         if flat.structures:
             from ._admm import admm_batch as solve
@@ -479,8 +500,14 @@ class FactorGraphDecoder(Decoder):
             from ._admm_compiled import admm_batch_compiled as solve
         pair = (np.concatenate([scores.pair, scores.extra], axis=1)
                 if scores.extra.shape[1] else scores.pair)
-        return solve(flat, scores.unary, pair, max_iter=self.max_iter, tol=self.tol,
-                     map_mode=map_mode, warm_start=warm_start)
+        result = solve(flat, scores.unary, pair, max_iter=self.max_iter, tol=self.tol,
+                       map_mode=map_mode, warm_start=warm_start)
+        stuck = np.flatnonzero(~result.converged) if warm_start is not None else ()
+        if len(stuck) == 0:
+            return result
+        cold = solve(flat, scores.unary[stuck], pair[stuck], max_iter=self.max_iter,
+                     tol=self.tol, map_mode=map_mode)
+        return _replace_rows(result, stuck, cold)
 
     def lp_map(self, scores):
         """LP-MAP of every example: the ADMM's solution over the local polytope.
@@ -658,7 +685,9 @@ class FactorGraphDecoder(Decoder):
         max_iter, tol : ignored
             The decoder's own ``max_iter`` and ``tol`` govern the ADMM.
         init : LPSparseMAPResult, default=None
-            A previous solution on as many examples: the ADMM starts from its state.
+            A previous solution on as many examples: the ADMM starts from its state
+            (the examples that do not converge from it are solved again from the cold
+            start).
         **options
             Not accepted (a ``TypeError`` names them).
 

@@ -5,7 +5,7 @@ fit."""
 
 import numpy as np
 
-from skstruct.decoders import FactorGraph, FactorGraphDecoder
+from skstruct.decoders import FactorGraph, FactorGraphDecoder, FactorGraphScores
 
 
 def _problem(seed, n_examples=40, n_labels=8):
@@ -70,3 +70,36 @@ def test_exact_map_ignores_the_warm_start():
     labels = decoder._map_shared_pairs(unary, coupling, warm_start=state)
     assert state == {}
     np.testing.assert_array_equal(labels, decoder._map_shared_pairs(unary, coupling))
+
+
+def test_examples_that_a_far_warm_start_leaves_unconverged_are_solved_cold():
+    """LP-SparseMAP warm-started from the solution of scores far from the new ones (a
+    line search's long step): every example converges as a cold start does, to the cold
+    solution; the re-solved examples report the iterations of both runs."""
+    rng = np.random.default_rng(4)
+    n, n_labels = 200, 30
+    graph = FactorGraph.pairwise(n_labels)
+    decoder = FactorGraphDecoder(graph, max_iter=200, tol=1e-4)
+    reference = FactorGraphDecoder(graph, max_iter=20000, tol=1e-10)
+
+    def scores(unary, coupling):
+        return FactorGraphScores(unary, np.tile(coupling, (n, 1)))
+
+    unary, coupling = rng.normal(-1, 1, (n, n_labels)), rng.normal(0, 0.3, graph.n_pairs)
+    far = scores(unary + 10 * rng.normal(size=unary.shape),
+                 coupling + 3 * rng.normal(size=coupling.shape))
+    previous = decoder.sparsemap(scores(unary, coupling))
+    cold, warm = decoder.sparsemap(far), decoder.sparsemap(far, init=previous)
+    # the hint alone leaves many examples at the iteration cap
+    from skstruct.decoders._admm_compiled import admm_batch_compiled
+
+    hinted = admm_batch_compiled(graph.flat(), far.unary, far.pair, max_iter=200,
+                                 tol=1e-4, warm_start=previous.admm)
+    stuck = ~hinted.converged
+    assert stuck.sum() >= 10
+    assert cold.admm.converged.all() and warm.admm.converged.all()
+    exact = reference.sparsemap(far).unary
+    assert np.abs(warm.unary - exact).max() <= 2 * np.abs(cold.unary - exact).max() + 1e-9
+    np.testing.assert_array_equal(warm.admm.n_iter[stuck],
+                                  hinted.n_iter[stuck] + cold.admm.n_iter[stuck])
+    np.testing.assert_array_equal(warm.admm.n_iter[~stuck], hinted.n_iter[~stuck])
