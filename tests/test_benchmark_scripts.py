@@ -81,7 +81,8 @@ def test_multilabel_pairwise_quick_runs_the_method_table(tmp_path):
     run, stored = run_quick(module, tmp_path)
     methods = stored["datasets"]["emotions"]["methods"]
     assert list(methods) == ["ovr_logreg", "ssvm_hamming_bcfw", "sparsemap_independent",
-                             "hinge_lp_map_pairwise", "hinge_exact_pairwise",
+                             "hinge_lp_map_pairwise", "hinge_lp_map_rounded",
+                             "hinge_exact_pairwise",
                              "lp_sparsemap_pairwise", "lp_sparsemap_pairwise_map"]
     for result in methods.values():
         assert 0.0 < result["example_f1"] <= 1.0 and 0.0 <= result["hamming_loss"] < 1.0
