@@ -30,7 +30,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..losses._base import check_task_loss_values
+from ..losses._base import binary_linear_costs, check_task_loss_values
 from ._base import (
     Decoder,
     check_encoded_outputs,
@@ -41,7 +41,7 @@ from ._base import (
     no_exact_loss_augmented_map,
 )
 from ._factor_graph import FactorGraph
-from ._relaxed import RelaxedOutputs, relaxed_task_loss
+from ._relaxed import RelaxedOutputs
 
 __all__ = ["FactorGraphScores", "FactorGraphParts", "FactorGraphDecoder",
            "LPSparseMAPResult"]
@@ -632,15 +632,17 @@ class FactorGraphDecoder(Decoder):
         outputs : RelaxedOutputs of shape (n_examples, n_vars + n_pairs + n_extra)
             μ = [u | v], read back by :meth:`parts`.
         delta : ndarray of shape (n_examples,)
-            Σ_i [(1 − u_i) c_i(0) + u_i c_i(1)] − Σ_i c_i(ȳ_i) (:mod:`._relaxed`).
+            Σ_i [(1 − u_i) c_i(0) + u_i c_i(1)] − Σ_i c_i(ȳ_i)
+            (:func:`~skstruct.losses._base.binary_linear_costs`).
         """
         task_loss = check_task_loss_argument(task_loss)
         if not self.relaxes_loss_augmented(task_loss, rescaling):
             return None
         scores = self._check_scores(scores)
         y_true = self._check_y_true(scores, y_true)
-        result = self._admm(self._cost_augmented(scores, y_true, task_loss), map_mode=True)
-        delta = relaxed_task_loss(task_loss, y_true, result.u, scores.offsets)
+        base, slope = binary_linear_costs(task_loss, y_true, scores.offsets)
+        result = self._admm(self._augmented(scores, slope), map_mode=True)
+        delta = base + np.einsum("ij,ij->i", slope, result.u)
         check_task_loss_values(delta, task_loss)
         return RelaxedOutputs.pack(result.u, result.v), delta
 
@@ -764,10 +766,12 @@ class FactorGraphDecoder(Decoder):
     def _cost_augmented(self, scores, y_true, task_loss):
         if task_loss.decomposition != "parts":
             raise self._unsupported_loss(task_loss, "margin")
-        costs = task_loss.unary_costs(y_true.ravel(), scores.offsets, 2)
-        check_task_loss_values(costs, task_loss, "unary_costs")
-        on_minus_off = (costs[:, 1] - costs[:, 0]).reshape(scores.unary.shape)
-        unary = scores.unary + on_minus_off
+        return self._augmented(scores,
+                               binary_linear_costs(task_loss, y_true, scores.offsets)[1])
+
+    def _augmented(self, scores, slope):
+        """Scores with ``slope`` (the cost of turning each variable on) added to unary."""
+        unary = scores.unary + slope
         check_part_scores(unary, "unary", owner=type(self).__name__,
                           allow_minus_inf=False)
         return FactorGraphScores._trusted(unary, scores.pair, scores.extra)

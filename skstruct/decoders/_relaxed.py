@@ -20,6 +20,8 @@ decoder's ``parts`` reads it back.
 
 import numpy as np
 
+from ..losses._base import binary_linear_costs
+
 
 class RelaxedOutputs(np.ndarray):
     """LP solutions μ = [u | v] of a batch: u (n_examples, n_vars) in [0, 1], then the
@@ -38,7 +40,7 @@ class RelaxedOutputs(np.ndarray):
 
 def relaxed_task_loss(task_loss, y_true, u, offsets):
     """Δ(ȳ, u) of fractional outputs, the linear extension of a loss that decomposes
-    over the variables.
+    over the variables (:func:`~skstruct.losses._base.binary_linear_costs`).
 
     Parameters
     ----------
@@ -54,9 +56,5 @@ def relaxed_task_loss(task_loss, y_true, u, offsets):
         Σ_i [(1 − u_i) c_i(0) + u_i c_i(1)] − Σ_i c_i(ȳ_i): equal to Δ(ȳ, y) at 0/1
         outputs (a loss of the form Σ_i c_i(y_i) + const, zero at ȳ).
     """
-    y_flat = np.ravel(y_true)
-    costs = task_loss.unary_costs(y_flat, offsets, 2)
-    u_flat = np.ravel(u)
-    per_variable = (costs[:, 0] + u_flat * (costs[:, 1] - costs[:, 0])
-                    - costs[np.arange(y_flat.shape[0]), y_flat])
-    return per_variable.reshape(np.shape(u)).sum(axis=1)
+    base, slope = binary_linear_costs(task_loss, y_true, offsets)
+    return base + np.einsum("ij,ij->i", slope, u)

@@ -157,3 +157,34 @@ def check_task_loss_values(values, task_loss, what="values", shape=None):
             f"{task_loss!r} returned negative {what} (smallest {values.min():.6g}); a task "
             "loss must satisfy Δ(y_true, y) >= 0 and Δ(y, y) = 0."
         )
+
+
+def binary_linear_costs(task_loss, y_true, offsets):
+    """Δ(ȳ, y) of a loss that decomposes over binary variables, as an affine function
+    of y: Δ(ȳ, y) = base_i + Σ_j slope_ij y_ij for 0/1 outputs y, and its linear extension
+    to y in [0, 1] (the relaxed hinge's loss on fractional LP solutions).
+
+    With the loss's ``unary_costs`` c_j(s) (defined up to a constant per example),
+    slope_ij = c_j(1) − c_j(0) and base_i = Σ_j [c_j(0) − c_j(ȳ_j)], so that Δ(ȳ, ȳ) = 0.
+
+    Parameters
+    ----------
+    task_loss : TaskLoss
+        With ``unary_costs``.
+    y_true : ndarray of shape (n_examples, n_vars), int
+    offsets : ndarray of shape (n_examples + 1,)
+
+    Returns
+    -------
+    base : ndarray of shape (n_examples,)
+    slope : ndarray of shape (n_examples, n_vars)
+    """
+    y_true = np.asarray(y_true)
+    y_flat = y_true.ravel()
+    costs = task_loss.unary_costs(y_flat, offsets, 2)
+    check_task_loss_values(costs, task_loss, "unary_costs")
+    costs = np.asarray(costs, dtype=np.float64)
+    slope = (costs[:, 1] - costs[:, 0]).reshape(y_true.shape)
+    base = (costs[:, 0] - costs[np.arange(y_flat.shape[0]), y_flat]).reshape(
+        y_true.shape).sum(axis=1)
+    return base, slope

@@ -2,9 +2,8 @@
 
 import numpy as np
 
-from ..decoders._relaxed import relaxed_task_loss
 from ..features._sparse import matmul, transpose_matmul
-from ..losses._base import check_task_loss_values
+from ..losses._base import binary_linear_costs, check_task_loss_values
 from ..utils._parallel import dynamic_schedule, single_threaded_blas
 from ._cutting_plane_kernels import cache_add, constraint_pass, example_chunks
 from ._engine import compiled_problem, loss_rescaling
@@ -277,10 +276,9 @@ class _PairwiseConstraints:
         n, n_vars = self.y.shape
         self.offsets = np.arange(n + 1) * n_vars
         self.pairs = decoder.graph.pairs
-        costs = risk.loss.task_loss.unary_costs(self.y.ravel(), self.offsets, 2)
-        self.on_minus_off = (costs[:, 1] - costs[:, 0]).reshape(n, n_vars)
-        if not np.all(np.isfinite(self.on_minus_off)):
-            raise ValueError("The task loss's unary costs must be finite.")
+        # Δ(ȳ, y) = base + ⟨on_minus_off, y⟩, for 0/1 y and (relaxed) fractional y
+        self.base, self.on_minus_off = binary_linear_costs(risk.loss.task_loss, self.y,
+                                                           self.offsets)
         self.gold_pairs = self._pair_products(self.y)
         self.weights = np.asarray(risk.weights, dtype=np.float64)
         self.n_features, self.n_pairs = features.n_features, features.n_pairs
@@ -305,7 +303,7 @@ class _PairwiseConstraints:
         if self.relaxed:
             # μ = (u, v) over the local polytope, Δ extended linearly
             self.y_hat, pair_parts = found
-            delta = relaxed_task_loss(task_loss, self.y, self.y_hat, self.offsets)
+            delta = self.base + np.einsum("ij,ij->i", self.on_minus_off, self.y_hat)
         else:
             self.y_hat = found
             pair_parts = self._pair_products(self.y_hat)
