@@ -79,6 +79,21 @@ def _check_states(y, offsets, name="y"):
     return y, _arc_positions(y, offsets)
 
 
+def _check_trees(y, offsets, name="y"):
+    """Validate stacked encoded trees as :func:`_check_states` does, and that the heads of
+    every sentence form a tree (no cycle); return y as int64 and the flat arc positions."""
+    y, positions = _check_states(y, offsets, name)
+    _, local, _ = _token_layout(offsets)
+    cyclic = _sentences_with_cycles(np.where(y == local, 0, y + 1), offsets)
+    if cyclic.size:
+        raise ValueError(
+            f"{name} holds {cyclic.size} head array(s) that are not trees (the first is "
+            f"sentence {cyclic[0]}): their heads form a cycle, so some words never reach "
+            "the root."
+        )
+    return y, positions
+
+
 def _arc_positions(y, offsets):
     """Flat positions in the arc scores of the arcs of checked encoded trees ``y``."""
     sentence, local, length = _token_layout(offsets)
@@ -776,14 +791,8 @@ class TreeDecoder(Decoder):
         """
         self._check_params()
         offsets = _check_offsets(offsets, owner="TreeDecoder.check_outputs")
-        y, _ = _check_states(y, offsets)
+        y, _ = _check_trees(y, offsets)
         sentence, local, _ = _token_layout(offsets)
-        cyclic = _sentences_with_cycles(np.where(y == local, 0, y + 1), offsets)
-        if cyclic.size:
-            raise ValueError(
-                f"{cyclic.size} gold output(s) (the first is sentence {cyclic[0]}) are not "
-                "trees: their heads form a cycle, so some words never reach the root."
-            )
         if self.single_root:
             roots = np.bincount(sentence[y == local], minlength=offsets.shape[0] - 1)
             bad = np.flatnonzero(roots != 1)
@@ -807,9 +816,15 @@ class TreeDecoder(Decoder):
         return tree_parts(y, self._check_scores(scores).offsets)
 
     def score_outputs(self, scores, y):
-        """θ_y = Σ_m A[m, y_m] of every sentence, shape (n_sentences,)."""
+        """θ_y = Σ_m A[m, y_m] of every sentence, shape (n_sentences,).
+
+        Raises
+        ------
+        ValueError
+            When the heads of a sentence in ``y`` form a cycle, as :meth:`check_outputs`.
+        """
         scores = self._check_scores(scores)
-        _, positions = _check_states(y, scores.offsets)
+        _, positions = _check_trees(y, scores.offsets)
         if scores.n_examples == 0:
             return np.zeros(0)
         return np.add.reduceat(scores.unary[positions], scores.offsets[:-1])
