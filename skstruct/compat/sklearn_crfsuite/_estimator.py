@@ -3,15 +3,18 @@
 import time
 import warnings
 from collections.abc import Mapping
-from itertools import chain
+from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from ..._crf import CRF as _SkstructCRF
 from ...preprocessing import SequenceVectorizer
+from ...utils._sequences import check_sequences
 from . import metrics
 
 __all__ = ["CRF", "crfsuite_penalty"]
@@ -59,7 +62,7 @@ def crfsuite_penalty(c1, c2, n_sequences):
     (0.001, 0.333333333333)
     """
     for name, value in (("c1", c1), ("c2", c2)):
-        if isinstance(value, bool) or not np.isscalar(value) or not value >= 0:
+        if isinstance(value, bool) or not isinstance(value, Real) or not value >= 0:
             raise ValueError(f"{name} must be a number >= 0, got {value!r}.")
     total = c1 + 2 * c2
     if total == 0:
@@ -92,10 +95,42 @@ def seen_transitions(y_encoded, offsets, n_classes):
     return seen
 
 
+def negative_state_sums(X, y_encoded, n_classes):
+    """Which (attribute, label) pairs have a negative sum of values over their tokens.
+
+    CRFsuite makes a state feature of a pair only when the attribute's values summed
+    over the training tokens of that label are at least its ``feature.minfreq``, 0 by
+    default: a pair whose values sum to less than 0 has no weight, whether or not
+    ``all_possible_states`` is set.
+
+    Parameters
+    ----------
+    X : sparse matrix of shape (n_tokens, n_features)
+        Attribute values of all training tokens, sequences one after the other.
+    y_encoded : ndarray of int of shape (n_tokens,)
+        Class index of every token.
+    n_classes : int
+
+    Returns
+    -------
+    ndarray of bool of shape (n_features, n_classes)
+        Entry [j, k] is True when attribute j's values on the tokens of label k sum to
+        less than 0.
+    """
+    X = sp.csr_matrix(X)
+    n_tokens, n_features = X.shape
+    if X.nnz == 0 or X.data.min() >= 0:
+        return np.zeros((n_features, n_classes), dtype=bool)
+    labels = sp.csr_matrix((np.ones(n_tokens), (np.arange(n_tokens), y_encoded)),
+                           shape=(n_tokens, n_classes))
+    return (X.T @ labels).toarray() < 0
+
+
 class _CRFsuiteChain(_SkstructCRF):
-    """skstruct's CRF on CRFsuite's parameters: start and end scores held at zero (CRFsuite
-    has none) and, with ``all_possible_transitions=False``, the transitions never seen in
-    training too, through the solver's mask of parameters held at zero."""
+    """skstruct's CRF on CRFsuite's parameters, through the solver's mask of parameters
+    held at zero: start and end scores (CRFsuite has none), the state weights of pairs
+    whose values sum to less than 0 (:func:`negative_state_sums`) and, with
+    ``all_possible_transitions=False``, the transitions never seen in training."""
 
     _parameter_constraints = {**_SkstructCRF._parameter_constraints,
                               "all_possible_transitions": ["boolean"]}
@@ -113,30 +148,40 @@ class _CRFsuiteChain(_SkstructCRF):
         transitions = np.zeros((n_classes, n_classes), dtype=bool)
         if not self.all_possible_transitions:
             transitions = ~seen_transitions(y_encoded, batch.output_offsets, n_classes)
+        states = negative_state_sums(batch.X, y_encoded, n_classes)
         ends = np.ones(n_classes)
-        held = features.pack(np.zeros((batch.n_features, n_classes)), transitions,
-                             ends, ends).astype(bool)
+        held = features.pack(states, transitions, ends, ends).astype(bool)
         fixed = options.get("fixed")
         options["fixed"] = held if fixed is None else (np.asarray(fixed, dtype=bool) | held)
         return l2_strength, options
 
 
+def _text(value):
+    """A bytes value as the string python-crfsuite makes of it (its UTF-8 text; bytes
+    that are not UTF-8 stay a string of their own), anything else unchanged."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "surrogateescape")
+    return value
+
+
 def _crfsuite_token(token, where):
     """One token as a flat feature dict, the way python-crfsuite reads it: a list of
     attribute strings is each attribute with value 1; a nested dict ``{k: {a: v}}`` is
-    the attribute ``"k:a"``."""
+    the attribute ``"k:a"``; bytes are their UTF-8 text."""
     if isinstance(token, Mapping):
         flat = {}
         for key, value in token.items():
             if isinstance(value, Mapping):
                 for inner, inner_value in _crfsuite_token(value, where).items():
                     flat[f"{key}:{inner}"] = inner_value
+            elif isinstance(value, (list, set)):
+                flat[key] = [_text(item) for item in value]
             else:
-                flat[key] = value
+                flat[key] = _text(value)
         return flat
     if isinstance(token, (list, tuple)):
         flat = {}
-        for attribute in token:
+        for attribute in map(_text, token):
             if not isinstance(attribute, str):
                 raise TypeError(
                     f"{where} is a list holding {attribute!r} of type "
@@ -150,7 +195,7 @@ def _crfsuite_token(token, where):
 
 def _feature_dicts(X):
     """``X`` with every token a flat dict (a Python pass; only for lists of attribute
-    strings and nested dicts, which the vectorizer does not read)."""
+    strings, nested dicts and bytes, which the vectorizer does not read)."""
     return [[_crfsuite_token(token, f"sequence {i} token {j}") for j, token in enumerate(seq)]
             for i, seq in enumerate(X)]
 
@@ -219,10 +264,13 @@ class CRF(BaseEstimator):
       (:func:`crfsuite_penalty`);
     - parameters: state weights of (attribute, label) pairs, all of them with
       ``all_possible_states=True``, else (CRFsuite's default) those of pairs seen in
-      training (``feature_label_pairs="seen"``); transition weights of all label pairs
-      with ``all_possible_transitions=True``, else only of the bigrams seen in training,
-      the others held at zero by the solver as CRFsuite leaves them out; no start and
-      end scores (held at zero: CRFsuite has none).
+      training (``feature_label_pairs="seen"``), in both cases without the pairs whose
+      attribute values summed over the training tokens of the label are negative
+      (CRFsuite's ``feature.minfreq`` test, with its default 0: a numeric attribute
+      that is negative on every token of a label has no weight for that label);
+      transition weights of all label pairs with ``all_possible_transitions=True``, else
+      only of the bigrams seen in training; the pairs CRFsuite leaves out are held at
+      zero by the solver; no start and end scores (held at zero: CRFsuite has none).
 
     Differences from CRFsuite:
 
@@ -238,8 +286,9 @@ class CRF(BaseEstimator):
       False), so with ``all_possible_states=False`` it has a few more state weights, of
       pairs such as (``word.isdigit()``, ``B-PP``) when that feature is False on
       ``B-PP`` tokens and never True;
-    - ``classes_`` in order of first appearance in ``y`` (as CRFsuite); labels may be any
-      hashable values (CRFsuite: strings);
+    - ``classes_`` in order of first appearance in ``y`` (as CRFsuite); labels may be
+      strings, numbers or booleans, all of one type (CRFsuite: strings), and are
+      predicted in that type;
     - ``size_`` is the number of bytes of the parameter arrays, not of a model file.
 
     Parameters
@@ -320,6 +369,16 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
     [('DT', 'NN'), ('NN', 'VB')]
     """
 
+    _parameter_constraints: dict = {
+        "all_possible_states": ["boolean", None],
+        "all_possible_transitions": ["boolean", None],
+        "c1": [Interval(Real, 0, None, closed="left"), None],
+        "c2": [Interval(Real, 0, None, closed="left"), None],
+        "max_iterations": [Interval(Integral, 1, None, closed="left"), None],
+        "verbose": ["verbose"],
+        "tol": [Interval(Real, 0, None, closed="left")],
+    }
+
     def __init__(
         self,
         algorithm=None,
@@ -399,10 +458,6 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
                     "max_iterations, all_possible_states, all_possible_transitions, "
                     "verbose (and tol, skstruct's stopping tolerance); leave the others "
                     "at None.")
-        for name in ("all_possible_states", "all_possible_transitions"):
-            if getattr(self, name) not in (None, False, True):
-                raise ValueError(f"{name} must be None, False or True, got "
-                                 f"{getattr(self, name)!r}.")
 
     def fit(self, X, y, X_dev=None, y_dev=None):
         """Train the CRF.
@@ -411,9 +466,11 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
         ----------
         X : list of n sequences of token features
             Each token a dict of features (string values become ``key:value``
-            attributes, numbers and booleans are values, nested dicts ``key:inner``) or a
-            list of attribute strings (each with value 1).
+            attributes, bytes values their UTF-8 text, numbers and booleans are the
+            values of attribute ``key``, nested dicts ``key:inner``) or a list of
+            attribute strings (each with value 1).
         y : list of n sequences of labels
+            Strings, numbers or booleans, all of one type.
         X_dev, y_dev : same forms, default=None
             Holdout data, both or neither: the final model's per-label scores and
             accuracies are stored in ``training_log_.last_iteration``.
@@ -424,6 +481,7 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
         """
         if (X_dev is None) != (y_dev is None):
             raise ValueError("Pass both X_dev and y_dev to use the holdout data")
+        self._validate_params()
         self._check_supported()
         c1 = 0.0 if self.c1 is None else self.c1
         c2 = 1.0 if self.c2 is None else self.c2
@@ -436,6 +494,8 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
         alpha, l1_ratio = crfsuite_penalty(c1, c2, n)
         vectorizer = SequenceVectorizer()
         Xv = _vectorize(vectorizer, X, fit=True)
+        # the model's checks, run here so that their errors name this class
+        _, y_flat = check_sequences(Xv, y, estimator=type(self).__name__)
         log = TrainingLog()
         clock = [time.perf_counter()]
 
@@ -453,16 +513,15 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
             feature_label_pairs="all" if self.all_possible_states else "seen",
             max_iter=max_iter, tol=self.tol, verbose=int(bool(self.verbose)),
             callback=record, all_possible_transitions=bool(self.all_possible_transitions))
-        y_arrays = [np.asarray(labels) for labels in y]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            crf.fit(Xv, y_arrays)
+            crf.fit(Xv, y)
         crf.callback = None  # the closure holds the log; keep the fitted model plain
         log.converged = crf.n_iter_ < max_iter
         log.last_iteration = log.iterations[-1] if log.iterations else None
         self.crf_ = crf
         self.vectorizer_ = vectorizer
-        self.classes_ = list(dict.fromkeys(chain.from_iterable(a.tolist() for a in y_arrays)))
+        self.classes_ = list(dict.fromkeys(y_flat.tolist()))
         self.training_log_ = log
         if X_dev is not None and log.last_iteration is not None:
             log.last_iteration.update(self._holdout_scores(X_dev, y_dev))
@@ -499,6 +558,7 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
         -------
         list of lists of labels
         """
+        check_is_fitted(self, "crf_")
         if len(X) == 0:
             return []
         return [labels.tolist() for labels in self.crf_.predict(self._transform(X))]
@@ -515,6 +575,7 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
         list of lists of dict
             ``[i][t][label]``, every label of ``classes_`` in each dict.
         """
+        check_is_fitted(self, "crf_")
         if len(X) == 0:
             return []
         marginals = self.crf_.predict_marginals(self._transform(X))
