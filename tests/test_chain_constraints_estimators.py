@@ -184,3 +184,81 @@ def test_clone_and_pickle_keep_the_constraints(conll):
     again = pickle.loads(pickle.dumps(model))
     for a, b in zip(again.predict(X_test[:100]), model.predict(X_test[:100])):
         np.testing.assert_array_equal(a, b)
+
+
+def _named_bio_constraints(tags):
+    """The BIO constraints over ``tags`` written as plain masks with names, in the order
+    of ``tags`` (which need not be the sorted order of ``classes_``)."""
+    bio = ChainConstraints.from_tags(tags, "bio")
+    return ChainConstraints(bio.transition, start=bio.start, end=bio.end,
+                            state_names=list(tags))
+
+
+_EVERY_LEARNER = {
+    "CRF": lambda d: CRF(max_iter=8, decoder=d),
+    "StructuredSVM": lambda d: StructuredSVM(solver="bcfw", max_iter=2, random_state=0,
+                                             decoder=d),
+    "StructuredPerceptron": lambda d: StructuredPerceptron(max_iter=2, random_state=0,
+                                                           decoder=d),
+    "SparseMAPClassifier": lambda d: SparseMAPClassifier(max_iter=3, decoder=d),
+    "PerturbedMAPClassifier": lambda d: PerturbedMAPClassifier(max_iter=1, random_state=0,
+                                                               decoder=d),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_EVERY_LEARNER))
+def test_named_constraints_are_matched_to_classes_by_name(conll, name):
+    X_train, y_train, X_test, _ = conll
+    X_train, y_train = X_train[:40], y_train[:40]
+    tags = sorted(set(np.concatenate(y_train).tolist()))
+    # the user's order: reversed, so that no state keeps its position in classes_
+    user_order = tags[::-1]
+    assert all(a != b for a, b in zip(user_order, tags)) or len(tags) % 2
+    decoder = ChainDecoder(constraints=_named_bio_constraints(user_order))
+    model = _quiet_fit(_EVERY_LEARNER[name](decoder), X_train, y_train)
+    assert list(model.classes_) == tags
+    bound = model.decoder_.constraints
+    assert bound.state_names == tags
+    assert np.array_equal(bound.transition, ChainConstraints.from_tags(tags).transition)
+    y_pred = model.predict(X_test[:300])
+    assert _n_invalid_bio(y_pred) == 0
+    assert not any(tags_[0].startswith("I-") for tags_ in y_pred)
+
+
+def test_named_constraints_break_by_gold_data_name_the_right_tags():
+    # in the user's order, state 0 is "I-NP" (which may not start a sequence); in the
+    # sorted classes_ state 0 is "B-NP"
+    user_order = ["I-NP", "O", "B-NP"]
+    decoder = ChainDecoder(constraints=_named_bio_constraints(user_order))
+    X = [np.eye(3), np.eye(3)]
+    good = [np.array(["B-NP", "I-NP", "O"]), np.array(["O", "B-NP", "I-NP"])]
+    CRF(max_iter=2, decoder=decoder).fit(X, good)  # valid BIO: no error
+    bad = [np.array(["B-NP", "I-NP", "O"]), np.array(["I-NP", "O", "O"])]
+    with pytest.raises(ValueError, match=r"1 of 2 training sequences.*starts with 'I-NP'"):
+        CRF(max_iter=2, decoder=decoder).fit(X, bad)
+
+
+def test_constraints_naming_other_states_say_which_names_do_not_match():
+    decoder = ChainDecoder(constraints=_named_bio_constraints(["B-NP", "I-NP", "O"]))
+    X = [np.eye(3)]
+    with pytest.raises(ValueError, match=r"training labels \['B-VP'\] are not among them "
+                                         r"\(and the names \['B-NP'\] are not"):
+        CRF(max_iter=2, decoder=decoder).fit(X, [np.array(["B-VP", "I-NP", "O"])])
+
+
+def test_duplicate_state_names_are_an_error():
+    with pytest.raises(ValueError, match=r"state_names must all differ; \['O'\]"):
+        ChainConstraints(np.ones((3, 3), bool), state_names=["O", "B-NP", "O"])
+
+
+def test_masks_without_names_follow_classes():
+    # state 0 of the masks is classes_[0] = "B-NP": forbidding it as a first state
+    start = np.array([False, True, True])
+    decoder = ChainDecoder(constraints=ChainConstraints(np.ones((3, 3), bool), start=start))
+    X = [np.eye(3), np.eye(3)]
+    y = [np.array(["O", "B-NP", "I-NP"]), np.array(["I-NP", "O", "O"])]
+    model = CRF(max_iter=2, decoder=decoder).fit(X, y)
+    assert model.decoder_.constraints.state_names == ["B-NP", "I-NP", "O"]
+    assert model.decoder_.constraints.start.tolist() == start.tolist()
+    with pytest.raises(ValueError, match="starts with 'B-NP'"):
+        CRF(max_iter=2, decoder=decoder).fit(X, [np.array(["B-NP", "I-NP", "O"])] * 2)

@@ -44,15 +44,18 @@ class ChainConstraints:
     end : array-like of bool, shape (n_states,), default=None
         States a sequence may end with; None allows every state.
     state_names : sequence of length n_states, default=None
-        Names of the states, used in error messages only.
+        The label of every state, in the order of the masks' rows and columns (all
+        different). An estimator matches the constraints to its ``classes_`` by these
+        names, whatever their order; without names, the masks follow ``classes_``
+        (the sorted labels). Error messages name the states by them.
 
     Raises
     ------
     TypeError
         When a mask is not boolean (0/1 integers are not accepted: pass ``mask == 1``).
     ValueError
-        When the shapes disagree, or when no state may both begin and end a sequence (no
-        valid sequence of length 1).
+        When the shapes disagree, when two state names are equal, or when no state may
+        both begin and end a sequence (no valid sequence of length 1).
 
     Notes
     -----
@@ -98,6 +101,10 @@ class ChainConstraints:
             if len(state_names) != n_states:
                 raise ValueError(f"ChainConstraints: {len(state_names)} state_names for "
                                  f"{n_states} states.")
+            repeated = _repeated(state_names)
+            if repeated:
+                raise ValueError(f"ChainConstraints: state_names must all differ; "
+                                 f"{repeated[:5]} appear more than once.")
         self.transition = transition
         self.start = start
         self.end = end
@@ -156,6 +163,63 @@ class ChainConstraints:
             transition = np.where(inside[:, None], ~continues[None, :] | same, transition)
         return cls(transition, start, end, state_names=[str(t) for t in tags])
 
+    def for_states(self, classes):
+        """These constraints over the states ``classes``, in that order.
+
+        With :attr:`state_names`, the masks are reordered so that state ``i`` is
+        ``classes[i]``; without, the masks are taken to follow ``classes`` already and
+        the copy is only named by them.
+
+        Parameters
+        ----------
+        classes : sequence of length n_states
+            The label of every state, in state order (an estimator's ``classes_``).
+
+        Returns
+        -------
+        ChainConstraints
+            With ``state_names`` equal to ``classes``.
+
+        Raises
+        ------
+        ValueError
+            When the number of states differs, or when names and ``classes`` are not the
+            same set (the message lists the names that do not match).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skstruct.decoders import ChainConstraints
+        >>> c = ChainConstraints(np.ones((3, 3), bool), start=np.array([True, False, True]),
+        ...                      state_names=["O", "I-NP", "B-NP"])
+        >>> c.for_states(["B-NP", "I-NP", "O"]).start.tolist()
+        [True, False, True]
+        >>> c.for_states(["I-NP", "B-NP", "O"]).start.tolist()
+        [False, True, True]
+        """
+        classes = [_key(c) for c in classes]
+        if len(classes) != self.n_states:
+            raise ValueError(
+                f"The chain constraints are over {self.n_states} states; the training "
+                f"labels have {len(classes)} classes ({classes[:10]})."
+            )
+        if self.state_names is None:
+            order = np.arange(self.n_states)
+        else:
+            position = _positions(self.state_names)
+            missing = [c for c in classes if c not in position]
+            if missing:
+                unused = sorted(set(position) - set(classes), key=str)
+                raise ValueError(
+                    f"The chain constraints name the states {self.state_names[:10]}; the "
+                    f"training labels {missing[:5]} are not among them (and the names "
+                    f"{unused[:5]} are not training labels). Give state_names equal to "
+                    "the labels, or masks without names in the order of classes_."
+                )
+            order = np.array([position[c] for c in classes], dtype=np.intp)
+        return ChainConstraints(self.transition[np.ix_(order, order)], self.start[order],
+                                self.end[order], state_names=classes)
+
     def restrict(self, scores):
         """``scores`` with the forbidden transition, start and end scores set to -inf.
 
@@ -206,12 +270,13 @@ class ChainConstraints:
             raise ValueError("is_valid takes non-empty label sequences.")
         labels = np.concatenate(sequences)
         if self.state_names is not None:
-            index = {name: s for s, name in enumerate(self.state_names)}
-            unknown = [t for t in dict.fromkeys(labels.tolist()) if str(t) not in index]
+            position = _positions(self.state_names)
+            labels = labels.tolist()
+            unknown = [t for t in dict.fromkeys(labels) if t not in position]
             if unknown:
                 raise ValueError(f"Labels {unknown[:5]} are not among the states "
                                  f"{self.state_names}.")
-            labels = np.array([index[str(t)] for t in labels.tolist()], dtype=np.int64)
+            labels = np.array([position[t] for t in labels], dtype=np.int64)
         elif not (np.issubdtype(labels.dtype, np.integer)
                   and labels.min() >= 0 and labels.max() < self.n_states):
             raise ValueError(f"Constraints without state_names take states 0 .. "
@@ -260,6 +325,30 @@ class ChainConstraints:
             else:
                 reasons.append(f"sequence {i} ends with {name(y[b - 1])}")
         return bad, reasons
+
+
+def _key(name):
+    """A state name as a dict key: numpy scalars as their Python values (np.str_("O")
+    and "O", np.int64(2) and 2 name the same state)."""
+    return name.item() if isinstance(name, np.generic) else name
+
+
+def _positions(names):
+    return {_key(name): s for s, name in enumerate(names)}
+
+
+def _repeated(names):
+    seen, repeated = set(), []
+    for name in names:
+        key = _key(name)
+        try:
+            if key in seen and key not in repeated:
+                repeated.append(key)
+            seen.add(key)
+        except TypeError:
+            raise TypeError(f"ChainConstraints: state names must be hashable labels; got "
+                            f"{name!r}.") from None
+    return repeated
 
 
 def _boolean(values, name, ndim, layout):
@@ -335,14 +424,16 @@ def resolve_constraints(spec, classes=None):
     Parameters
     ----------
     spec : None, str, dict or ChainConstraints
-    classes : sequence of str or None
-        The state names; needed by a scheme name.
+    classes : sequence or None
+        The state labels in state order (an estimator's ``classes_``); needed by a scheme
+        name. Constraints with ``state_names`` are matched to them by name
+        (:meth:`ChainConstraints.for_states`).
 
     Raises
     ------
     ValueError
-        For a scheme name without ``classes``, or when the constraints are over another
-        number of states than ``classes`` has.
+        For a scheme name without ``classes``, when the constraints are over another
+        number of states than ``classes`` has, or name other states.
     """
     check_constraints_spec(spec)
     if spec is None:
@@ -357,9 +448,4 @@ def resolve_constraints(spec, classes=None):
             )
         return ChainConstraints.from_tags(classes, spec)
     constraints = spec if isinstance(spec, ChainConstraints) else ChainConstraints(**spec)
-    if classes is not None and constraints.n_states != len(classes):
-        raise ValueError(
-            f"The chain constraints are over {constraints.n_states} states; the "
-            f"training labels have {len(classes)} classes ({list(classes)[:10]})."
-        )
-    return constraints
+    return constraints if classes is None else constraints.for_states(classes)
