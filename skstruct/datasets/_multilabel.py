@@ -81,7 +81,9 @@ Reference: {reference}
 # case-insensitive keywords, ``%`` comments, names and values in single or double quotes
 # with backslash escapes, nominal specifications ``{a, 'b c'}``, dense rows
 # ``v1, v2, ...`` and sparse rows ``{index value, ...}``, ``?`` for a missing value and an
-# optional instance weight ``{w}`` at the end of a row.
+# optional instance weight ``{w}`` at the end of a row. An unquoted name or value may
+# hold an escaped quote (``TAG_m\'usica`` is ``TAG_m'usica``, the name Weka writes as
+# ``'TAG_m\'usica'``); its other backslashes are kept as written, as Weka keeps them.
 
 _NUMERIC = {"numeric", "real", "integer"}
 _TYPES = _NUMERIC | {"string", "date", "relational"}
@@ -90,11 +92,13 @@ _TOKEN = re.compile(r"""
     \s*(?:
       (?P<quoted>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
     | (?P<punct>[{},])
-    | (?P<word>[^\s{},'"%]+)
+    | (?P<word>(?:[^\s{},'"%\\]+|\\['"]?)+)
     | (?P<comment>%)
     | (?P<open>['"])
     )""", re.VERBOSE | re.DOTALL)
+_WORD_CHARS = re.compile(r"""[^\s{},'"%]*""")
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+_ESCAPED_QUOTE = re.compile(r"""\\(['"])""")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
 _KEYWORD = re.compile(r"@([A-Za-z]+)")
 
@@ -168,28 +172,47 @@ def _unescape(text):
     return _ESCAPE.sub(lambda match: _ESCAPES.get(match.group(1), match.group(1)), text)
 
 
+def _unterminated_quote(line, start, word_start):
+    """The message for the quote at ``line[start]`` that no quote closes on its line.
+
+    ``word_start`` is where the unquoted word that ends right at ``start`` begins, or
+    None. A quote between two characters of such a word is one that needs a backslash;
+    any other quote opens a quoted name or value that ends too early or never.
+    """
+    quote, rest = line[start], line[start:]
+    rest = rest if len(rest) <= 30 else rest[:27] + "..."
+    problem = f"unterminated quote {quote} in {rest!r}"
+    word_end = _WORD_CHARS.match(line, start + 1).group()
+    if word_start is not None and word_end:
+        escaped = f"{line[word_start:start]}\\{quote}{word_end}"
+        return (f"{problem} (write a {quote} inside an unquoted name or value as "
+                f"\\{quote}: {escaped})")
+    return (f"{problem} (end a quoted name or value with {quote} on the same line, and "
+            f"escape quotes inside it with a backslash: \\{quote})")
+
+
 def _tokenize(line, lineno, pos=0):
     """Split ``line[pos:]`` into ``(kind, text)`` tokens, up to a ``%`` comment.
 
     ``kind`` is "q" for a quoted string (``text`` unquoted and unescaped), "w" for a bare
-    word, or the punctuation itself (``{``, ``}``, ``,``).
+    word (``\\'`` and ``\\"`` in it unescaped, other backslashes kept), or the
+    punctuation itself (``{``, ``}``, ``,``).
     """
-    tokens = []
+    tokens, word_start = [], None
     while (match := _TOKEN.match(line, pos)) is not None:
         kind = match.lastgroup
         if kind == "comment":
             break
         if kind == "open":
-            rest = line[match.start(kind):]
-            rest = rest if len(rest) <= 30 else rest[:27] + "..."
-            raise _ArffError(lineno, f"unterminated quote {match.group(kind)} in {rest!r} "
-                                     "(escape quotes inside a quoted name or value with a "
-                                     "backslash)")
+            start = match.start(kind)
+            adjacent_word = word_start if start == pos else None
+            raise _ArffError(lineno, _unterminated_quote(line, start, adjacent_word))
         text = match.group(kind)
+        word_start = match.start(kind) if kind == "word" else None
         if kind == "quoted":
             tokens.append(("q", _unescape(text[1:-1])))
         elif kind == "word":
-            tokens.append(("w", text))
+            tokens.append(("w", _ESCAPED_QUOTE.sub(r"\1", text) if "\\" in text else text))
         else:
             tokens.append((text, text))
         pos = match.end()
@@ -928,6 +951,72 @@ def _base_name(arff):
     return base
 
 
+def _folder_entries(folder):
+    """The files and folders in ``folder``, sorted; none if it cannot be listed."""
+    try:
+        return sorted(folder.iterdir())
+    except OSError:
+        return []
+
+
+def _one_match(matches, what, hint):
+    """The one file of ``matches``; a ValueError naming them all if there are several."""
+    if len(matches) > 1:
+        listed = ", ".join(str(match) for match in matches)
+        raise ValueError(f"{what} is ambiguous: {listed} match it (file and folder names "
+                         f"are compared in any case); {hint}")
+    return matches[0] if matches else None
+
+
+def _find_arff(name, stem, subset, folder):
+    """The ARFF file of a split in ``folder`` or one of its sub-folders, or None.
+
+    File and folder names are compared case-insensitively. The sub-folders named after
+    the data set (``name`` or ``stem``) come first, then ``folder`` itself, then its
+    other sub-folders; in the first of these that has a match, the file name patterns
+    of :data:`_ARFF_NAMES` are tried in order, each ``.arff.gz`` then ``.arff``. Two
+    matches at the same place in this order (such as two names that differ only in
+    case) are an error naming both.
+    """
+    ranks = {}
+    for base in _ARFF_NAMES:
+        for suffix in (".arff.gz", ".arff"):
+            file_name = base.format(stem=stem, subset=subset) + suffix
+            ranks.setdefault(file_name.casefold(), len(ranks))
+    subfolders = [entry for entry in _folder_entries(folder) if entry.is_dir()]
+    own_names = {name.casefold(), stem.casefold()}
+    own = [subfolder for subfolder in subfolders if subfolder.name.casefold() in own_names]
+    others = [subfolder for subfolder in subfolders if subfolder not in own]
+    for group in (own, [folder], others):
+        matches = [(ranks[entry.name.casefold()], entry) for searched in group
+                   for entry in _folder_entries(searched)
+                   if entry.name.casefold() in ranks and entry.is_file()]
+        if matches:
+            best = min(rank for rank, _ in matches)
+            return _one_match([entry for rank, entry in matches if rank == best],
+                              f"the {subset} split of {name!r} in {folder}",
+                              "pass path= the file to read")
+    return None
+
+
+def _find_label_file(arff, stem):
+    """The XML label file next to ``arff`` (names compared in any case), or None.
+
+    ``<stem>.xml``, else the name of the ARFF file without ``-train``, ``-test`` and
+    ``-sparse`` (``bibtex.xml`` for ``bibtex-train-sparse.arff``), else the only XML
+    file of the folder.
+    """
+    xml_files = [entry for entry in _folder_entries(arff.parent)
+                 if entry.name.casefold().endswith(".xml") and entry.is_file()]
+    for base in (stem, _base_name(arff)):
+        wanted = f"{base}.xml".casefold()
+        xml = _one_match([entry for entry in xml_files if entry.name.casefold() == wanted],
+                         f"the label file of {arff}", "rename or remove all but one")
+        if xml is not None:
+            return xml
+    return xml_files[0] if len(xml_files) == 1 else None
+
+
 def _find_files(name, subset, path):
     """The ARFF file and the (possibly missing) XML file of ``name`` under ``path``."""
     stem = _MULAN[name][0] if name in _MULAN else name
@@ -935,19 +1024,15 @@ def _find_files(name, subset, path):
     if path.is_file():
         arff = path
     else:
-        names = [pattern.format(stem=stem, subset=subset) for pattern in _ARFF_NAMES]
-        candidates = [folder / f"{base}{suffix}" for folder in (path / name, path / stem, path)
-                      for base in names for suffix in (".arff.gz", ".arff")]
-        arff = next((candidate for candidate in candidates if candidate.is_file()), None)
+        arff = _find_arff(name, stem, subset, path)
         if arff is None:
+            names = [pattern.format(stem=stem, subset=subset) for pattern in _ARFF_NAMES]
+            where = (f"{path} or its sub-folders (in any case)" if path.is_dir()
+                     else f"{path}, which is not a folder")
             raise FileNotFoundError(
-                f"no {' or '.join(n + '.arff(.gz)' for n in names)} in {path} or its "
-                f"folder {name!r}")
-    others = sorted(arff.parent.glob("*.xml"))
-    xml_candidates = [arff.parent / f"{stem}.xml", arff.parent / f"{_base_name(arff)}.xml"]
-    xml_candidates += others if len(others) == 1 else []
-    xml = next((f for f in xml_candidates if f.is_file()), None)
-    return arff, xml
+                f"no {' or '.join(n + '.arff(.gz)' for n in names)} in {where}; pass path= "
+                "the folder that holds the files (or its parent folder), or the ARFF file")
+    return arff, _find_label_file(arff, stem)
 
 
 def _label_columns(data, name, arff, xml):
@@ -989,6 +1074,38 @@ def _string_columns(data, labels, policy, arff):
     return columns if policy == "return" else []
 
 
+# A nominal feature with at least this many given values, at least this fraction of them
+# distinct, looks like an identifier (a row number, a file name, a document id)
+_IDENTIFIER_MIN_VALUES = 20
+_IDENTIFIER_DISTINCT_FRACTION = 0.9
+
+
+def _warn_identifier_like(data, labels, arff):
+    """Warn about the nominal features whose values look like identifiers.
+
+    Those with at least ``_IDENTIFIER_MIN_VALUES`` given (not missing) values, at least
+    ``_IDENTIFIER_DISTINCT_FRACTION`` of them distinct: one-hot coded, each of their
+    columns is nonzero in about one row, which a model learns nothing general from.
+    """
+    n_rows = data.table.shape[0]
+    min_distinct = _IDENTIFIER_DISTINCT_FRACTION * _IDENTIFIER_MIN_VALUES
+    for j, attribute in enumerate(data.attributes):
+        if (attribute.kind != "nominal" or j in labels or n_rows < _IDENTIFIER_MIN_VALUES
+                or len(attribute.values) < min_distinct):
+            continue
+        codes = _column(data.table, j)
+        given = codes[~np.isnan(codes)]
+        n_distinct = len(np.unique(given))
+        if (len(given) >= _IDENTIFIER_MIN_VALUES
+                and n_distinct >= _IDENTIFIER_DISTINCT_FRACTION * len(given)):
+            warnings.warn(
+                f"{arff}: the nominal attribute {attribute.name!r} has {n_distinct} distinct "
+                f"values in {len(given)} rows, like an identifier; it is one-hot coded into "
+                f"{len(attribute.values)} columns ({attribute.name}=...) that a model cannot "
+                "generalise from: drop them, or declare the attribute string in the file "
+                "(string_attributes= then drops or returns it)", UserWarning, stacklevel=4)
+
+
 def _parse_files(name, subset, path, string_attributes="warn"):
     arff, xml = _find_files(name, subset, path)
     data = _read_arff_file(arff)
@@ -998,6 +1115,7 @@ def _parse_files(name, subset, path, string_attributes="warn"):
     except ValueError as error:
         raise ValueError(f"{arff}: {error}") from None
     strings = _string_columns(data, labels, string_attributes, arff)
+    _warn_identifier_like(data, set(labels), arff)
     if data.weighted:
         warnings.warn(f"{arff}: instance weights {{w}} are ignored", UserWarning, stacklevel=3)
     features, feature_names = _features(data, set(labels))
@@ -1101,8 +1219,8 @@ def load_multilabel(name, subset="train", *, path=None, string_attributes="warn"
     Parameters
     ----------
     name : str
-        The data set: one of the table above, or, with ``path``, the stem of any MULAN
-        style files ``<name>-<subset>.arff[.gz]`` and ``<name>.xml``.
+        The data set: one of the table above (in any case), or, with ``path``, the stem
+        of any MULAN style files ``<name>-<subset>.arff[.gz]`` and ``<name>.xml``.
     subset : {"train", "test"}, default="train"
         Which split to load.
     path : str or path-like, default=None
@@ -1112,9 +1230,15 @@ def load_multilabel(name, subset="train", *, path=None, string_attributes="warn"
         file next to it). In a folder the split is ``<name>-<subset>.arff``, or the
         sparse variants ``<name>-<subset>-sparse.arff`` and
         ``<name>-sparse-<subset>.arff`` (each also ``.arff.gz``; tried in this order).
+        File and folder names match in any case (``"corel5k"`` finds
+        ``Corel5k/Corel5k-train-sparse.arff.gz``). The files are looked for in the
+        sub-folders of ``path`` named after the data set, then in ``path``, then in its
+        other sub-folders (not deeper); two files that match equally well, such as two
+        names that differ only in case, are an error naming both.
         The labels are the attributes the ``.xml`` file names (``<name>.xml``, or the
-        name of the ARFF file without ``-train``/``-test``/``-sparse``): anywhere in the
-        ARFF file and in any order, as MULAN allows.
+        name of the ARFF file without ``-train``/``-test``/``-sparse``, or the only
+        ``.xml`` file of the folder): anywhere in the ARFF file and in any order, as
+        MULAN allows.
     string_attributes : {"warn", "drop", "raise", "return"}, default="warn"
         What to do with ``string`` attributes (such as an identifier column), which
         cannot be features: ``"warn"`` drops them with a warning that names them,
@@ -1141,24 +1265,35 @@ def load_multilabel(name, subset="train", *, path=None, string_attributes="warn"
         problem (an unterminated quote, an unknown type, a data row with the wrong
         number of values, a value that is not a number or not a declared nominal value,
         a bad sparse entry, ...), a label of the ``.xml`` file that is not an attribute
-        of the ARFF file, or a label value other than 0 or 1.
+        of the ARFF file, a label value other than 0 or 1, or two files that match
+        ``name`` and ``subset`` equally well (names that differ only in case).
     FileNotFoundError
         If the ARFF file, or the ``.xml`` file of a data set not in the table, is not
         found.
+
+    Warns
+    -----
+    UserWarning
+        Naming the attributes: string attributes dropped (with
+        ``string_attributes="warn"``), instance weights ignored, and nominal features
+        that look like identifiers (see the Notes).
 
     Notes
     -----
     **The ARFF grammar read** is Weka's: the keywords ``@relation``, ``@attribute`` and
     ``@data`` in any case; ``%`` starts a comment (outside quotes); names and values in
     single or double quotes, with backslash escapes (``'Swainson\\'s Thrush'``), which
-    names and values with spaces, commas, braces or ``%`` need; the types ``numeric``,
-    ``real``, ``integer``, ``string``, ``date ["pattern"]`` and nominal
-    ``{value, ...}`` (``relational`` is rejected). Data rows are dense ``v1, v2, ...``
-    or sparse ``{index value, ...}`` (indices from 0, in any order, each at most once).
-    A value left out of a sparse row is 0, for a nominal attribute its first declared
-    value, as in Weka. The values of a nominal attribute declared with numbers (such as
-    ``{0,1}``) may be written in any spelling of those numbers (``1.0``). An instance
-    weight ``{w}`` at the end of a row is ignored, with a warning.
+    names and values with spaces, commas, braces or ``%`` need. An unquoted name or
+    value may hold a quote escaped with a backslash: ``TAG_m\\'usica`` is
+    ``TAG_m'usica`` (the name Weka writes ``'TAG_m\\'usica'``; Weka's own reader stops
+    an unquoted name at the quote), and its other backslashes are kept as written. The
+    types are ``numeric``, ``real``, ``integer``, ``string``, ``date ["pattern"]`` and
+    nominal ``{value, ...}`` (``relational`` is rejected). Data rows are dense
+    ``v1, v2, ...`` or sparse ``{index value, ...}`` (indices from 0, in any order, each
+    at most once). A value left out of a sparse row is 0, for a nominal attribute its
+    first declared value, as in Weka. The values of a nominal attribute declared with
+    numbers (such as ``{0,1}``) may be written in any spelling of those numbers
+    (``1.0``). An instance weight ``{w}`` at the end of a row is ignored, with a warning.
 
     **Coding of the features.** Numeric attributes are one column each. A nominal
     attribute whose values are 0 and 1 (MULAN's binary word features) is one 0/1
@@ -1166,7 +1301,10 @@ def load_multilabel(name, subset="train", *, path=None, string_attributes="warn"
     value in declaration order, named ``<attribute>=<value>``. A date is the number of
     seconds since 1970-01-01 UTC (patterns use the Java letters ``y M d H h m s S a Z X
     E``; a date without a zone is UTC). String attributes are handled as
-    ``string_attributes`` says.
+    ``string_attributes`` says. A nominal feature that looks like an identifier (a row
+    number or a document id: at least 20 rows give it a value and at least 90 % of these
+    values are distinct) is one-hot coded all the same, with a warning that names it:
+    drop its columns, or declare it ``string`` in the file.
 
     **Missing values.** A ``?`` feature value is NaN (in all the one-hot columns of a
     nominal attribute): NaN means "missing", to impute (for instance with
@@ -1187,7 +1325,12 @@ def load_multilabel(name, subset="train", *, path=None, string_attributes="warn"
     >>> round(float(yeast.target.sum(axis=1).mean()), 2)  # labels per sample
     4.23
     """
-    name = _ALIASES.get(name, name)
+    if not isinstance(name, str):
+        hint = "; pass a folder or an ARFF file as path=" if isinstance(name, os.PathLike) else ""
+        raise TypeError(f"name must be a str, such as 'yeast', got {type(name).__name__}"
+                        f"{hint}")
+    if name.casefold() in _MULAN.keys() | _ALIASES.keys():
+        name = _ALIASES.get(name.casefold(), name.casefold())
     if subset not in ("train", "test"):
         raise ValueError(f"subset must be 'train' or 'test', got {subset!r}")
     if string_attributes not in _STRING_POLICIES:

@@ -67,8 +67,10 @@ def test_bundled_matches_table(name):
 @needs_shared
 @pytest.mark.parametrize("name", list(TABLE))
 def test_full_files_match_table(name):
-    train = load_multilabel(name, path=MULTILABEL)
-    test = load_multilabel(name, "test", path=MULTILABEL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        train = load_multilabel(name, path=MULTILABEL)
+        test = load_multilabel(name, "test", path=MULTILABEL)
     check_against_table(name, train, test)
     if sp.issparse(train.data):
         assert train.data.format == "csr"
@@ -230,6 +232,59 @@ def test_any_quoted_name_round_trips(names):
     header = "".join(f"@attribute {arff_quote(name)} {{0,1}}\n" for name in names)
     arff = _read_arff(f"@relation r\n{header}@data\n{','.join('1' * len(names))}\n")
     assert arff.names == names
+
+
+def test_escaped_quotes_in_unquoted_names_and_values():
+    # a MULAN tag name: the backslash escapes the quote, as in a quoted name
+    text = r"""@relation tags
+@attribute TAG_m\'usica {0,1}
+@attribute 'TAG_rock\'n\'roll' {0,1}
+@attribute say\"hi\" numeric
+@attribute C:\temp\x numeric
+@attribute genre {pop, m\'usica, "rock'n'roll"}
+@data
+1,0,2,3,m\'usica
+0,1,4,5,rock\'n\'roll
+"""
+    arff = _read_arff(text)
+    # other backslashes of an unquoted name are kept as written
+    assert arff.names == ["TAG_m'usica", "TAG_rock'n'roll", 'say"hi"', "C:\\temp\\x",
+                          "genre"]
+    assert arff.attributes[4].values == ("pop", "m'usica", "rock'n'roll")
+    np.testing.assert_array_equal(arff.table, [[1, 0, 2, 3, 1], [0, 1, 4, 5, 2]])
+    sparse = text.replace("1,0,2,3,m\\'usica", "{0 1, 2 2, 3 3, 4 m\\'usica}")
+    np.testing.assert_array_equal(_read_arff(sparse).table.toarray()[0], [1, 0, 2, 3, 1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(names=st.lists(st.text(st.sampled_from("aZ9_.-'\"\u00e9\u00fa"), min_size=1),
+                      min_size=1, max_size=4, unique=True))
+def test_any_unquoted_name_with_escaped_quotes_round_trips(names):
+    def escape(name):
+        return name.replace("'", "\\'").replace('"', '\\"')
+    header = "".join(f"@attribute {escape(name)} {{{escape(name)},x}}\n" for name in names)
+    row = ",".join(escape(name) for name in names)
+    arff = _read_arff(f"@relation r\n{header}@data\n{row}\n")
+    assert arff.names == names
+    assert [attribute.values[0] for attribute in arff.attributes] == names
+    np.testing.assert_array_equal(arff.table, np.zeros((1, len(names))))
+
+
+@pytest.mark.parametrize("name", [r"TAG_m\'usica", r"'TAG_m\'usica'", r'"TAG_m\'usica"'])
+def test_tag_with_an_escaped_quote_loads_as_before(tmp_path, name):
+    # the line of a MULAN file that an earlier reader read with the same arrays
+    header = f"@relation tags\n@attribute f0 numeric\n@attribute {name} {{0,1}}\n"
+    text = header + "@attribute TAG_rock {0,1}\n@data\n{0 0.5,1 1}\n{2 1}\n{0 -1,1 1,2 1}\n"
+    write_text(tmp_path / "tags-train.arff", text)
+    (tmp_path / "tags.xml").write_text(label_xml("TAG_rock", "TAG_m'usica"))
+    tags = load_multilabel("tags", path=tmp_path)
+    assert tags.target_names.tolist() == ["TAG_m'usica", "TAG_rock"]
+    assert tags.feature_names.tolist() == ["f0"]
+    np.testing.assert_array_equal(tags.target, [[1, 0], [0, 1], [1, 1]])
+    np.testing.assert_array_equal(tags.data.toarray(), [[0.5], [0], [-1]])
+    # a label file that writes the name with its backslash matches it too
+    (tmp_path / "tags.xml").write_text(label_xml("TAG_rock", r"TAG_m\'usica"))
+    assert load_multilabel("tags", path=tmp_path).target_names[0] == "TAG_m'usica"
 
 
 def test_keywords_in_any_case_comments_and_blank_lines():
@@ -433,6 +488,83 @@ def test_finds_dense_and_sparse_file_names(tmp_path, file):
         load_multilabel("toy", "test", path=tmp_path)
 
 
+def corel_folder(folder, file="Corel5k-train-sparse.arff.gz", xml="Corel5k.xml"):
+    """A folder holding a small Corel5k-like split (named as the real files are)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    write_text(folder / file, SPARSE_ARFF)
+    if xml:
+        (folder / xml).write_text(TOY_XML)
+    return folder
+
+
+@pytest.mark.parametrize("name", ["corel5k", "Corel5k", "COREL5K"])
+def test_data_set_and_folder_names_match_in_any_case(tmp_path, name):
+    folder = corel_folder(tmp_path / "Corel5k")
+    for path in (tmp_path, folder):
+        corel = load_multilabel(name, path=path)
+        assert corel.target_names.tolist() == ["beta", "alpha"]
+        np.testing.assert_array_equal(corel.target, [[1, 0], [0, 0], [1, 1], [0, 1]])
+    with pytest.raises(FileNotFoundError, match=f"no {name}-test.arff"):
+        load_multilabel(name, "test", path=tmp_path)
+
+
+def test_known_data_sets_in_any_case():
+    emotions = load_multilabel("Emotions", "test")
+    assert np.array_equal(emotions.data, load_multilabel("emotions", "test").data)
+    assert emotions.DESCR.startswith("emotions (MULAN")
+
+
+def test_files_in_any_sub_folder(tmp_path):
+    # a sub-folder not named after the data set is searched too, one level deep only
+    corel_folder(tmp_path / "mulan", file="corel5k-TRAIN.arff", xml="COREL5K.XML")
+    assert load_multilabel("corel5k", path=tmp_path).target_names.tolist() == [
+        "beta", "alpha"]
+    corel_folder(tmp_path / "deeper" / "Corel5k", file="corel5k-test.arff")
+    with pytest.raises(FileNotFoundError, match=r"corel5k-test\.arff.* or its sub-folders"):
+        load_multilabel("corel5k", "test", path=tmp_path)
+
+
+def test_the_data_set_folder_comes_first(tmp_path):
+    # toy/ before the given folder, the given folder before its other sub-folders
+    write_text(tmp_path / "toy-train.arff", SPARSE_ARFF.replace("1.5", "7"))
+    (tmp_path / "toy.xml").write_text(TOY_XML)
+    corel_folder(tmp_path / "other", file="toy-train.arff", xml="toy.xml")
+    assert load_multilabel("toy", path=tmp_path).data[0, 0] == 7
+    corel_folder(tmp_path / "TOY", file="toy-train.arff", xml="toy.xml")
+    assert load_multilabel("toy", path=tmp_path).data[0, 0] == 1.5
+
+
+def test_names_that_differ_only_in_case_are_ambiguous(tmp_path):
+    folder = corel_folder(tmp_path / "Corel5k", file="Corel5k-train.arff")
+    write_text(folder / "corel5k-train.arff", SPARSE_ARFF)
+    both = rf"{folder / 'Corel5k-train.arff'}, {folder / 'corel5k-train.arff'}"
+    for path in (tmp_path, folder):
+        with pytest.raises(ValueError, match=rf"the train split of 'corel5k' in {path} is "
+                                             rf"ambiguous: {both} match it .*pass path= the"):
+            load_multilabel("corel5k", path=path)
+    # the same file name in two folders named after the data set
+    other = corel_folder(tmp_path / "COREL5K", file="Corel5k-test.arff")
+    corel_folder(folder, file="Corel5k-test.arff")
+    with pytest.raises(ValueError, match=rf"ambiguous: {other / 'Corel5k-test.arff'}, "
+                                         rf"{folder / 'Corel5k-test.arff'} match"):
+        load_multilabel("corel5k", "test", path=tmp_path)
+    # a dense file before a sparse one, .arff.gz before .arff: not ambiguous
+    assert load_multilabel("corel5k", "test", path=other).target.shape == (4, 2)
+
+
+def test_label_files_that_differ_only_in_case_are_ambiguous(tmp_path):
+    folder = corel_folder(tmp_path / "Corel5k")
+    (folder / "corel5k.xml").write_text(TOY_XML)
+    with pytest.raises(ValueError, match=rf"the label file of .* is ambiguous: "
+                                         rf"{folder / 'Corel5k.xml'}, {folder / 'corel5k.xml'}"):
+        load_multilabel("corel5k", path=tmp_path)
+
+
+def test_missing_folder_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nowhere, which is not a folder"):
+        load_multilabel("toy", path=tmp_path / "nowhere")
+
+
 def test_xml_named_after_the_arff_file(tmp_path):
     arff = write_text(tmp_path / "my data-train-sparse.arff", SPARSE_ARFF)
     (tmp_path / "my data.xml").write_text(TOY_XML)
@@ -450,6 +582,50 @@ def test_labels_anywhere_in_the_arff_file(tmp_path):
     np.testing.assert_array_equal(toy.target, [[0, 1], [0, 0], [1, 1], [0, 0]])
     np.testing.assert_array_equal(toy.data.toarray(), [
         [1.5, 0, 0], [0, 0, 0], [0, -2, 1], [0.25, 0, 1]])
+
+
+def identifier_file(tmp_path, ids, sparse=False):
+    """A file with a nominal attribute ``doc`` whose values in the rows are ``ids``."""
+    declared = sorted({value for value in ids if value != "?"})
+    header = (f"@relation ids\n@attribute x numeric\n@attribute doc {{{','.join(declared)}}}"
+              "\n@attribute l {0,1}\n@data\n")
+    if sparse:
+        rows = [f"{{0 {i}, 1 {value}, 2 {i % 2}}}" for i, value in enumerate(ids)]
+    else:
+        rows = [f"{i},{value},{i % 2}" for i, value in enumerate(ids)]
+    write_text(tmp_path / "ids-train.arff", header + "\n".join(rows) + "\n")
+    (tmp_path / "ids.xml").write_text(label_xml("l"))
+    return tmp_path
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("ids, n_distinct, n_given", [
+    ([f"d{i}" for i in range(20)], 20, 20),
+    ([f"d{i}" for i in range(23)] + ["d0", "d1"], 23, 25),        # 92 % distinct
+    ([f"d{i}" for i in range(20)] + ["?"] * 30, 20, 20),          # missing values left out
+])
+def test_identifier_like_nominal_attribute_is_coded_with_a_warning(tmp_path, ids,
+                                                                   n_distinct, n_given,
+                                                                   sparse):
+    folder = identifier_file(tmp_path, ids, sparse)
+    with pytest.warns(UserWarning, match=rf"ids-train.arff: the nominal attribute 'doc' has "
+                                         rf"{n_distinct} distinct values in {n_given} rows, "
+                                         r"like an identifier.* drop them, or declare"):
+        ids_set = load_multilabel("ids", path=folder)
+    assert ids_set.data.shape == (len(ids), 1 + n_distinct)
+    assert ids_set.feature_names[1] == "doc=d0"
+
+
+@pytest.mark.parametrize("ids", [
+    [f"d{i}" for i in range(19)],                                  # too few rows
+    [f"d{i}" for i in range(22)] + ["d0", "d1", "d2"],            # 88 % distinct
+    [f"d{i}" for i in range(19)] + ["?"] * 30,                     # too few given values
+])
+def test_other_nominal_attributes_give_no_warning(tmp_path, ids):
+    folder = identifier_file(tmp_path, ids)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_multilabel("ids", path=folder)
 
 
 def test_sparse_rows_with_quoted_and_missing_values():
@@ -513,9 +689,17 @@ def test_bad_label_values(tmp_path, rows, message):
 @pytest.mark.parametrize("text, message", [
     # header
     ("@attribute 'Swainson's Thrush' {0,1}\n@data\n",
-     r"line 1: unterminated quote ' in \"' \{0,1\}\" \(escape quotes inside a quoted name"),
+     r"line 1: unterminated quote ' in \"' \{0,1\}\" \(end a quoted name or value with ' "
+     r"on the same line, and escape quotes inside it with a backslash: \\'\)"),
     ("@attribute 'abc numeric\n@data\n",
-     r"line 1: unterminated quote ' in \"'abc numeric\" \(escape quotes"),
+     r"line 1: unterminated quote ' in \"'abc numeric\" \(end a quoted name or value"),
+    ("@attribute abc 'numeric\n@data\n", r"unterminated quote ' in \"'numeric\" \(end a quoted"),
+    # a quote inside an unquoted word needs a backslash, and the message shows where
+    ("@attribute TAG_m'usica {0,1}\n@data\n",
+     r"line 1: unterminated quote ' in \"'usica \{0,1\}\" \(write a ' inside an unquoted "
+     r"name or value as \\': TAG_m\\'usica\)$"),
+    ('@attribute say"hi {0,1}\n@data\n', r"as \\\": say\\\"hi\)$"),
+    ("@attribute a {x,rock'n}\n@data\n", r"as \\': rock\\'n\)$"),
     ("@attribute 'abc\\' numeric\n@data\n", "line 1: unterminated quote"),
     ("@attribute a {x,'y}\n@data\n", "line 1: unterminated quote"),
     ("@attribute a numbers\n@data\n", r"line 1: attribute 'a' has unknown type 'numbers'"),
@@ -547,7 +731,8 @@ def test_bad_label_values(tmp_path, rows, message):
     ("@attribute a numeric\n@attribute b numeric\n@data\n1,\n", "line 4: value 2 is empty"),
     ("@attribute a numeric\n@attribute b numeric\n@data\n1 2\n",
      "line 4: expected ',' after value 1, got '2'"),
-    ("@attribute a numeric\n@data\n'1\n", "line 3: unterminated quote ' in \"'1\""),
+    ("@attribute a numeric\n@data\n'1\n", "line 3: unterminated quote ' in \"'1\" \\(end a"),
+    ("@attribute a {x}\n@data\nrock'n\n", r"line 3: .* as \\': rock\\'n\)$"),
     ("@attribute a numeric\n@data\n'?'\n", r"line 3: '\?' is not a number"),
     ("@attribute a {x,y}\n@data\nx\nz\n", r"line 4: 'z' is not a value of the nominal "
                                           r"attribute 'a' \(\{x, y\}\)"),
@@ -633,6 +818,11 @@ def test_labels_must_be_numeric_or_binary(tmp_path, declared, message):
 def test_load_multilabel_errors(tmp_path):
     with pytest.raises(ValueError, match="subset"):
         load_multilabel("yeast", "valid")
+    with pytest.raises(TypeError, match="name must be a str, such as 'yeast', got .*Path; "
+                                        "pass a folder or an ARFF file as path="):
+        load_multilabel(tmp_path)
+    with pytest.raises(TypeError, match="got int$"):
+        load_multilabel(1)
     with pytest.raises(ValueError, match="not bundled"):
         load_multilabel("bibtex")
     with pytest.raises(ValueError, match="unknown data set"):
