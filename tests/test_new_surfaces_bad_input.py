@@ -97,32 +97,45 @@ def test_check_solver_with_an_unknown_family_names_the_known_ones():
         check_solver("subgradient", "hinge")
 
 
-def test_check_solver_says_when_no_solver_can_be_used():
+@pytest.fixture
+def solver_registry(monkeypatch):
+    """The solver registry as a copy that the test may edit: the whole registry is put
+    back afterwards, whatever the test registers or removes."""
+    from skstruct.optim import _registry
+
+    monkeypatch.setattr(_registry, "_REGISTRY", dict(_registry._REGISTRY))
+    return _registry._REGISTRY
+
+
+def test_check_solver_says_when_no_solver_can_be_used(solver_registry):
     register_solver("only_perceptron", _run, losses={"perceptron"}, warm_start=False,
                     description="x")
     register_solver("only_smooth", _run, losses={"smooth"}, warm_start=False,
                     description="x")
-    try:
-        # a family some solver solves: those are named
-        with pytest.raises(ValueError, match=r"use solver='lbfgs' or solver='lbfgsb'"):
-            check_solver("only_perceptron", "smooth")
-        # warm start asked of a family whose only other solvers cannot warm-start
-        able = [n for n in solver_names("perceptron") if get_solver(n).warm_start]
-        assert able == ["perceptron"]
-        with pytest.raises(ValueError, match="use solver='perceptron' with warm_start=True"):
-            check_solver("only_perceptron", "perceptron", warm_start=True)
-        spec = get_solver("perceptron")
-        unregister_solver("perceptron")
-        try:
-            with pytest.raises(ValueError, match="no registered solver can be used with "
-                                                 "warm_start=True, or warm_start=False"):
-                check_solver("only_perceptron", "perceptron", warm_start=True)
-        finally:
-            register_solver(spec.name, spec.run, losses=spec.losses,
-                            warm_start=spec.warm_start, description=spec.description)
-    finally:
-        unregister_solver("only_perceptron")
-        unregister_solver("only_smooth")
+    # a family some solver solves: those are named
+    with pytest.raises(ValueError, match=r"use solver='lbfgs' or solver='lbfgsb'"):
+        check_solver("only_perceptron", "smooth")
+    # warm start asked of a family whose only other solvers cannot warm-start
+    able = [n for n in solver_names("perceptron") if get_solver(n).warm_start]
+    assert able == ["perceptron"]
+    with pytest.raises(ValueError, match="use solver='perceptron' with warm_start=True"):
+        check_solver("only_perceptron", "perceptron", warm_start=True)
+    unregister_solver("perceptron")
+    with pytest.raises(ValueError, match="no registered solver can be used with "
+                                         "warm_start=True, or warm_start=False"):
+        check_solver("only_perceptron", "perceptron", warm_start=True)
+
+
+def test_the_solver_registry_fixture_restores_a_removed_solver_whole(solver_registry):
+    # the registry the test edits is a copy; the conftest guard checks the real one is
+    # back, partial_fit flag included, after this test
+    unregister_solver("perceptron")
+    assert "perceptron" not in solver_names("perceptron")
+
+
+def test_the_perceptron_solver_keeps_its_partial_fit_flag():
+    # whatever ran before in this process
+    assert get_solver("perceptron").partial_fit
 
 
 # ------------------------------------------------------------------ output kinds
