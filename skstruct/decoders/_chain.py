@@ -51,6 +51,46 @@ def _finite_spread(values):
     return float(np.ptp(finite)) if finite.size else np.inf
 
 
+def _check_scaled_spread(scores):
+    """Raise when the transition and end scores spread beyond what the probability-space
+    forward-backward computes exactly (``SCALED_EXACT_SPREAD``)."""
+    # scores with no finite entry (every transition forbidden) have no spread to underflow
+    spreads = [_finite_spread(x) for x in (scores.transition, scores.end)]
+    spread = max((value for value in spreads if np.isfinite(value)), default=0.0)
+    if spread > kernels.SCALED_EXACT_SPREAD:
+        raise ValueError(
+            f"ChainDecoder(log_space=False) cannot rescale these scores: the transition and "
+            f"end scores spread {spread:.4g} (maximum minus minimum of the finite ones), "
+            f"beyond the {kernels.SCALED_EXACT_SPREAD:g} up to which the probability-space "
+            "forward-backward is exact. Its probabilities would underflow and the "
+            "log-partition and marginals come out wrong or -inf. Use log_space=\"auto\" "
+            "(log space when the scores need it) or log_space=True."
+        )
+
+
+def _check_no_underflow(scores, log_z):
+    """Raise when the probability-space forward-backward gave -inf (or NaN) to a sequence
+    that log space finds feasible: an underflow, not an infeasible sequence."""
+    lost = np.flatnonzero(~(log_z > -np.inf))
+    if not lost.size:
+        return
+    feasible = kernels.forward_backward_log(*scores.take(lost)._kernel_args(), False)[0]
+    underflow = lost[feasible > -np.inf]
+    if underflow.size:
+        which = (f"sequence {underflow[0]} of the batch, which has" if underflow.size == 1
+                 else f"{underflow.size} sequences of the batch (the first is sequence "
+                 f"{underflow[0]}), which have")
+        raise ValueError(
+            "ChainDecoder(log_space=False): the probability-space forward-backward "
+            f"underflows to a log-partition of -inf on {which} outputs of finite score "
+            f"(log space gives {'it' if underflow.size == 1 else 'the first'} "
+            f"{feasible[feasible > -np.inf][0]:.6g}): the scores "
+            "spread too far for it (with forbidden transitions or end states, the unary "
+            "scores count too). Use log_space=\"auto\" (log space when the scores need "
+            "it) or log_space=True."
+        )
+
+
 class ChainScores:
     """Part scores η of a batch of first-order chains.
 
@@ -326,7 +366,12 @@ class ChainDecoder(Decoder):
         How forward-backward guards against overflow. ``"auto"`` rescales probabilities
         at each position (fast) when the spread of the transition and end scores is below
         200, and works in log space otherwise; ``True`` always works in log space.
-        ``False`` always rescales; it is exact up to rounding only below that spread.
+        ``False`` always rescales, which is exact up to rounding while the finite
+        transition and end scores spread at most ``SCALED_EXACT_SPREAD`` (330), whatever
+        the unary scores. Beyond that spread it raises ``ValueError`` rather than return
+        an underflowed (wrong or -inf) log-partition; with forbidden transitions or end
+        states no spread makes it exact, and it raises when a sequence underflows to -inf
+        that log space finds feasible. Either error says to use ``"auto"`` or ``True``.
     max_table_memory : float or None, default=2 * 1024**3
         Largest memory in bytes (default 2 GiB) that constrained message passing
         (count-statistic losses such as F1 in :meth:`loss_augmented_map`, Hamming and 0/1
@@ -517,6 +562,8 @@ class ChainDecoder(Decoder):
                 log_space = not spread <= kernels.SCALED_RANGE_LIMIT
         else:
             log_space = bool(self.log_space)
+            if not log_space:
+                _check_scaled_spread(scores)
         with threads_for(3 * scores.unary.size * scores.n_states):
             kernel = (kernels.forward_backward_log if log_space
                       else kernels.forward_backward_scaled)
@@ -527,6 +574,8 @@ class ChainDecoder(Decoder):
                     # an infeasible sequence, or an underflow: log space tells them apart
                     result = kernels.forward_backward_log(*scores._kernel_args(),
                                                           with_marginals)
+                elif self.log_space != "auto" and not log_space:
+                    _check_no_underflow(scores, result[0])
         return result
 
     def log_partition(self, scores):

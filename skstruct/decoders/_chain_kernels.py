@@ -31,6 +31,14 @@ from ._sampling import alternative_value, first_change, next_change
 #: far from overflow at this limit; beyond it the log-space kernel is used.
 SCALED_RANGE_LIMIT = 200.0
 
+#: Largest spread (max - min) of the finite transition and end scores for which the
+#: scaled kernel is exact up to rounding, whatever the unary scores, when no transition
+#: or end is forbidden. Every normalizer of its recursion is then at least exp(-spread), so
+#: what it loses (values below exp(-708) before rescaling) weighs at most
+#: exp(2 * spread - 708) (< 2^-53 here) in the log-partition and marginals.
+#: ``ChainDecoder(log_space=False)`` raises beyond it.
+SCALED_EXACT_SPREAD = 330.0
+
 _NJIT = dict(cache=True, nogil=True)
 
 #: Rows of the scaled forward-backward are padded to a multiple of this many states, so
