@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._linear_model import LinearStructuredModel
 from ._partial_fit import PartialFitMixin
 from .decoders import Decoder
+from .utils._available import available_if_with_reason
 from .utils._params import N_JOBS_CONSTRAINT
 from .losses import PerceptronLoss, StructuredHingeLoss, TaskLoss
 from .optim import RegularizedRisk, check_solver, loss_family, run_solver, solver_names
@@ -18,6 +19,17 @@ from .optim import RegularizedRisk, check_solver, loss_family, run_solver, solve
 __all__ = ["StructuredSVM", "StructuredPerceptron"]
 
 _TASK_LOSS_NAMES = {"hamming", "zero_one", "f1", "iou", "precision", "recall", "label_count"}
+
+
+def _solver_continues_on_new_data(model):
+    """Whether ``model.solver`` has a ``partial_fit`` for ``model.rescaling`` (the
+    solver registry says); AttributeError saying which solvers have one where not."""
+    try:
+        check_solver(model.solver, loss_family(StructuredHingeLoss(rescaling=model.rescaling)),
+                     partial_fit=True)
+    except ValueError as exc:
+        raise AttributeError(str(exc)) from None
+    return True
 
 
 class StructuredSVM(PartialFitMixin, LinearStructuredModel):
@@ -308,9 +320,14 @@ TaskLoss, default="hamming"
         self._reset_partial_state(sample_weight, batch.n_sequences)
         return self
 
+    @available_if_with_reason(_solver_continues_on_new_data)
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One pass of the solver over a batch, continuing from the previous calls.
+
+        Only solvers that can continue on new data have it (``"cutting_plane"`` has
+        not: ``hasattr(model, "partial_fit")`` is False, and calling it raises an
+        ``AttributeError`` naming the solvers that have it).
 
         The first call fixes the classes, the number of features, the decoder and the
         task loss; later calls continue from the state the previous call left (see

@@ -252,10 +252,18 @@ def test_changed_number_of_features_is_an_error(model):
         seq.partial_fit([x[:, :5] for x in X_seq], y_seq)
 
 
-def test_cutting_plane_has_no_partial_fit():
+@pytest.mark.parametrize("solver, rescaling", [("cutting_plane", "margin"),
+                                               ("cutting_plane", "slack"),
+                                               ("bcfw", "slack")])
+def test_a_solver_that_cannot_continue_has_no_partial_fit(solver, rescaling):
     X, y = _blobs(40)
-    with pytest.raises(ValueError, match="cannot continue on new data"):
-        StructuredSVM(solver="cutting_plane").partial_fit(X, y, classes=np.unique(y))
+    model = StructuredSVM(solver=solver, rescaling=rescaling)
+    assert not hasattr(model, "partial_fit")
+    with pytest.raises(AttributeError, match="has no attribute 'partial_fit': "
+                                             "solver=.*use solver="):
+        model.partial_fit(X, y, classes=np.unique(y))
+    # the solvers that can, can
+    assert hasattr(StructuredSVM(solver="subgradient", rescaling=rescaling), "partial_fit")
 
 
 def test_a_failed_call_keeps_the_model():

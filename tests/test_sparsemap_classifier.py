@@ -164,3 +164,10 @@ def test_cost_must_decompose():
     X = np.array([[0.0, 1.0], [1.0, 0.0]])
     with pytest.raises(ValueError, match="decompose"):
         SparseMAPClassifier(cost=FBetaLoss()).fit([X], [np.array([0, 1])])
+
+
+def test_solver_svrg_serves_the_crf_loss_only_and_says_so():
+    X, y = np.random.default_rng(0).random((20, 3)), np.arange(20) % 3
+    with pytest.raises(ValueError, match="SparseMAPLoss has no compiled oracle for it: "
+                                         "use solver='lbfgs'"):
+        SparseMAPClassifier(solver="svrg").fit(X, y)
