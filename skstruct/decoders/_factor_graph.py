@@ -31,13 +31,32 @@ replace the marginal polytope by the local polytope, the intersection of the fac
 own polytopes on the shared variables (:mod:`._admm`).
 """
 
+import reprlib
 from numbers import Integral, Real
 
 import numpy as np
 
 from . import _factor_linear_kernels as _lin
+from ._base import InfeasibleOutputError
 
 __all__ = ["FactorGraph", "Variables"]
+
+#: Largest number of variables of a graph whose outputs are enumerated (2 ** 16 of them):
+#: :meth:`FactorGraph.feasible_outputs`, the exact search of :meth:`FactorGraph.round`
+#: and ``FactorGraphDecoder(map_method="enumerate")``.
+MAX_ENUMERATED_VARS = 16
+
+#: Most passes of :meth:`FactorGraph.round`'s repairs over all the factors.
+MAX_REPAIR_PASSES = 10
+
+#: On graphs too large to enumerate, how many times :meth:`FactorGraph.round` repairs
+#: again, from values perturbed by Gaussian noise of standard deviation
+#: ``PERTURBATION`` (a fixed seed), the rows whose repairs fail.
+PERTURBED_REPAIRS = 5
+PERTURBATION = 0.3
+
+#: Scores the enumeration computes at once (examples × feasible outputs).
+ENUMERATED_SCORES_PER_CHUNK = 1 << 22
 
 
 class Variables:
@@ -129,9 +148,120 @@ def _factor_rows(graph, variables, axis, name):
     return ids, negated
 
 
+def _unbounded_hint(budget, kind):
+    """What to do with an infinite budget, for the message that rejects it."""
+    if isinstance(budget, Real) and budget == np.inf:
+        return f" A {kind} factor without a finite bound constrains nothing: leave it out."
+    return ""
+
+
 def _repeated(row):
     values, counts = np.unique(row, return_counts=True)
     return int(values[np.argmax(counts > 1)])
+
+
+def _linear_holds(kind, x, coef, bound):
+    """Which linear factors of one kind hold, shape (n, n_factors), for their 0/1
+    inputs ``x`` (n, n_factors, degree), negations applied."""
+    total = (x * coef).sum(axis=2)
+    if kind == _lin.XOR:
+        return total == 1
+    if kind == _lin.OR:
+        return total >= 1
+    return total <= bound + 1e-9
+
+
+def _repair_linear(kind, x, value, coef, bound):
+    """The greedy repair of the broken factors of one linear kind (:meth:`FactorGraph.round`).
+
+    Parameters
+    ----------
+    kind : int
+        The factors' kind (``_factor_linear_kernels.XOR``, ...).
+    x, value : ndarray of shape (n, n_factors, degree)
+        The factors' 0/1 inputs (negations applied) and the inputs' values.
+    coef : ndarray of shape (n_factors, degree)
+    bound : ndarray of shape (n_factors,)
+
+    Returns
+    -------
+    ndarray of shape (n, n_factors, degree), int64
+        The inputs, with the broken factors repaired.
+    """
+    x = x.copy()
+    if kind in (_lin.XOR, _lin.OR):
+        missing = (x * coef).sum(axis=2) < 1
+        best = np.argmax(np.where(x == 0, value, -np.inf), axis=2)
+        n, f = np.nonzero(missing)
+        x[n, f, best[n, f]] = 1
+    if kind != _lin.OR:
+        keep = 1.0 if kind in (_lin.XOR, _lin.AT_MOST_ONE) else bound[:, None]
+        rank = value / coef if kind == _lin.KNAPSACK else value
+        order = np.argsort(np.where(x == 1, -rank, np.inf), axis=2, kind="stable")
+        ranked_cost = np.take_along_axis(x * coef, order, axis=2)
+        within = np.cumsum(ranked_cost, axis=2) <= keep + 1e-9
+        on = np.zeros_like(x)
+        np.put_along_axis(on, order, within & (ranked_cost > 0), axis=2)
+        x = np.where((x * coef).sum(axis=2, keepdims=True) > keep + 1e-9, on, x)
+    return x
+
+
+def _repair_or_out(x, value):
+    """The repair of broken OROut factors (:meth:`FactorGraph.round`).
+
+    Parameters
+    ----------
+    x, value : ndarray of shape (n, n_inputs + 1)
+        The factor's variables (the inputs, then the output) and their values.
+
+    Returns
+    -------
+    ndarray of shape (n, n_inputs + 1), int64
+        The variables, with the broken factors repaired.
+    """
+    inputs, output = x[:, :-1], x[:, -1]
+    any_on = inputs.max(axis=1)
+    broken = any_on != output
+    gain = value - 0.5       # of turning a variable on, in Σ (value − ½) y
+    set_output = np.where(any_on == 1, gain[:, -1], -gain[:, -1])
+    set_inputs = np.where(output == 1, gain[:, :-1].max(axis=1),
+                          -(gain[:, :-1] * inputs).sum(axis=1))
+    x = x.copy()
+    by_inputs = broken & (set_inputs > set_output)
+    x[broken & ~by_inputs, -1] = any_on[broken & ~by_inputs]
+    turn_on = np.flatnonzero(by_inputs & (output == 1))
+    x[turn_on, np.argmax(gain[turn_on, :-1], axis=1)] = 1
+    x[by_inputs & (output == 0), :-1] = 0
+    return x
+
+
+def _commit(y, value, rows, ids, new):
+    """Set ``y[rows][:, ids]`` to ``new`` (len(rows), len(ids)), in place, and the value
+    of every variable that changes to 1.5 (turned on) or -0.5 (turned off): beyond any
+    value in [0, 1], so that later repairs change it last."""
+    i, j = np.nonzero(new != y[np.ix_(rows, ids)])
+    changed_rows, changed_vars = rows[i], ids[j]
+    value[changed_rows, changed_vars] = 2.0 * new[i, j] - 0.5
+    y[changed_rows, changed_vars] = new[i, j]
+
+
+def _unrepaired_error(examples, n_vars, caller, example):
+    """The error for rows whose repaired rounding still breaks a factor and whose graph
+    is too large to search exactly."""
+    which = (f"{example} {examples[0]}" if examples.size == 1 else
+             f"{example}s {', '.join(str(int(i)) for i in examples[:10])}"
+             + (f" and {examples.size - 10} more" if examples.size > 10 else ""))
+    return InfeasibleOutputError(
+        f"{caller}: no feasible rounding of {which}: repairing the factors that rounding "
+        "its variable values at 1/2 broke did not reach an output that satisfies them "
+        "all (the repairs of factors that share variables undo each other), and the "
+        f"exact search over the outputs takes graphs of at most {MAX_ENUMERATED_VARS} "
+        f"variables; this one has {n_vars}. Check that the factors can all hold on one "
+        "output (FactorGraph.feasible), or declare fewer logic factors on shared "
+        "variables; when the LP-MAP has not converged (FactorGraphDecoder.lp_map(scores)"
+        ".converged), a larger max_iter of the decoder leaves fewer fractional values.",
+        examples,
+    )
 
 
 class FactorGraph:
@@ -171,7 +301,7 @@ class FactorGraph:
         self._pairs = []    # (n, 2) arrays
         self._orouts = []   # lists of 1-D id arrays, the last entry the output
         self._structures = []  # StructureFactor objects
-        self._flat = None
+        self._changed()
 
     @classmethod
     def pairwise(cls, n_labels, pairs="all", *, at_least_one=False, max_labels=None):
@@ -241,16 +371,24 @@ class FactorGraph:
             Variables ``n_vars .. n_vars + prod(shape) - 1`` (before the call), in
             ``shape``, row-major.
         """
-        shape = (shape,) if isinstance(shape, Integral) else tuple(shape)
-        if not shape or not all(isinstance(s, Integral) and s >= 1 for s in shape):
+        given = shape
+        if isinstance(shape, Integral):
+            shape = (shape,)
+        else:
+            try:
+                shape = tuple(shape)
+            except TypeError:
+                shape = None
+        if not shape or not all(isinstance(s, Integral) and not isinstance(s, bool)
+                                and s >= 1 for s in shape):
             raise ValueError(
-                f"shape must be a positive integer or a tuple of positive integers; got "
-                f"{shape!r}."
+                f"variables: shape must be a positive integer (the number of variables) or "
+                f"a tuple of positive integers (the block's shape); got {given!r}."
             )
         size = int(np.prod(shape))
         ids = np.arange(self._n_vars, self._n_vars + size, dtype=np.int64).reshape(shape)
         self._n_vars += size
-        self._flat = None
+        self._changed()
         return Variables(self, ids)
 
     @property
@@ -337,7 +475,7 @@ class FactorGraph:
             raise ValueError(f"add_pair: factor {k} pairs variable {rows[0][k]} with itself.")
         start = self.n_pairs
         self._pairs.append(np.stack(rows, axis=1))
-        self._flat = None
+        self._changed()
         return np.arange(start, start + rows[0].size, dtype=np.int64)
 
     def _add_linear(self, kind, variables, axis, name, bound=1.0, costs=None):
@@ -345,7 +483,13 @@ class FactorGraph:
         if costs is None:
             coef = np.ones(ids.shape)
         else:
-            costs = np.asarray(costs, dtype=np.float64)
+            try:
+                costs = np.asarray(costs, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"{name}: costs must be numbers, one per variable of the block (shape "
+                    f"{variables.shape}); got {reprlib.repr(costs)}."
+                ) from None
             if costs.shape != variables.shape:
                 raise ValueError(
                     f"{name}: costs must have the shape of the variables, {variables.shape}; "
@@ -353,15 +497,19 @@ class FactorGraph:
                 )
             coef = (costs.reshape(1, -1) if axis is None or costs.ndim == 0
                     else np.moveaxis(costs, axis, -1).reshape(ids.shape))
-            if not (np.all(np.isfinite(coef)) and np.all(coef > 0)):
-                raise ValueError(f"{name}: costs must be finite and > 0.")
+            bad = ~(np.isfinite(costs) & (costs > 0))
+            if bad.any():
+                raise ValueError(
+                    f"{name}: costs must be finite and > 0; got {float(costs[bad][0])} at "
+                    f"index {tuple(int(i) for i in np.argwhere(bad)[0])} of the block."
+                )
         bound = np.full(ids.shape[0], float(bound))
         _lin.check_linear_factors(np.zeros(ids.size), np.ones(ids.size),
                                   np.arange(0, ids.size + 1, ids.shape[1]),
                                   np.full(ids.shape[0], kind), coef.ravel(), bound,
                                   negated.ravel())
         self._linear.append((kind, ids, negated, coef, bound))
-        self._flat = None
+        self._changed()
 
     def add_xor(self, variables, axis=None):
         """Add XOR factors: exactly one input on.
@@ -395,7 +543,10 @@ class FactorGraph:
             As in :meth:`add_xor`.
         """
         if not isinstance(budget, Integral) or isinstance(budget, bool) or budget < 0:
-            raise ValueError(f"add_budget: budget must be an integer >= 0; got {budget!r}.")
+            raise ValueError(
+                f"add_budget: budget must be an integer >= 0, the most inputs on; got "
+                f"{budget!r}.{_unbounded_hint(budget, 'BUDGET')}"
+            )
         self._add_linear(_lin.BUDGET, variables, axis, "add_budget", bound=budget)
 
     def add_knapsack(self, variables, costs, budget, axis=None):
@@ -413,8 +564,12 @@ class FactorGraph:
         axis : int, default=None
             As in :meth:`add_xor`.
         """
-        if not isinstance(budget, Real) or isinstance(budget, bool) or not budget >= 0:
-            raise ValueError(f"add_knapsack: budget must be a number >= 0; got {budget!r}.")
+        if (not isinstance(budget, Real) or isinstance(budget, bool)
+                or not 0 <= budget < np.inf):
+            raise ValueError(
+                f"add_knapsack: budget must be a finite number >= 0, the largest total cost "
+                f"of the inputs on; got {budget!r}.{_unbounded_hint(budget, 'KNAPSACK')}"
+            )
         self._add_linear(_lin.KNAPSACK, variables, axis, "add_knapsack", bound=budget,
                          costs=costs)
 
@@ -439,7 +594,7 @@ class FactorGraph:
         if out in ids[0]:
             raise ValueError(f"add_or_out: the output variable {out} is also an input.")
         self._orouts.append(np.append(ids[0], out))
-        self._flat = None
+        self._changed()
 
     def add_structure(self, decoder, variables):
         """Add a factor whose feasible configurations are a decoder's outputs on a block.
@@ -478,7 +633,7 @@ class FactorGraph:
         start = self.n_extra
         factor = StructureFactor(decoder, ids, start)
         self._structures.append(factor)
-        self._flat = None
+        self._changed()
         return np.arange(start, start + factor.n_extra, dtype=np.int64)
 
     # -- solver form ---------------------------------------------------------------
@@ -531,14 +686,7 @@ class FactorGraph:
         ok = np.ones(y.shape[0], dtype=bool)
         for kind, ids, negated, coef, bound in self._linear:
             x = np.where(negated, 1 - y[:, ids], y[:, ids])  # (n, n_factors, degree)
-            total = (x * coef).sum(axis=2)
-            if kind == _lin.XOR:
-                good = total == 1
-            elif kind == _lin.OR:
-                good = total >= 1
-            else:
-                good = total <= bound + 1e-9
-            ok &= good.all(axis=1)
+            ok &= _linear_holds(kind, x, coef, bound).all(axis=1)
         for entries in self._orouts:
             ok &= y[:, entries[:-1]].max(axis=1) == y[:, entries[-1]]
         for factor in self._structures:
@@ -554,16 +702,30 @@ class FactorGraph:
         return np.concatenate(parts, axis=1) if parts else np.zeros((y.shape[0], 0))
 
     def round(self, u):
-        """0/1 outputs from fractional variable values, repairing broken factors.
+        """Feasible 0/1 outputs from fractional variable values.
 
-        Every variable is rounded at 1/2; then, factor by factor (linear factors in the order
-        they were added, then structure factors, then OROut), a broken XOR or OR turns on its input of largest value, a broken XOR,
-        AtMostOne or BUDGET turns off its inputs of smallest value until it holds (an
-        input is the variable or, negated, 1 − it), a broken KNAPSACK turns off its
-        inputs in increasing order of value per cost, a broken structure factor takes its
-        decoder's MAP at scores u − ½ on its block, and a broken OROut sets its output
-        to the OR of its inputs. When factors share variables a later repair can break an
-        earlier factor; :meth:`feasible` tells.
+        Every variable is rounded at 1/2, and the factors the rounding broke are
+        repaired, in passes over all the factors (linear factors in the order they were
+        added, then structure factors, then OROut) until every factor holds: a broken
+        XOR or OR turns on its input of largest value, a broken XOR, AtMostOne or BUDGET
+        turns off its inputs of smallest value until it holds (an input is the variable
+        or, negated, 1 − it), a broken KNAPSACK turns off its inputs in increasing order
+        of value per cost, a broken structure factor takes its decoder's MAP at scores
+        u − ½ on its block, and a broken OROut sets its output to the OR of its inputs
+        or, when Σ_i (u_i − ½) y_i loses less that way, makes its inputs agree with the
+        output (turns on the input of largest value, or turns off the inputs that are
+        on). A variable that a repair changes takes its new value, pushed beyond 0 or 1,
+        in place of u_i, so that later repairs prefer the variables no repair has set
+        yet. Rows that hold after the rounding are left as they are.
+
+        When factors share variables their repairs can undo each other. A row whose
+        repairs reach no feasible output in 10 passes (``MAX_REPAIR_PASSES``) takes the
+        feasible output closest to u instead (the largest Σ_i (u_i − ½) y_i, by
+        enumerating :meth:`feasible_outputs`) on graphs of at most 16 variables
+        (``MAX_ENUMERATED_VARS``). On larger graphs it is repaired again from u
+        perturbed by Gaussian noise, up to 5 times (``PERTURBED_REPAIRS``, standard
+        deviation ``PERTURBATION`` = 0.3, a fixed seed: the same u always gives the same
+        output), and ``round`` raises when none of these repairs holds.
 
         Parameters
         ----------
@@ -572,38 +734,190 @@ class FactorGraph:
         Returns
         -------
         ndarray of shape (n, n_vars), int64
+            Outputs that satisfy every factor (:meth:`feasible`).
+
+        Raises
+        ------
+        InfeasibleOutputError
+            When the graph has no feasible output, or when every repair of a row fails
+            and the graph has more than 16 variables (``MAX_ENUMERATED_VARS``); its
+            ``examples`` lists the rows.
         """
-        u = np.asarray(u, dtype=np.float64)
+        return self._round_feasible(np.asarray(u, dtype=np.float64))
+
+    def _round_feasible(self, u, scores=None, *, caller="FactorGraph.round",
+                        example="row"):
+        """:meth:`round`; with ``scores`` (unary, pair, extra), the rows the repairs
+        leave broken take their feasible output of largest θ instead of the closest to
+        u. ``caller`` and ``example`` name the operation and a row in the messages."""
+        y, unrepaired = self._repair(u)
+        if unrepaired.size == 0:
+            return y
+        if self._n_vars > MAX_ENUMERATED_VARS:
+            unrepaired = self._repair_perturbed(u, y, unrepaired)
+            if unrepaired.size:
+                raise _unrepaired_error(unrepaired, self._n_vars, caller, example)
+            return y
+        if scores is None:
+            y[unrepaired] = self.best_feasible_outputs(u[unrepaired] - 0.5)
+        else:
+            unary, pair, extra = scores
+            y[unrepaired] = self.best_feasible_outputs(
+                unary[unrepaired], pair[unrepaired], extra[unrepaired])
+        return y
+
+    def _repair(self, u):
+        """Round ``u`` at 1/2 and repair the broken factors pass after pass (:meth:`round`).
+
+        Returns
+        -------
+        y : ndarray of shape (n, n_vars), int64
+        unrepaired : ndarray of int64
+            The rows of ``y`` that still break a factor: their last pass changed
+            nothing (no variable, no value), or ``MAX_REPAIR_PASSES`` passes did not
+            repair them.
+        """
         y = (u > 0.5).astype(np.int64)
+        rows = np.flatnonzero(~self.feasible(y))
+        if rows.size == 0:
+            return y, rows
+        labels, values = y[rows], u[rows]
+        live = np.arange(rows.size)
+        stuck = []
+        for _ in range(MAX_REPAIR_PASSES):
+            x, value = labels[live], values[live]
+            value_before = value.copy()
+            self._repair_pass(x, value)
+            labels[live], values[live] = x, value
+            broken = ~self.feasible(x)
+            moved = np.any(value != value_before, axis=1)
+            stuck.append(live[broken & ~moved])
+            live = live[broken & moved]
+            if live.size == 0:
+                break
+        y[rows] = labels
+        return y, rows[np.sort(np.concatenate(stuck + [live]))]
+
+    def _repair_perturbed(self, u, y, rows):
+        """Repair rows ``rows`` again from ``u`` perturbed by Gaussian noise (a fixed
+        seed), up to ``PERTURBED_REPAIRS`` times, writing the feasible repairs into
+        ``y``; return the rows none of them repaired."""
+        rng = np.random.default_rng(0)
+        for _ in range(PERTURBED_REPAIRS):
+            if rows.size == 0:
+                break
+            noise = rng.normal(scale=PERTURBATION, size=(rows.size, self._n_vars))
+            again, broken = self._repair(np.clip(u[rows] + noise, 0.0, 1.0))
+            repaired = np.ones(rows.size, dtype=bool)
+            repaired[broken] = False
+            y[rows[repaired]] = again[repaired]
+            rows = rows[~repaired]
+        return rows
+
+    def _repair_pass(self, y, value):
+        """One pass of the repairs over every factor, in place on the outputs ``y`` and
+        the variables' values ``value`` (n, n_vars)."""
         for kind, ids, negated, coef, bound in self._linear:
-            value = np.where(negated, 1.0 - u[:, ids], u[:, ids])   # (n, F, d)
-            x = np.where(negated, 1 - y[:, ids], y[:, ids])
-            total = (x * coef).sum(axis=2)
-            if kind in (_lin.XOR, _lin.OR):
-                missing = total < 1
-                best = np.argmax(np.where(x == 0, value, -np.inf), axis=2)
-                n, f = np.nonzero(missing)
-                x[n, f, best[n, f]] = 1
-            if kind != _lin.OR:
-                keep = 1.0 if kind in (_lin.XOR, _lin.AT_MOST_ONE) else bound[:, None]
-                rank = value / coef if kind == _lin.KNAPSACK else value
-                order = np.argsort(np.where(x == 1, -rank, np.inf), axis=2, kind="stable")
-                ranked_cost = np.take_along_axis(x * coef, order, axis=2)
-                within = np.cumsum(ranked_cost, axis=2) <= keep + 1e-9
-                on = np.zeros_like(x)
-                np.put_along_axis(on, order, within & (ranked_cost > 0), axis=2)
-                x = np.where((x * coef).sum(axis=2, keepdims=True) > keep + 1e-9, on, x)
-            y[:, ids] = np.where(negated, 1 - x, x)
+            x = np.where(negated, 1 - y[:, ids], y[:, ids])           # (n, F, d)
+            bad = np.flatnonzero(~_linear_holds(kind, x, coef, bound).all(axis=1))
+            if bad.size:
+                inputs = value[bad][:, ids]
+                x = _repair_linear(kind, x[bad], np.where(negated, 1.0 - inputs, inputs),
+                                   coef, bound)
+                _commit(y, value, bad, ids.reshape(-1),
+                        np.where(negated, 1 - x, x).reshape(bad.size, -1))
         for factor in self._structures:
             var = factor.var.reshape(-1)
             bad = np.flatnonzero(~factor.feasible(y[:, var]))
             if bad.size:
-                q, _ = factor.map_parts(u[bad][:, var] - 0.5,
+                q, _ = factor.map_parts(value[bad][:, var] - 0.5,
                                         np.zeros((bad.size, factor.n_extra)))
-                y[np.ix_(bad, var)] = q.astype(np.int64)
+                _commit(y, value, bad, var, q.astype(np.int64))
         for entries in self._orouts:
-            y[:, entries[-1]] = y[:, entries[:-1]].max(axis=1)
-        return y
+            bad = np.flatnonzero(y[:, entries[:-1]].max(axis=1) != y[:, entries[-1]])
+            if bad.size:
+                _commit(y, value, bad, entries,
+                        _repair_or_out(y[np.ix_(bad, entries)], value[np.ix_(bad, entries)]))
+
+    def _changed(self):
+        """Forget what was built from the structure (after a new block or factor)."""
+        self._flat = None
+        self._feasible_outputs = None
+
+    def feasible_outputs(self):
+        """Every 0/1 output that satisfies all the factors, by enumeration.
+
+        Built once (rebuilt after a change to the graph), for graphs of at most
+        16 variables (``MAX_ENUMERATED_VARS``).
+
+        Returns
+        -------
+        ndarray of shape (n_feasible, n_vars), int64, read-only
+            In increasing binary order, variable 0 the most significant bit.
+        """
+        # graphs pickled by an earlier version have no _feasible_outputs
+        if getattr(self, "_feasible_outputs", None) is None:
+            n_vars = self._n_vars
+            if n_vars > MAX_ENUMERATED_VARS:
+                raise ValueError(
+                    f"feasible_outputs enumerates the 2 ** n_vars outputs of the graph and "
+                    f"takes at most {MAX_ENUMERATED_VARS} variables; the graph has "
+                    f"{n_vars}."
+                )
+            outputs = (np.arange(2 ** n_vars)[:, None] >> np.arange(n_vars)[::-1]) & 1
+            outputs = outputs[self.feasible(outputs)]
+            outputs.setflags(write=False)
+            self._feasible_outputs = outputs
+        return self._feasible_outputs
+
+    def best_feasible_outputs(self, unary, pair=None, extra=None):
+        """The exact MAP of every example, by enumerating :meth:`feasible_outputs`.
+
+        θ_y = ⟨unary, y⟩ + Σ_k pair_k y_{a_k} y_{b_k} + ⟨extra, e(y)⟩, with e(y) the
+        structure factors' extra parts (:meth:`extra_parts`); ties go to the first
+        output in :meth:`feasible_outputs`' order. For graphs of at most 16 variables
+        (``MAX_ENUMERATED_VARS``).
+
+        Parameters
+        ----------
+        unary : ndarray of shape (n, n_vars)
+        pair : ndarray of shape (n, n_pairs), default=None
+            None scores every PAIR part 0.
+        extra : ndarray of shape (n, n_extra), default=None
+            None scores every extra part 0.
+
+        Returns
+        -------
+        ndarray of shape (n, n_vars), int64
+
+        Raises
+        ------
+        InfeasibleOutputError
+            When no output satisfies all the factors together.
+        """
+        outputs = self.feasible_outputs()
+        n = unary.shape[0]
+        if outputs.shape[0] == 0:
+            raise InfeasibleOutputError(
+                "No feasible output: no 0/1 vector over the graph's variables satisfies "
+                "all of its factors together (FactorGraph.feasible is False for each of "
+                "them). Remove or loosen the factors that contradict each other.",
+                np.arange(n),
+            )
+        parts = [(unary, outputs.astype(np.float64))]
+        pairs = self.pairs
+        if pair is not None and pairs.shape[0]:
+            parts.append((pair, (outputs[:, pairs[:, 0]]
+                                 * outputs[:, pairs[:, 1]]).astype(np.float64)))
+        if extra is not None and self.n_extra:
+            parts.append((extra, self.extra_parts(outputs)))
+        best = np.empty(n, dtype=np.int64)
+        chunk = max(1, ENUMERATED_SCORES_PER_CHUNK // outputs.shape[0])
+        for start in range(0, n, chunk):
+            rows = slice(start, start + chunk)
+            theta = sum(scores[rows] @ indicators.T for scores, indicators in parts)
+            best[rows] = np.argmax(theta, axis=1)
+        return outputs[best]
 
     def __repr__(self):
         extra = f", n_extra={self.n_extra}" if self._structures else ""

@@ -9,9 +9,12 @@ y_{a_k} y_{b_k} + ⟨extra, e(y)⟩. Outputs must satisfy the graph's logic fact
 OR, budgets, ...) and be an output of every structure factor's decoder on its block.
 
 - ``map``: LP-MAP by the ADMM of AD3 (the local-polytope relaxation, no quadratic term),
-  rounded at 1/2; exact when the LP solution is integral, which :meth:`lp_map` reports
-  per example. ``map_method="enumerate"`` gives the exact MAP by enumerating the
-  feasible outputs (tiny graphs only: the test oracle).
+  rounded at 1/2 and repaired to an output that satisfies every factor
+  (:meth:`FactorGraph.round`; the exact MAP by enumeration for the examples whose
+  repairs fail, on graphs of at most 16 variables); exact when the LP solution is
+  integral, which :meth:`lp_map` reports per example. ``map_method="enumerate"`` gives
+  the exact MAP by enumerating the feasible outputs (tiny graphs only: the test
+  oracle).
 - ``sparsemap``: LP-SparseMAP, argmax over the local polytope of ηᵀμ − ½‖u‖², by the
   same ADMM with the quadratic term, and its backward pass (:mod:`._admm`).
 - ``loss_augmented_map``: LP-MAP on cost-augmented scores, for losses that decompose
@@ -34,20 +37,16 @@ from ..losses._base import binary_linear_costs, check_task_loss_values
 from ._base import (
     Decoder,
     check_encoded_outputs,
-    check_feasible,
     check_part_scores,
     check_score_array,
     check_task_loss_argument,
     no_exact_loss_augmented_map,
 )
-from ._factor_graph import FactorGraph
+from ._factor_graph import MAX_ENUMERATED_VARS, FactorGraph
 from ._relaxed import RelaxedOutputs
 
 __all__ = ["FactorGraphScores", "FactorGraphParts", "FactorGraphDecoder",
            "LPSparseMAPResult"]
-
-#: Largest number of variables :class:`FactorGraphDecoder` enumerates (2 ** 16 outputs).
-MAX_ENUMERATED_VARS = 16
 
 
 class FactorGraphScores:
@@ -337,7 +336,8 @@ class FactorGraphDecoder(Decoder):
     tol : float, default=1e-6
         Stop an example when its primal and dual residuals are below ``tol``.
     map_method : {"admm", "enumerate", "exact"}, default="admm"
-        How ``map`` and loss-augmented MAP are solved: LP-MAP rounded at 1/2, exact MAP
+        How ``map`` and loss-augmented MAP are solved: LP-MAP rounded at 1/2 and
+        repaired to a feasible output (see Notes), exact MAP
         by enumerating the 2 ** n_vars outputs (at most 16 variables), or exact MAP by
         compiled branch and bound (graphs of PAIR factors only, such as
         :meth:`FactorGraph.pairwise` without logic factors: :mod:`._factor_exact`; its
@@ -345,9 +345,9 @@ class FactorGraphDecoder(Decoder):
     decision : {"map", "marginals"}, default="map"
         What :meth:`map` (and so ``predict`` of the models using the decoder) returns:
         the MAP output (``map_method``), or the LP-SparseMAP variable marginals u*
-        rounded at 1/2 (:meth:`FactorGraph.round`, which also repairs broken logic
-        factors). ``"marginals"`` is the decision rule of models trained with the
-        LP-SparseMAP loss (:class:`~skstruct.SparseMAPClassifier`), whose scores are
+        rounded at 1/2 and repaired to a feasible output (:meth:`FactorGraph.round`).
+        ``"marginals"`` is the decision rule of models trained with the LP-SparseMAP
+        loss (:class:`~skstruct.SparseMAPClassifier`), whose scores are
         fitted so that u* matches the gold outputs: the MAP of such scores tends to turn
         on more labels than u* does. Loss-augmented inference (training the structured
         hinge) always uses the MAP (see ``loss_augmented``).
@@ -370,9 +370,16 @@ class FactorGraphDecoder(Decoder):
     -----
     *Rounding.* LP-MAP returns the maximizer over the local polytope; when it is
     integral (:meth:`lp_map` reports it per example, as AD3 does) it is the exact MAP.
-    Otherwise ``map`` rounds it (:meth:`FactorGraph.round`: at 1/2, then every logic
-    factor the rounding broke is repaired greedily in the order of u), which need not be
-    the best output.
+    Otherwise ``map`` rounds it (:meth:`FactorGraph.round`: at 1/2, then every factor
+    the rounding broke is repaired greedily, in passes over all the factors until they
+    all hold), which need not be the best output. Every output of ``map`` (and so of
+    ``predict``) and of loss-augmented MAP satisfies all the factors: an example whose
+    repairs fail takes the exact MAP of its scores (``decision="marginals"``: the
+    feasible output closest to u*, the largest Σ_i (u*_i − ½) y_i) by enumerating the
+    graph's feasible outputs, on graphs of at most 16 variables; on larger graphs it is
+    repaired again from perturbed values, and ``map`` raises an
+    :class:`~skstruct.decoders.InfeasibleOutputError` naming the examples when that
+    fails too.
 
     The ``max_iter`` and ``tol`` given to :meth:`sparsemap` by a caller (in units of
     MAP calls and Frank–Wolfe gap, for the active set) are ignored: the decoder's own
@@ -474,6 +481,10 @@ class FactorGraphDecoder(Decoder):
                 f"{self.graph.n_vars} variables: y must be a 0/1 matrix with one column "
                 "per variable."
             )
+        y = check_encoded_outputs(
+            y, np.arange(y.shape[0] + 1) * y.shape[1], 1, shape=y.shape, name="y",
+            unit="variable", expected="0 or 1 (a 0/1 vector per output)",
+            whole_floats=True)
         bad = np.flatnonzero(~self.graph.feasible(y))
         if bad.size:
             raise ValueError(
@@ -527,9 +538,11 @@ class FactorGraphDecoder(Decoder):
         return self._admm(scores, map_mode=True)
 
     def map(self, scores, *, return_score=False):
-        """The best output of every example: LP-MAP rounded at 1/2, or exact by
-        enumeration or branch and bound (``map_method``); with
-        ``decision="marginals"``, the LP-SparseMAP marginals rounded at 1/2 instead.
+        """The best output of every example: LP-MAP rounded at 1/2 and repaired, or
+        exact by enumeration or branch and bound (``map_method``); with
+        ``decision="marginals"``, the LP-SparseMAP marginals rounded at 1/2 and repaired
+        instead. Every output satisfies all the factors of the graph (Notes of the
+        class).
 
         Parameters
         ----------
@@ -541,10 +554,18 @@ class FactorGraphDecoder(Decoder):
         labels : ndarray of shape (n_examples, n_vars), int64
         best : ndarray of shape (n_examples,)
             θ of the returned outputs, when ``return_score`` is True.
+
+        Raises
+        ------
+        InfeasibleOutputError
+            When the graph has no feasible output, or when the repairs of an example
+            fail on a graph of more than 16 variables (its ``examples`` lists them).
         """
         scores = self._check_scores(scores)
         if self.decision == "marginals":
-            labels = self.graph.round(self._admm(scores, map_mode=False).u)
+            labels = self.graph._round_feasible(self._admm(scores, map_mode=False).u,
+                                                caller=type(self).__name__,
+                                                example="example")
         else:
             labels = self._map_labels(scores)
         if return_score:
@@ -557,7 +578,16 @@ class FactorGraphDecoder(Decoder):
             return self._enumerate_map(scores)
         if self.map_method == "exact":
             return self._exact_map(scores)
-        return self.graph.round(self._admm(scores, map_mode=True).u)
+        return self._round_lp_map(self._admm(scores, map_mode=True).u, scores)
+
+    def _round_lp_map(self, u, scores):
+        """Feasible outputs from the LP-MAP solutions ``u`` of ``scores``: rounded and
+        repaired (:meth:`FactorGraph.round`), and the exact MAP of the examples whose
+        repairs fail (by enumeration, graphs of at most ``MAX_ENUMERATED_VARS``
+        variables)."""
+        return self.graph._round_feasible(
+            u, (scores.unary, scores.pair, scores.extra), caller=type(self).__name__,
+            example="example")
 
     def _map_shared_pairs(self, unary, coupling, warm_start=None, relaxed=False):
         """The MAP outputs of unary scores with one row of PAIR scores shared by every
@@ -604,7 +634,7 @@ class FactorGraphDecoder(Decoder):
             warm_start["admm"] = _admm_state(result)
         if relaxed:
             return result.u, result.v
-        return self.graph.round(result.u)
+        return self._round_lp_map(result.u, scores)
 
     def relaxes_loss_augmented(self, task_loss, rescaling):
         """Whether the structured hinge trains on fractional LP solutions with this
@@ -666,16 +696,7 @@ class FactorGraphDecoder(Decoder):
                 f"{MAX_ENUMERATED_VARS} variables; the graph has {n_vars}. Use "
                 "map_method='admm'."
             )
-        outputs = (np.arange(2 ** n_vars)[:, None] >> np.arange(n_vars)[::-1]) & 1
-        outputs = outputs[self.graph.feasible(outputs)]
-        if outputs.shape[0] == 0:
-            check_feasible(np.full(scores.n_examples, -np.inf))
-        pairs = self.graph.pairs
-        theta = (scores.unary @ outputs.T
-                 + scores.pair @ _pair_products(outputs, pairs).T)
-        if self.graph.n_extra:
-            theta += scores.extra @ self.graph.extra_parts(outputs).T
-        return outputs[np.argmax(theta, axis=1)].astype(np.int64)
+        return self.graph.best_feasible_outputs(scores.unary, scores.pair, scores.extra)
 
     def sparsemap(self, scores, *, max_iter=100, tol=1e-9, init=None, **options):
         """LP-SparseMAP of every example: argmax over the local polytope of
