@@ -88,15 +88,45 @@ def _score_layers(decoder, scores, layers):
         len(layers), n_examples)
 
 
-def _softmax_over_candidates(theta, keep, beta):
-    """p[l, i]: softmax over the kept candidate layers of example i of θ / β."""
+def _softmax_over_candidates(theta, keep, beta, return_log_gold=False):
+    """p[l, i]: softmax over the kept candidate layers of example i of θ / β; with
+    ``return_log_gold``, also log p[0, i] (finite where p[0, i] underflows to 0)."""
     if isinstance(theta, np.ndarray) and isinstance(keep, np.ndarray):
         logits = np.where(keep, theta / beta, -np.inf)
     else:
         logits = np.stack([np.where(k, th / beta, -np.inf) for k, th in zip(keep, theta)])
     logits -= logits.max(axis=0)
     p = np.exp(logits)
-    return p / p.sum(axis=0)
+    total = p.sum(axis=0)
+    p /= total
+    return (p, logits[0] - np.log(total)) if return_log_gold else p
+
+
+def _likelihood_weights(omega, log_q, beta):
+    """ω_i q_i / (β Σ_j ω_j q_j), the weight of example i in ∇ log Σ_i ω_i q_i, from
+    log q: finite when every q_i underflows to 0 (the examples nearest to their gold
+    output then carry the step)."""
+    log_weighted = np.full(log_q.shape, -np.inf)
+    positive = omega > 0
+    log_weighted[positive] = np.log(omega[positive]) + log_q[positive]
+    weights = np.exp(log_weighted - log_weighted.max())
+    return weights / (beta * weights.sum())
+
+
+def _largest_squared_row_norm(X):
+    """max_r ‖x_r‖² over the feature rows of ``X`` (dense, sparse CSR, or rows without
+    values, which are all 1.0), in float64 whatever the dtype."""
+    indptr = getattr(X, "indptr", None)
+    if indptr is None:
+        dense = np.asarray(X, dtype=np.float64)
+        return float(np.einsum("ij,ij->i", dense, dense).max(initial=0.0))
+    counts = np.diff(np.asarray(indptr))
+    if getattr(X, "data", None) is None:
+        return float(counts.max(initial=0))
+    data = np.asarray(X.data, dtype=np.float64)
+    rows = np.repeat(np.arange(counts.shape[0]), counts)
+    return float(np.bincount(rows, weights=data * data, minlength=counts.shape[0]).max(
+        initial=0.0))
 
 
 def _soft_threshold(w, threshold):
@@ -193,13 +223,18 @@ class PerturbedMAPClassifier(LinearStructuredModel):
     & Honorio 2019): with probability α start from a uniform sample of Y(x_i), else from
     y_i; scan the Hamming-``k`` neighbourhood of the start and keep the best output
     seen (ties to the later one), which depends only on the order of the scores. Each
-    of ``max_iter`` iterations takes one step of size ``learning_rate / √t`` along
+    of ``max_iter`` iterations takes one step of size ``learning_rate / (R² √t)`` along
 
         g = Σ_i q_i (φ(x_i, y_i) − E_{p_i}[φ(x_i, ·)]) / (β Σ_i q_i),
 
     the gradient of log (1/m) Σ_i q_i (weighted by ``sample_weight``), with p_i = softmax
     over T_i of the scores / β and
     q_i = p_i(y_i), then an ℓ1 proximal step (soft-thresholding by step × ``l1``).
+    R² = 1 + max_r ‖x_r‖² over the feature rows (examples, tokens or arcs; the 1 is the
+    intercept's): a step then moves every part score by at most about
+    ``learning_rate / √t`` times the gradient, whatever the scale of the features.
+    A step that still makes the weights or scores non-finite raises ``ValueError``
+    ("training diverged").
 
     The decoder needs ``sample_uniform``, ``neighbours``, ``parts`` and
     ``score_outputs`` for training (``map`` only for :meth:`predict`); chains,
@@ -232,7 +267,9 @@ class PerturbedMAPClassifier(LinearStructuredModel):
     l1 : float, default=0.01
         ℓ1 strength of the proximal step.
     learning_rate : float, default=1.0
-        Step size at t = 1; steps decay as 1/√t.
+        Step size at t = 1, in units of 1 / R² (R² = 1 + the largest squared norm of a
+        feature row), so that it does not depend on the scale of the features; steps
+        decay as 1/√t.
     max_iter : int, default=20
         Gradient iterations (T).
     max_outputs : int, default=100000
@@ -355,23 +392,32 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         counting = _CountingDecoder(decoder)
         rng = check_random_state(self.random_state)
         state = self._training_state(counting, features, batch, y_encoded, w, rng)
+        step_scale = self._step_scale(batch)
         curve = []
         largest_set = 1
         enumerated = (self._enumerate(counting, features.scores(batch, w), y_encoded, state)
                       if self.candidates == "all" else None)
         for t in range(1, self.max_iter + 1):
-            scores = features.scores(batch, w)
+            try:
+                scores = features.scores(batch, w)
+            except ValueError as error:
+                if t == 1:
+                    raise
+                raise self._diverged(t - 1, "the scores are no longer finite") from error
             if enumerated is not None:
                 theta, keep = enumerated.scores(scores), enumerated.keep
             else:
                 layers, theta, keep = self._candidate_sets(
                     counting, scores, y_encoded, state, w, rng, self.candidates)
             largest_set = max(largest_set, int(np.sum(keep, axis=0).max()))
-            p = _softmax_over_candidates(theta, keep, state["beta"])
+            p, log_q = _softmax_over_candidates(theta, keep, state["beta"],
+                                                return_log_gold=True)
             q = p[0]
             curve.append(1.0 - float(omega @ q))
             # ∇ log Σ_i ω_i q_i in part-score space, one part vector per candidate layer
-            scale = omega * q / (state["beta"] * (omega @ q))
+            scale = _likelihood_weights(omega, log_q, state["beta"])
+            if not np.all(np.isfinite(scale)):
+                raise self._diverged(t - 1, "the scores / beta overflow")
             if enumerated is not None:
                 weights = -scale * p
                 weights[0] = scale * (1.0 - p[0])
@@ -385,9 +431,11 @@ class PerturbedMAPClassifier(LinearStructuredModel):
                     part = counting.parts(scores, self._fill(
                         outputs, y_encoded, state["offsets"], keep[index])).scale(weight)
                     grad_parts = part if grad_parts is None else grad_parts + part
-            step = self.learning_rate / np.sqrt(t)
+            step = self.learning_rate / (step_scale * np.sqrt(t))
             w = _soft_threshold(w + step * features.transpose(batch, grad_parts),
                                 step * self.l1)
+            if not np.all(np.isfinite(w)):
+                raise self._diverged(t, "the weights are no longer finite")
             if self.verbose:
                 print(f"iteration {t}: randomized loss {curve[-1]:.6f}, "
                       f"|T_i| mean {np.mean(np.sum(keep, axis=0)):.2f}, "
@@ -399,6 +447,26 @@ class PerturbedMAPClassifier(LinearStructuredModel):
                 "positions per swap: use k >= 2), so the gradient was zero and the model "
                 "did not learn.", UserWarning)
         return w, curve, state, counting
+
+    def _diverged(self, t, what):
+        """The error of a training whose step ``t`` made the model non-finite."""
+        return ValueError(
+            f"{type(self).__name__}: training diverged after {t} step(s) ({what}): lower "
+            f"learning_rate (now {self.learning_rate:g}) or scale the features."
+        )
+
+    def _step_scale(self, batch):
+        """R² = 1 + max_r ‖x_r‖², the step's divisor: a change of one part of an output
+        changes its score by at most R² times the step per unit of gradient (the feature
+        row and the intercept's constant 1), so the score changes of a step do not grow
+        with the scale of the features."""
+        squared_norm = 1.0 + _largest_squared_row_norm(batch.X)
+        if not np.isfinite(squared_norm):
+            raise ValueError(
+                f"{type(self).__name__}: the squared norms of the feature rows overflow "
+                "(features of about 1e154 or more); scale the features."
+            )
+        return squared_norm
 
     def _enumerate(self, decoder, scores, y_encoded, state):
         """``candidates="all"``: every output's parts, once per fit (:class:`_EnumeratedParts`),

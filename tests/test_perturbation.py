@@ -64,7 +64,9 @@ def test_randomized_loss_never_exceeds_the_full_loss():
 def test_all_candidates_step_is_the_gradient_of_the_log_likelihood_of_the_data():
     """From w = 0 one step of size 1 without ℓ1 moves w to ∇ log (1/m) Σ_i q_i(0)."""
     X, Y = _multilabel_data(n=12, n_labels=3)
-    model = PerturbedMAPClassifier(candidates="all", max_iter=1, l1=0.0, beta=0.7).fit(X, Y)
+    unit_step = 1.0 + np.max(np.sum(X ** 2, axis=1))  # steps are learning_rate / R²
+    model = PerturbedMAPClassifier(candidates="all", max_iter=1, l1=0.0, beta=0.7,
+                                   learning_rate=unit_step).fit(X, Y)
     w1 = model._params()
     features = model._features()
     outputs = _all_label_sets(3)
