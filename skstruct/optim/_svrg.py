@@ -62,7 +62,8 @@ def smoothed_problem(risk, smoothing, top_k, solver):
             "with entropy smoothing) with task losses that decompose over parts (Hamming) "
             "under margin rescaling, and the built-in feature maps; use solver='bcfw', "
             "'subgradient' or 'cutting_plane' otherwise.")
-    return SmoothedProblem(problem, SMOOTHINGS[smoothing], top_k, risk.weights, risk.alpha)
+    return SmoothedProblem(problem, SMOOTHINGS[smoothing], top_k, risk.weights, risk.alpha,
+                           solver=solver)
 
 
 def smoothness_estimate(problem, weights):
@@ -108,14 +109,17 @@ class SmoothedProblem:
         ω_i.
     lam : float
         λ.
+    solver : str, default="svrg"
+        The solver's name (the estimator's ``solver``), for the messages.
 
     The loss is the oracle's: margin rescaling gives the smoothed structured hinge; an
     oracle of plain MAP (rescaling None, no costs) a smooth loss without hinge (with
     entropy smoothing and μ = 1, the CRF's negative log-likelihood).
     """
 
-    def __init__(self, problem, smoothing, top_k, weights, lam):
+    def __init__(self, problem, smoothing, top_k, weights, lam, solver="svrg"):
         self.problem = problem
+        self.solver = solver
         self.smoothing = int(smoothing)
         self.top_k = int(top_k)
         self.weights = np.ascontiguousarray(weights, dtype=np.float64)
@@ -166,9 +170,18 @@ class SmoothedProblem:
                           lazy), smoothed
 
     def _check_step(self, eta, kappa):
-        if not 0 < eta or not eta * (self.lam + kappa) < 1:
-            raise ValueError(f"the step size {eta:g} must be positive and below "
-                             f"1 / (alpha + kappa) = {1 / (self.lam + kappa):g}.")
+        """Raise unless 0 < η < 1 / (λ + κ); η is the estimator's ``learning_rate``."""
+        if 0 < eta and eta * (self.lam + kappa) < 1:
+            return
+        if kappa:
+            bound = (f"1 / (alpha + kappa) = {1 / (self.lam + kappa):g} (alpha = "
+                     f"{self.lam:g}, kappa = {kappa:g})")
+        else:
+            bound = f"1 / alpha = {1 / self.lam:g}" if self.lam > 0 else "infinity"
+        raise ValueError(
+            f"solver='{self.solver}' needs 0 < learning_rate < {bound}; got "
+            f"learning_rate={eta:g}. Lower learning_rate, or use learning_rate='auto'."
+        )
 
     def steps(self, w_start, gbar, mu, eta, kappa, center, order, averaging=True,
               lazy=True):

@@ -311,5 +311,5 @@ def test_unsupported_loss_names_what_is_supported(sequences):
 
 
 def test_step_size_too_large_raises(chain_risk):
-    with pytest.raises(ValueError, match="step size"):
+    with pytest.raises(ValueError, match=r"needs 0 < learning_rate < 1 / alpha"):
         minimize_svrg(chain_risk, max_iter=1, learning_rate=1.0 / ALPHA)
