@@ -9,9 +9,7 @@ alternating in one process after a warm-up call of each (compilation excluded):
   unary scores ~ N(0, 1), couplings ~ N(0, 0.1²), ``--iterations`` (100) ADMM iterations
   with the stopping test off (tol = 0); for every one of ``--graphs`` (20) graphs the
   best wall and CPU time of ``--repeats`` (3) alternating calls of each variant, then the
-  median over the graphs. The compiled solver is timed on its default path (the whole
-  example in one thread) and on its large path (every iteration parallel over chunks of
-  factors);
+  median over the graphs;
 - *a batch of 159-label graphs*: ``--batch`` (100) such graphs in one call, 100
   iterations each (tol = 0);
 - *scene-sized* and *yeast-sized* training sets: 1,211 examples of 6 labels and 1,500
@@ -37,7 +35,6 @@ import numba
 import numpy as np
 
 import skstruct
-from skstruct.decoders import _admm_compiled
 from skstruct.decoders._admm import FlatFactorGraph, admm_batch
 from skstruct.decoders._admm_compiled import admm_batch_compiled
 
@@ -51,17 +48,6 @@ def pairwise_graph(n_labels):
     """A fully connected pairwise graph: one PAIR factor per pair of the labels."""
     first, second = np.triu_indices(n_labels, k=1)
     return FlatFactorGraph(n_vars=n_labels, pair_var=np.stack([first, second], axis=1))
-
-
-def large_path(*args, **kwargs):
-    """admm_batch_compiled on its path parallel inside every example (graphs of at least
-    4,096 entries, fewer examples than twice the threads)."""
-    saved = _admm_compiled.LARGE_GRAPH_ENTRIES
-    _admm_compiled.LARGE_GRAPH_ENTRIES = 4096
-    try:
-        return admm_batch_compiled(*args, **kwargs)
-    finally:
-        _admm_compiled.LARGE_GRAPH_ENTRIES = saved
 
 
 def timed(function):
@@ -93,7 +79,7 @@ def agreement(results, reference="admm_batch"):
 
 def single_graph(args, rng):
     graph = pairwise_graph(159)
-    per_graph = {name: [] for name in ("admm_batch", "compiled", "compiled, large path")}
+    per_graph = {name: [] for name in ("admm_batch", "compiled")}
     agree = []
     for _ in range(args.graphs):
         eta_u = rng.normal(size=(1, graph.n_vars))
@@ -101,9 +87,7 @@ def single_graph(args, rng):
         options = dict(max_iter=args.iterations, tol=0.0)
         variants = {
             "admm_batch": lambda: admm_batch(graph, eta_u, eta_pair, **options),
-            "compiled": lambda: admm_batch_compiled(graph, eta_u, eta_pair, **options),
-            "compiled, large path": lambda: large_path(graph, eta_u, eta_pair,
-                                                       **options)}
+            "compiled": lambda: admm_batch_compiled(graph, eta_u, eta_pair, **options)}
         samples, results = alternate(variants, args.repeats)
         for name, s in samples.items():
             per_graph[name].append((min(w for w, _ in s), min(c for _, c in s)))
@@ -117,8 +101,7 @@ def single_graph(args, rng):
              for name in agree[0]}
     return {"labels": 159, "pair_factors": int(graph.n_pair), "graphs": args.graphs,
             "iterations": args.iterations, "repeats": args.repeats,
-            "median_of_best": summary, "agreement": worst,
-            "default_takes_large_path": bool(_admm_compiled.use_large_path(graph, 1))}
+            "median_of_best": summary, "agreement": worst}
 
 
 def batch_case(name, graph, eta_u, eta_pair, rounds, **options):
@@ -204,11 +187,7 @@ def report(run):
             f"{case['agreement']['max_abs_u_difference']:.1e} | "
             f"{case['agreement']['same_n_iter']} |")
     lines += ["", "The compiled solver runs every example in one thread (chunks of "
-              "examples handed to the threads one at a time); \"compiled, large path\" "
-              "runs every iteration of the one example in parallel over chunks of "
-              "factors (taken when the graph has at least "
-              "`LARGE_GRAPH_ENTRIES` entries and there are fewer examples than twice "
-              "the threads; that threshold is off by default)."]
+              "examples handed to the threads one at a time)."]
     return "\n".join(lines) + "\n"
 
 

@@ -6,28 +6,17 @@ local problems a_j = (η_i + ρ u_i) / deg_i + λ'_j, w_j = (κ + ρ) / deg_i, c
 u_i = mean of the copies, λ'_j ← λ'_j − ρ (q_j − u_i) / deg_i, every example with its own
 penalty adapted every 10 iterations and its own stopping test) and returns the same
 :class:`~._admm.BatchADMMResult`, state arrays included (for
-:func:`~._admm.admm_batch_backward`). Only the loop differs:
+:func:`~._admm.admm_batch_backward`). Only the loop differs: one compiled function runs
+an example's ADMM from its start to its stop (:func:`_solve_one`: every factor solved by
+the per-factor solvers of :mod:`._factor_linear_kernels` and :mod:`._factor_pair_kernels`,
+the consensus and multiplier update in the same pass), in parallel over chunks of
+examples handed to the threads one at a time
+(:func:`~skstruct.utils._parallel.dynamic_schedule`), every chunk with its own scratch
+(:func:`_solve_examples`).
 
-- *many examples* (:func:`_solve_examples`): one compiled function runs an example's
-  ADMM from its start to its stop (:func:`_solve_one`: every factor solved by the
-  per-factor solvers of :mod:`._factor_linear_kernels` and :mod:`._factor_pair_kernels`,
-  the consensus and multiplier update in the same pass), in parallel over chunks of
-  examples handed to the threads one at a time
-  (:func:`~skstruct.utils._parallel.dynamic_schedule`), every chunk with its own
-  scratch;
-- *few large examples* (:func:`_solve_large`, when :func:`use_large_path`; off by
-  default, see :data:`LARGE_GRAPH_ENTRIES`): one example after the other, each
-  iteration in two parallel loops over chunks of factors: the local problems, their
-  solutions and every chunk's sums of the copies of every variable; then (after the
-  consensus u_i = sum of the chunks' sums / deg_i) the multipliers of the chunk's
-  entries and its part of the primal residual.
-
-The first path computes every local problem, solution, mean and multiplier with the
-operations of :mod:`._admm` in the same order, so its results are those of
-:func:`~._admm.admm_batch` to the bit. The second sums a variable's copies and the
-residuals chunk by chunk, which may round differently in the last bits (u, λ', and so
-a, w, q, v); n_iter and ρ could differ only on a near-tie of a stopping or adapting
-test.
+Every local problem, solution, mean and multiplier is computed with the operations of
+:mod:`._admm` in the same order, so the results are those of :func:`~._admm.admm_batch`
+to the bit.
 
 No Python runs per iteration or per example: on the 159-label fully connected pairwise
 graph (12,561 PAIR factors) the loop of :mod:`._admm` spends about as long in its Python
@@ -40,7 +29,6 @@ its callees into itself, so loading it from the cache in a new process needs not
 else (tested in a fresh and in a warm cache, each in its own process).
 """
 
-import numba
 import numpy as np
 from numba import njit, prange
 
@@ -50,34 +38,21 @@ from ._admm import (ADAPT_EVERY, RHO_MAX, RHO_MIN, BatchADMMResult, _check_batch
 from ._factor_linear_kernels import _qp_factor
 from ._factor_pair_kernels import _orout_factor, _pair_solve
 
-__all__ = ["admm_batch_compiled", "use_large_path"]
+__all__ = ["admm_batch_compiled"]
 
 #: Examples per parallel chunk of :func:`_solve_examples` are chosen so that a chunk holds
 #: about this many entries (and at least one example): a chunk then costs far more than
 #: taking it from the queue.
 ENTRIES_PER_CHUNK = 2048
 
-#: Factors (PAIR) or entries (linear, OROut) per parallel chunk of :func:`_solve_large`.
-PAIRS_PER_CHUNK = 1024
-LARGE_ENTRIES_PER_CHUNK = 2048
-
-#: A graph takes the path of :func:`_solve_large` when it has at least this many entries
-#: and the batch has fewer examples than twice the threads (:func:`use_large_path`).
-#: Off by default: on the 159-label graph (25,122 entries, one example, 100 iterations,
-#: 2 cores under a load of 4.5) that path took 58 ms wall and 30 ms CPU against 42 ms
-#: and 22 ms for the example in one thread (``benchmarks/bench_admm_compiled.py``); set
-#: it to about 4096 where a quiet machine shows the parallel iterations paying.
-LARGE_GRAPH_ENTRIES = 2 ** 62
-
 
 # ------------------------------------------------------------------ one example, serial
 
 @njit(cache=True, nogil=True)
-def _local_problems(eta_k, u_k, lam_k, entry_var, inv_degree, rho, kappa, lo, hi, a_k,
-                    w_k):
-    """a_j and w_j of entries lo..hi − 1 (template order) of one example."""
+def _local_problems(eta_k, u_k, lam_k, entry_var, inv_degree, rho, kappa, a_k, w_k):
+    """a_j and w_j of every entry (template order) of one example."""
     weight = kappa + rho
-    for j in range(lo, hi):
+    for j in range(entry_var.shape[0]):
         i = entry_var[j]
         a_k[j] = (eta_k[i] + rho * u_k[i]) * inv_degree[i] + lam_k[j]
         w_k[j] = weight * inv_degree[i]
@@ -114,8 +89,7 @@ def _solve_one(k, eta_u, eta_pair, entry_var, inv_degree, lin_offsets, lin_kind,
     it = 0
     while True:
         it += 1
-        _local_problems(eta_k, u_k, lam_k, entry_var, inv_degree, r_k, kappa, 0,
-                        n_entries, a_k, w_k)
+        _local_problems(eta_k, u_k, lam_k, entry_var, inv_degree, r_k, kappa, a_k, w_k)
         for f in range(n_lin):
             _qp_factor(a_k, w_k, lin_coef, lin_negated, lin_kind[f], lin_bound, q_k, f,
                        lin_offsets[f], lin_offsets[f + 1], state)
@@ -204,173 +178,6 @@ def _solve_examples(bounds, eta_u, eta_pair, entry_var, inv_degree, lin_offsets,
                      rho, a, w, q, v, n_iter, primal, dual, converged)
 
 
-# ------------------------------------------------------------------ large examples
-# Chunk c of a large example holds factors chunk_first[c]..chunk_last[c] − 1 of group
-# chunk_group[c] (LINEAR, PAIR or OROUT), whose entries are chunk_lo[c]..chunk_hi[c] − 1
-# (template order).
-
-LINEAR, PAIR, OROUT = 0, 1, 2
-
-
-@njit(cache=True, nogil=True)
-def _solve_chunk_factors(c, chunk_group, chunk_first, chunk_last, chunk_lo, chunk_hi,
-                         eta_k, s_k, u_k, lam_k, entry_var, inv_degree, r_k, kappa,
-                         lin_offsets, lin_kind, lin_coef, lin_bound, lin_negated,
-                         orout_start, orout_offsets, a_k, w_k, q_k, v_k, state, role,
-                         keys, partial):
-    """Local problems and solutions of chunk c's factors; ``partial`` (n_vars,) ← the sum
-    of the chunk's copies of every variable (in entry order)."""
-    lo = chunk_lo[c]
-    hi = chunk_hi[c]
-    _local_problems(eta_k, u_k, lam_k, entry_var, inv_degree, r_k, kappa, lo, hi, a_k,
-                    w_k)
-    group = chunk_group[c]
-    if group == LINEAR:
-        for f in range(chunk_first[c], chunk_last[c]):
-            _qp_factor(a_k, w_k, lin_coef, lin_negated, lin_kind[f], lin_bound, q_k, f,
-                       lin_offsets[f], lin_offsets[f + 1], state)
-    elif group == PAIR:
-        _solve_pairs(chunk_first[c], chunk_last[c], lo, a_k, w_k, s_k, q_k, v_k)
-    else:
-        for f in range(chunk_first[c], chunk_last[c]):
-            _orout_factor(a_k, w_k, orout_start + orout_offsets[f],
-                          orout_start + orout_offsets[f + 1], q_k, 0, role, keys)
-    _sum_copies(lo, hi, entry_var, q_k, partial)
-
-
-@njit(cache=True, nogil=True)
-def _solve_pairs(first, last, lo, a_k, w_k, s_k, q_k, v_k):
-    """PAIR factors first..last − 1, their entries from lo on."""
-    for f in range(first, last):
-        j = lo + 2 * (f - first)
-        u1, u2, vf = _pair_solve(a_k[j], a_k[j + 1], w_k[j], w_k[j + 1], s_k[f])
-        q_k[j] = u1
-        q_k[j + 1] = u2
-        v_k[f] = vf
-
-
-@njit(cache=True, nogil=True)
-def _sum_copies(lo, hi, entry_var, q_k, partial):
-    """partial[i] = Σ q_j over the entries lo..hi − 1 on variable i (in entry order)."""
-    for i in range(partial.shape[0]):
-        partial[i] = 0.0
-    for j in range(lo, hi):
-        partial[entry_var[j]] += q_k[j]
-
-
-@njit(cache=True, nogil=True)
-def _update_chunk_multipliers(lo, hi, entry_var, inv_degree, r_k, u_k, lam_k, q_k):
-    """λ'_j −= ρ (q_j − u_i) / deg_i on entries lo..hi − 1; returns their part of the
-    squared primal residual."""
-    gap = 0.0
-    for j in range(lo, hi):
-        i = entry_var[j]
-        r = q_k[j] - u_k[i]
-        step = r * inv_degree[i]
-        gap += r * step
-        lam_k[j] -= r_k * step
-    return gap
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _solve_large(eta_u, eta_pair, entry_var, inv_degree, chunk_group, chunk_first,
-                 chunk_last, chunk_lo, chunk_hi, lin_offsets, lin_kind, lin_coef,
-                 lin_bound, lin_negated, orout_offsets, kappa, max_iter, tol, adapt,
-                 rho_min, rho_max, u, lam, rho, a, w, q, v, n_iter, primal, dual,
-                 converged):
-    """Every example's ADMM, one after the other, each iteration in two parallel loops
-    over the chunks of factors (module comment above): the local problems, solutions and
-    per-chunk sums of the copies; then, after the consensus u_i = (Σ over the chunks) /
-    deg_i, the multipliers. Arguments otherwise as :func:`_solve_examples`.
-
-    The copies of a variable are summed chunk by chunk, so u may differ from the serial
-    sum of :func:`_solve_one` in the last bits.
-    """
-    n_chunks = chunk_group.shape[0]
-    n_vars = u.shape[1]
-    orout_start = lin_offsets[lin_offsets.shape[0] - 1] + 2 * eta_pair.shape[1]
-    states = np.empty((n_chunks, 4, _longest(lin_offsets)))
-    longest_orout = _longest(orout_offsets)
-    roles = np.empty((n_chunks, longest_orout), dtype=np.int8)
-    keys = np.empty((n_chunks, longest_orout))
-    partial = np.empty((n_chunks, n_vars))
-    gaps = np.empty(n_chunks)
-    for k in range(eta_u.shape[0]):
-        eta_k = eta_u[k]
-        s_k = eta_pair[k]
-        u_k = u[k]
-        lam_k = lam[k]
-        a_k = a[k]
-        w_k = w[k]
-        q_k = q[k]
-        v_k = v[k]
-        r_k = rho[k]
-        it = 0
-        while True:
-            it += 1
-            for c in prange(n_chunks):
-                _solve_chunk_factors(c, chunk_group, chunk_first, chunk_last, chunk_lo,
-                                     chunk_hi, eta_k, s_k, u_k, lam_k, entry_var,
-                                     inv_degree, r_k, kappa, lin_offsets, lin_kind,
-                                     lin_coef, lin_bound, lin_negated, orout_start,
-                                     orout_offsets, a_k, w_k, q_k, v_k, states[c],
-                                     roles[c], keys[c], partial[c])
-            change = 0.0
-            for i in range(n_vars):
-                if inv_degree[i] > 0.0:
-                    total = 0.0
-                    for c in range(n_chunks):
-                        total += partial[c, i]
-                    new = total * inv_degree[i]
-                    change += (new - u_k[i]) ** 2
-                    u_k[i] = new
-            for c in prange(n_chunks):
-                gaps[c] = _update_chunk_multipliers(chunk_lo[c], chunk_hi[c], entry_var,
-                                                    inv_degree, r_k, u_k, lam_k, q_k)
-            gap = 0.0
-            for c in range(n_chunks):
-                gap += gaps[c]
-            p = np.sqrt(gap)
-            d = np.sqrt(change)
-            last = it >= max_iter
-            ok = p < tol and d < tol
-            if ok or last:
-                n_iter[k] = it
-                primal[k] = p
-                dual[k] = d
-                converged[k] = ok
-                rho[k] = r_k
-                break
-            if adapt and it % ADAPT_EVERY == 0:
-                if p > 100.0 * d:
-                    r_k = min(2.0 * r_k, rho_max)
-                elif d > 10.0 * p:
-                    r_k = max(0.5 * r_k, rho_min)
-
-
-def _large_chunks(graph):
-    """(group, first factor, last factor, first entry, last entry) of every chunk of a
-    large example: about ``LARGE_ENTRIES_PER_CHUNK`` entries each (``PAIRS_PER_CHUNK``
-    PAIR factors), never across groups."""
-    rows = []
-    lin_offsets = graph.lin_offsets
-    bounds = _entry_bounds(lin_offsets, LARGE_ENTRIES_PER_CHUNK)
-    for first, last in zip(bounds[:-1], bounds[1:]):
-        rows.append((LINEAR, first, last, lin_offsets[first], lin_offsets[last]))
-    pair_start = lin_offsets[-1]
-    bounds = _even_bounds(graph.n_pair, PAIRS_PER_CHUNK)
-    for first, last in zip(bounds[:-1], bounds[1:]):
-        rows.append((PAIR, first, last, pair_start + 2 * first, pair_start + 2 * last))
-    orout_start = pair_start + 2 * graph.n_pair
-    offsets = graph.orout_offsets
-    bounds = _entry_bounds(offsets, LARGE_ENTRIES_PER_CHUNK)
-    for first, last in zip(bounds[:-1], bounds[1:]):
-        rows.append((OROUT, first, last, orout_start + offsets[first],
-                     orout_start + offsets[last]))
-    table = np.array(rows, dtype=np.int64).reshape(-1, 5)
-    return tuple(np.ascontiguousarray(column) for column in table.T)
-
-
 # ------------------------------------------------------------------ driver
 
 def _even_bounds(n, per_chunk):
@@ -378,36 +185,6 @@ def _even_bounds(n, per_chunk):
     n = 0)."""
     n_chunks = -(-n // per_chunk) if n else 0
     return (n * np.arange(n_chunks + 1, dtype=np.int64)) // max(n_chunks, 1)
-
-
-def _entry_bounds(offsets, per_chunk):
-    """Bounds of chunks of factors of about ``per_chunk`` entries each (none if no
-    factor)."""
-    n_factors = offsets.shape[0] - 1
-    if not n_factors:
-        return np.zeros(1, dtype=np.int64)
-    n_chunks = int(max(1, min(n_factors, offsets[-1] // per_chunk)))
-    targets = offsets[-1] * np.arange(1, n_chunks) // n_chunks
-    inner = np.searchsorted(offsets, targets, side="left")
-    bounds = np.unique(np.concatenate([[0], inner, [n_factors]]))
-    return bounds.astype(np.int64)
-
-
-def use_large_path(graph, n_examples):
-    """Whether :func:`admm_batch_compiled` parallelizes inside every example (large
-    graphs, fewer examples than twice the threads) rather than over examples.
-
-    Parameters
-    ----------
-    graph : FlatFactorGraph
-    n_examples : int
-
-    Returns
-    -------
-    bool
-    """
-    return (graph.n_entries >= LARGE_GRAPH_ENTRIES
-            and n_examples < 2 * numba.get_num_threads())
 
 
 def admm_batch_compiled(graph, eta_u, eta_pair, *, max_iter=1000, tol=1e-6, rho=1.0,
@@ -483,16 +260,10 @@ def admm_batch_compiled(graph, eta_u, eta_pair, *, max_iter=1000, tol=1e-6, rho=
         options = (kappa, max_iter, float(tol), bool(adapt), RHO_MIN * scale,
                    RHO_MAX * scale)
         outputs = (u, lam, rho_out, a, w, q, v, n_iter, primal, dual, converged)
-        if use_large_path(graph, n):
-            _solve_large(eta_u, eta_pair, graph.entry_var, inv_degree,
-                         *_large_chunks(graph), *common, graph.orout_offsets, *options,
-                         *outputs)
-        else:
-            per_chunk = max(1, ENTRIES_PER_CHUNK // n_entries)
-            with dynamic_schedule():
-                _solve_examples(_even_bounds(n, per_chunk), eta_u, eta_pair,
-                                graph.entry_var, inv_degree, *common, graph.orout_offsets,
-                                *options, *outputs)
+        per_chunk = max(1, ENTRIES_PER_CHUNK // n_entries)
+        with dynamic_schedule():
+            _solve_examples(_even_bounds(n, per_chunk), eta_u, eta_pair, graph.entry_var,
+                            inv_degree, *common, graph.orout_offsets, *options, *outputs)
     else:
         converged[:] = True
     eta_alone = eta_u[:, alone]

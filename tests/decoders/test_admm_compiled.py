@@ -1,6 +1,6 @@
 """The compiled ADMM loop: equal to admm_batch example by example (every factor kind, both
-modes, warm starts, both of its paths), and loadable from a warm numba cache in a new
-process."""
+modes, warm starts, examples alone or several to a parallel chunk), and loadable from a
+warm numba cache in a new process."""
 
 import json
 import os
@@ -14,7 +14,7 @@ import pytest
 from skstruct.decoders import _admm_compiled
 from skstruct.decoders import _factor_linear_kernels as lin
 from skstruct.decoders._admm import BatchADMMResult, FlatFactorGraph, admm_batch
-from skstruct.decoders._admm_compiled import admm_batch_compiled, use_large_path
+from skstruct.decoders._admm_compiled import admm_batch_compiled
 
 from test_admm import build_graph
 
@@ -67,9 +67,9 @@ def assert_same(result, expected):
     assert isinstance(result, BatchADMMResult) and result.map_mode == expected.map_mode
     np.testing.assert_array_equal(result.n_iter, expected.n_iter)
     np.testing.assert_array_equal(result.converged, expected.converged)
-    for name in FIELDS:
-        np.testing.assert_allclose(getattr(result, name), getattr(expected, name),
-                                   atol=1e-10, rtol=0, err_msg=name)
+    for name in FIELDS:  # to the bit: the same operations in the same order
+        np.testing.assert_array_equal(getattr(result, name), getattr(expected, name),
+                                      err_msg=name)
     np.testing.assert_array_equal(result.s, expected.s)
     if expected.integral is None:
         assert result.integral is None
@@ -77,25 +77,14 @@ def assert_same(result, expected):
         np.testing.assert_array_equal(result.integral, expected.integral)
 
 
-@pytest.fixture(params=["examples", "large"])
-def path(request, monkeypatch):
-    """Run the compiled solver on its path over examples or its path inside examples."""
-    if request.param == "large":
-        monkeypatch.setattr(_admm_compiled, "LARGE_GRAPH_ENTRIES", 0)
-        monkeypatch.setattr(_admm_compiled, "PAIRS_PER_CHUNK", 2)
-        monkeypatch.setattr(_admm_compiled, "LARGE_ENTRIES_PER_CHUNK", 3)
-    return request.param
-
-
 @pytest.mark.parametrize("map_mode", [False, True])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_equals_admm_batch_example_by_example_with_warm_starts(path, map_mode, seed):
+def test_equals_admm_batch_example_by_example_with_warm_starts(map_mode, seed):
     rng = np.random.default_rng(seed)
     graph = mixed_graph(rng)
-    n = 6 if path == "examples" else 3
+    n = 6
     eta_u, eta_pair = scores(rng, graph, n)
     options = dict(tol=1e-7, max_iter=400, map_mode=map_mode)
-    assert use_large_path(graph, n) == (path == "large")
     expected = admm_batch(graph, eta_u, eta_pair, **options)
     assert_same(admm_batch_compiled(graph, eta_u, eta_pair, **options), expected)
     assert np.unique(expected.n_iter).size > 1 and expected.converged.any()
@@ -110,22 +99,21 @@ def test_equals_admm_batch_example_by_example_with_warm_starts(path, map_mode, s
                 warm)
 
 
-def test_fully_connected_graph_takes_the_large_path_and_equals_admm_batch(monkeypatch):
-    monkeypatch.setattr(_admm_compiled, "LARGE_GRAPH_ENTRIES", 4096)
-    n_labels = 92  # 8,372 PAIR entries: above LARGE_GRAPH_ENTRIES
+def test_fully_connected_graph_equals_admm_batch():
+    n_labels = 92  # 8,372 PAIR entries: more than ENTRIES_PER_CHUNK, one example a chunk
     first, second = np.triu_indices(n_labels, k=1)
     graph = FlatFactorGraph(n_labels, pair_var=np.stack([first, second], axis=1))
+    assert graph.n_entries > _admm_compiled.ENTRIES_PER_CHUNK
     rng = np.random.default_rng(5)
-    eta_u = rng.normal(size=(1, n_labels))
-    eta_pair = rng.normal(scale=0.3, size=(1, graph.n_pair))
-    assert use_large_path(graph, 1) and not use_large_path(graph, 1000)
+    eta_u = rng.normal(size=(3, n_labels))
+    eta_pair = rng.normal(scale=0.3, size=(3, graph.n_pair))
     for tol in (0.0, 1e-6):
         options = dict(tol=tol, max_iter=60)
         assert_same(admm_batch_compiled(graph, eta_u, eta_pair, **options),
                     admm_batch(graph, eta_u, eta_pair, **options))
 
 
-def test_graphs_without_entries_or_examples_equal_admm_batch(path):
+def test_graphs_without_entries_or_examples_equal_admm_batch():
     rng = np.random.default_rng(3)
     for graph, n in [(FlatFactorGraph(3), 4), (mixed_graph(rng), 0),
                      (build_graph(4, pairs=[(0, 2)]), 3)]:
@@ -158,12 +146,8 @@ _CHILD = textwrap.dedent("""
     from skstruct.decoders._admm import FlatFactorGraph
 
     graph, eta_u, eta_pair = {problem}
-    out = []
-    for large in (False, True):
-        _admm_compiled.LARGE_GRAPH_ENTRIES = 0 if large else 10 ** 9
-        result = _admm_compiled.admm_batch_compiled(graph, eta_u, eta_pair)
-        out.append(result.u.tolist())
-    print(json.dumps(out))
+    result = _admm_compiled.admm_batch_compiled(graph, eta_u, eta_pair)
+    print(json.dumps(result.u.tolist()))
 """)
 
 _PROBLEM = """(
@@ -174,21 +158,16 @@ _PROBLEM = """(
     np.array([[0.5, -1.0], [-2.0, 0.3]]))"""
 
 
-def test_second_process_loads_the_cached_solver_and_gets_the_same_result(monkeypatch):
-    # This process compiles (or loads) both paths for these argument types and leaves
-    # them in numba's cache; a new process must load them from there (what a user sees
-    # after installation) and compute the same marginals.
+def test_second_process_loads_the_cached_solver_and_gets_the_same_result():
+    # This process compiles (or loads) the solver for these argument types and leaves it
+    # in numba's cache; a new process must load it from there (what a user sees after
+    # installation) and compute the same marginals.
     namespace = {"np": np, "FlatFactorGraph": FlatFactorGraph}
     graph, eta_u, eta_pair = eval(_PROBLEM, namespace)
-    expected = []
-    for large in (False, True):
-        monkeypatch.setattr(_admm_compiled, "LARGE_GRAPH_ENTRIES", 0 if large else 10**9)
-        expected.append(admm_batch_compiled(graph, eta_u, eta_pair).u)
-    np.testing.assert_allclose(expected[0], admm_batch(graph, eta_u, eta_pair).u,
-                               atol=1e-10)
+    expected = admm_batch_compiled(graph, eta_u, eta_pair).u
+    np.testing.assert_array_equal(expected, admm_batch(graph, eta_u, eta_pair).u)
     done = subprocess.run([sys.executable, "-c", _CHILD.format(problem=_PROBLEM)],
                           capture_output=True, text=True, timeout=600, env=os.environ)
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
-    for u_child, u_here in zip(got, expected):
-        np.testing.assert_array_equal(np.array(u_child), u_here)
+    np.testing.assert_array_equal(np.array(got), expected)
