@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skstruct.datasets import load_multilabel
-from skstruct.datasets._multilabel import (
+from skstruct.datasets._arff import (
     _bulk_dense,
     _bulk_sparse,
     _parse_columns,
