@@ -1,12 +1,15 @@
 """No import cycle between the modules of the package.
 
 Every module under ``skstruct/`` is parsed with :mod:`ast`; every import, at module level
-or inside a function or class, becomes an edge to the module it loads. Importing
-``a.b.c`` also runs the ``__init__`` of the packages ``a.b`` and ``a``, so those are edges
-too, except for the packages that contain the importing module (they are already being
-imported when it runs). A cycle in that graph is a pair of modules that need each other:
-it works only in one import order (or by a function-level import that hides it) and makes
-the modules impossible to understand one without the other.
+or inside a function or class, becomes an edge to the module it loads. So does every call
+of ``__import__`` or ``importlib.import_module`` that names its module by a constant
+(a string, an f-string of constants, ``__package__`` or ``__name__``); a call that names
+it any other way is an import the walk cannot follow, and is an error of its own.
+Importing ``a.b.c`` also runs the ``__init__`` of the packages ``a.b`` and ``a``, so those
+are edges too, except for the packages that contain the importing module (they are
+already being imported when it runs). A cycle in that graph is a pair of modules that need
+each other: it works only in one import order (or by a function-level or dynamic import
+that hides it) and makes the modules impossible to understand one without the other.
 """
 
 import ast
@@ -34,21 +37,138 @@ def _is_package(name, modules):
     return modules[name].name == "__init__.py"
 
 
-def _resolve(importer, level, module, modules):
-    """The absolute dotted name of ``from <level dots><module> import ...`` in
-    ``importer``."""
-    if level == 0:
-        return module
-    base = importer if _is_package(importer, modules) else importer.rpartition(".")[0]
+def _package_of(importer, modules):
+    """The value of ``__package__`` in ``importer``."""
+    return importer if _is_package(importer, modules) else importer.rpartition(".")[0]
+
+
+def _relative(package, level, module):
+    """The absolute dotted name of ``module`` after ``level`` dots, from ``package``."""
+    base = package
     for _ in range(level - 1):
         base = base.rpartition(".")[0]
     return f"{base}.{module}" if module else base
 
 
-def _imported(importer, modules):
-    """The package modules that ``importer`` loads, with the line of each import."""
-    tree = ast.parse(modules[importer].read_text(encoding="utf-8"))
-    found = []
+def _resolve(importer, level, module, modules):
+    """The absolute dotted name of ``from <level dots><module> import ...`` in
+    ``importer``."""
+    if level == 0:
+        return module
+    return _relative(_package_of(importer, modules), level, module)
+
+
+def _constant_text(node, importer, modules):
+    """The string that expression ``node`` of ``importer`` evaluates to, where the source
+    alone says it (a string, ``__package__``, ``__name__``, f-strings and sums of these);
+    None otherwise."""
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.Name):
+        known = {"__package__": _package_of(importer, modules), "__name__": importer}
+        return known.get(node.id)
+    if isinstance(node, ast.JoinedStr):
+        pieces = []
+        for value in node.values:
+            if isinstance(value, ast.FormattedValue):
+                if value.conversion != -1 or value.format_spec is not None:
+                    return None
+                value = value.value
+            piece = _constant_text(value, importer, modules)
+            if piece is None:
+                return None
+            pieces.append(piece)
+        return "".join(pieces)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left = _constant_text(node.left, importer, modules)
+        right = _constant_text(node.right, importer, modules)
+        return None if left is None or right is None else left + right
+    return None
+
+
+def _import_function_names(tree):
+    """``{name: function}`` of the names under which ``tree`` calls ``__import__`` or
+    ``importlib.import_module`` directly (as ``from importlib import`` binds them)."""
+    names = {"__import__": "__import__"}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.ImportFrom) and node.module == "importlib"
+                and not node.level):
+            names.update((alias.asname or alias.name, alias.name) for alias in node.names
+                         if alias.name in ("import_module", "__import__"))
+    return names
+
+
+def _called_import_function(call, function_names):
+    """Which of ``"__import__"`` and ``"import_module"`` ``call`` calls, or None."""
+    if isinstance(call.func, ast.Name):
+        return function_names.get(call.func.id)
+    if isinstance(call.func, ast.Attribute) and call.func.attr in ("__import__",
+                                                                   "import_module"):
+        return call.func.attr
+    return None
+
+
+_PARAMETERS = {"__import__": ("name", "globals", "locals", "fromlist", "level"),
+               "import_module": ("name", "package")}
+
+
+def _dynamically_imported(call, function, importer, modules):
+    """The modules that ``call`` of ``function`` (``__import__`` or ``import_module``)
+    loads, by dotted name; None where the source does not say which."""
+    parameters = _PARAMETERS[function]
+    if (len(call.args) > len(parameters)
+            or any(isinstance(argument, ast.Starred) for argument in call.args)
+            or any(keyword.arg is None for keyword in call.keywords)):
+        return None
+    arguments = dict(zip(parameters, call.args))
+    arguments.update((keyword.arg, keyword.value) for keyword in call.keywords)
+    if "name" not in arguments:
+        return None
+    name = _constant_text(arguments["name"], importer, modules)
+    if name is None:
+        return None
+    if function == "import_module":
+        level = len(name) - len(name.lstrip("."))
+        if not level:
+            return [name]
+        package = arguments.get("package")
+        package = None if package is None else _constant_text(package, importer, modules)
+        return None if package is None else [_relative(package, level, name[level:])]
+    # __import__ resolves a relative name from the __package__ of the globals it is given,
+    # which are the caller's own
+    level = arguments.get("level", ast.Constant(0))
+    fromlist = arguments.get("fromlist", ast.Constant(None))
+    if not (isinstance(level, ast.Constant) and type(level.value) is int):
+        return None
+    if isinstance(fromlist, (ast.Tuple, ast.List)):
+        fromlist = [_constant_text(element, importer, modules) for element in fromlist.elts]
+        if None in fromlist:
+            return None
+    elif isinstance(fromlist, ast.Constant) and fromlist.value is None:
+        fromlist = []
+    else:
+        return None
+    target = _resolve(importer, level.value, name, modules)
+    return [target] + [f"{target}.{attribute}" for attribute in fromlist
+                       if f"{target}.{attribute}" in modules]
+
+
+def _read_imports(importer, modules, source=None):
+    """What ``importer`` imports, read from ``source`` (by default its file).
+
+    Returns
+    -------
+    found : list of tuple (str, int)
+        The package modules it loads, each with the line of its import.
+    unreadable : list of int
+        The lines of the calls of ``__import__`` or ``import_module`` whose module the
+        source does not name.
+    """
+    if source is None:
+        source = modules[importer].read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    function_names = _import_function_names(tree)
+    found, unreadable = [], []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.extend((alias.name, node.lineno) for alias in node.names)
@@ -58,8 +178,18 @@ def _imported(importer, modules):
             # ``from package import submodule`` loads the submodule
             found.extend((f"{target}.{alias.name}", node.lineno) for alias in node.names
                          if f"{target}.{alias.name}" in modules)
-    return [(name, line) for name, line in found
-            if name == PACKAGE or name.startswith(PACKAGE + ".")]
+        elif isinstance(node, ast.Call):
+            function = _called_import_function(node, function_names)
+            if function is None:
+                continue
+            loaded = _dynamically_imported(node, function, importer, modules)
+            if loaded is None:
+                unreadable.append(node.lineno)
+            else:
+                found.extend((name, node.lineno) for name in loaded)
+    found = [(name, line) for name, line in found
+             if name == PACKAGE or name.startswith(PACKAGE + ".")]
+    return found, unreadable
 
 
 def _loaded(target, importer, modules):
@@ -76,16 +206,32 @@ def _loaded(target, importer, modules):
     return loaded
 
 
-def import_graph():
-    """``{module: {imported module: line of the import}}`` over the whole package."""
+def import_graph(sources=None):
+    """``{module: {imported module: line of the import}}`` over the whole package.
+
+    Parameters
+    ----------
+    sources : dict of str to str, optional
+        Source text to read instead of the file of the modules it names.
+    """
+    sources = sources or {}
     modules = _module_names()
     graph = {name: {} for name in modules}
     for importer in modules:
-        for target, line in _imported(importer, modules):
+        found, _ = _read_imports(importer, modules, sources.get(importer))
+        for target, line in found:
             for name in _loaded(target, importer, modules):
                 if name != importer:
                     graph[importer].setdefault(name, line)
     return graph
+
+
+def unreadable_imports():
+    """``path:line`` of every call of ``__import__`` or ``import_module`` in the package
+    whose module the source does not name."""
+    modules = _module_names()
+    return [f"{modules[importer].relative_to(ROOT.parent)}:{line}"
+            for importer in modules for line in _read_imports(importer, modules)[1]]
 
 
 def find_cycles(graph):
@@ -161,6 +307,14 @@ def test_the_package_has_no_import_cycle():
     assert not cycles, message
 
 
+def test_every_dynamic_import_names_its_module():
+    unreadable = unreadable_imports()
+    assert not unreadable, (
+        "__import__ or import_module of a module that the source does not name, so no "
+        "cycle through it can be ruled out (name the module by a constant, or import "
+        "it):\n    " + "\n    ".join(unreadable))
+
+
 def test_the_walk_sees_function_level_and_relative_imports():
     graph = import_graph()
     # relative, at module level
@@ -178,3 +332,46 @@ def test_a_cycle_is_found_and_printed():
     assert _describe(cycles[0], graph) == (
         "a (line 1) -> b\n    b (line 2) -> c\n    c (line 3) -> a")
     assert find_cycles({"a": {"b": 1}, "b": {}}) == []
+
+
+def test_the_walk_reads_dynamic_imports_named_by_constants():
+    source = """\
+import importlib
+from importlib import import_module as load
+
+__import__("skstruct.losses")
+importlib.import_module("._chain_kernels", package=__package__)
+load(f"{__package__}._tree_kernels")
+importlib.import_module("..utils", "skstruct.decoders")
+importlib.import_module("numpy")
+
+
+def later(name):
+    __import__("skstruct.decoders", fromlist=["_unary", "Decoder"])
+    __import__("_sampling", globals(), None, (), 1)
+    __import__(__name__ + "_kernels")
+    importlib.import_module(name)
+    __import__(f"{__package__}.{name}")
+"""
+    found, unreadable = _read_imports("skstruct.decoders._chain", _module_names(), source)
+    assert sorted(found) == [
+        ("skstruct.decoders", 12),
+        ("skstruct.decoders._chain_kernels", 5),
+        ("skstruct.decoders._chain_kernels", 14),
+        ("skstruct.decoders._sampling", 13),
+        ("skstruct.decoders._tree_kernels", 6),
+        ("skstruct.decoders._unary", 12),
+        ("skstruct.losses", 4),
+        ("skstruct.utils", 7),
+    ]
+    assert unreadable == [15, 16]
+
+
+def test_a_cycle_through_a_dynamic_import_is_found():
+    graph = import_graph(sources={
+        "skstruct.decoders._relaxed":
+            'import importlib\nimportlib.import_module("._best_neighbour", __package__)\n',
+        "skstruct.decoders._best_neighbour": "from . import _relaxed\n",
+    })
+    assert ["skstruct.decoders._best_neighbour", "skstruct.decoders._relaxed",
+            "skstruct.decoders._best_neighbour"] in find_cycles(graph)

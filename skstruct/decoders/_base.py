@@ -698,10 +698,10 @@ class Decoder(BaseEstimator):
         """This decoder's compiled fast path for per-example solvers, or None.
 
         A built-in decoder returns a ``CompiledOracle`` (see
-        ``skstruct/decoders/_oracles.py``) that the compiled per-example engine calls
-        for every example, with no Python in its loop; None (the default, and a user's
-        decoder) makes the solvers keep their Python loop over examples. A built-in
-        decoder offers it only when the decoder keeps the family's operations
+        ``skstruct/decoders/_engine_protocol.py``) that the compiled per-example engine
+        calls for every example, with no Python in its loop; None (the default, and a
+        user's decoder) makes the solvers keep their Python loop over examples. A
+        built-in decoder offers it only when the decoder keeps the family's operations
         (:func:`keeps_operations`): a subclass that redefines ``map``, ``parts`` or a
         loss-augmented MAP hook gets the Python loop, which calls them.
 

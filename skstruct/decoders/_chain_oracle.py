@@ -1,10 +1,11 @@
 """The chain family of the compiled engine: per-example loss-augmented Viterbi.
 
 :func:`compiled_chain_oracle` describes what :class:`~skstruct.decoders.ChainDecoder`
-computes for a task loss and a rescaling as a :class:`~skstruct.decoders._oracles.
-CompiledOracle`; :func:`chain_oracle` and :func:`chain_add_parts` are the compiled kernels
-the engine reaches through the dispatchers of ``_oracles.py``. They share their per-sequence
-programs with the batched decoder, so both break ties alike:
+computes for a task loss and a rescaling as a
+:class:`~skstruct.decoders._engine_protocol.CompiledOracle`; :func:`chain_oracle` and
+:func:`chain_add_parts` are the compiled kernels the engine reaches through the dispatchers
+of ``_oracles.py``. They share their per-sequence programs with the batched decoder, so
+both break ties alike:
 
 * plain MAP and margin rescaling with per-token costs (Hamming, with class costs or
   normalized): :func:`~skstruct.decoders._chain_kernels.viterbi_one` on unary + costs;
@@ -41,7 +42,7 @@ from ..losses import (
 from ._chain_constraints import resolve_constraints
 from ._chain_kernels import top_k_one, viterbi_one
 from ._constrained_kernels import best_per_statistic_one, best_with_statistic_one
-from ._oracles import CHAIN, MAP, MARGIN, SLACK, CompiledOracle, rescaling_code
+from ._engine_protocol import CHAIN, MAP, MARGIN, SLACK, CompiledOracle, rescaling_code
 
 __all__ = ["chain_add_parts", "chain_oracle", "compiled_chain_oracle", "constrained_pair"]
 

@@ -1,9 +1,10 @@
-"""What a decoder offers the compiled per-example engine: a family oracle behind a code.
+"""The compiled dispatchers of the per-example engine: one branch per oracle family.
 
-numba cannot cache a function that receives another compiled function as an argument, so
-the engine never passes functions around. A decoder describes its loss-augmented MAP as a
-:class:`CompiledOracle` (a family ``code`` and plain arrays), and the engine calls the two
-compiled dispatchers of this module, which branch on the code to the family kernels.
+The engine calls :func:`oracle` and :func:`add_parts` with the family code of a
+decoder's :class:`~skstruct.decoders._engine_protocol.CompiledOracle` (codes, not
+functions, so that everything stays cached: see :mod:`skstruct.decoders._engine_protocol`),
+and they branch on it to the family kernels. The families build their ``CompiledOracle``
+from the protocol module and do not import this one: only the dispatch knows every family.
 
 Family kernels (one module per family; each takes the arguments of :func:`oracle` and
 :func:`add_parts` without ``code``)::
@@ -13,115 +14,30 @@ Family kernels (one module per family; each takes the arguments of :func:`oracle
     multilabel  _tabular_oracles.multilabel_oracle,    _tabular_oracles.multilabel_add_parts
     tree        _tree_oracles.tree_oracle,             _tree_oracles.tree_add_parts
 
-Adding a built-in family is one code below, one branch in each dispatcher, and a
-``compiled_oracle`` method on its decoder that builds the :class:`CompiledOracle`.
+Adding a built-in family is one code in ``_engine_protocol``, one branch in each
+dispatcher here, and a ``compiled_oracle`` method on its decoder that builds the
+``CompiledOracle``.
 """
 
-import sys
-import types
-from typing import NamedTuple
-
-import numpy as np
 from numba import njit
 
-__all__ = [
-    "CHAIN",
-    "MARGIN",
-    "MAP",
-    "MULTICLASS",
-    "MULTILABEL",
-    "SLACK",
-    "TREE",
-    "CompiledOracle",
-    "add_parts",
-    "oracle",
-    "rescaling_code",
-]
+from ._chain_oracle import chain_add_parts, chain_oracle
+from ._engine_protocol import CHAIN, MULTICLASS, MULTILABEL, TREE
+from ._engine_protocol import CompiledOracle  # noqa: F401  (for numba's cache, see below)
+from ._tabular_oracles import (
+    multiclass_add_parts,
+    multiclass_oracle,
+    multilabel_add_parts,
+    multilabel_oracle,
+)
+from ._tree_oracles import tree_add_parts, tree_oracle
 
-#: Family codes.
-CHAIN = 0
-MULTICLASS = 1
-MULTILABEL = 2
-TREE = 3
+__all__ = ["add_parts", "oracle"]
 
-#: Rescaling codes: plain MAP (the perceptron), margin and slack rescaling.
-MAP = 0
-MARGIN = 1
-SLACK = 2
-
-
-def rescaling_code(rescaling):
-    """The code of ``rescaling`` (None, "margin" or "slack"); None for anything else."""
-    return {None: MAP, "margin": MARGIN, "slack": SLACK}.get(
-        rescaling if rescaling is None or isinstance(rescaling, str) else object())
-
-
-class CompiledOracle(NamedTuple):
-    """A decoder's (loss-augmented) MAP for the gold outputs of a batch, for compiled code.
-
-    Attributes
-    ----------
-    code : int
-        The family (:data:`CHAIN`, :data:`MULTICLASS`, :data:`MULTILABEL`, :data:`TREE`).
-    rescaling : int
-        :data:`MAP` (0), :data:`MARGIN` (1) or :data:`SLACK` (2).
-    y : ndarray of shape (n_outputs,), int64
-        The encoded gold outputs, stacked.
-    y_offsets : ndarray of shape (n_examples + 1,), int64
-        Example ``i`` owns ``y[y_offsets[i]:y_offsets[i + 1]]``.
-    costs : ndarray of shape (n_rows, K) or (0, 0), float64
-        Per-row costs of a margin-rescaled decomposable loss, rows stacked like the
-        feature rows; (0, 0) when the family kernel computes its costs itself.
-    ints : ndarray of shape (n_ints,), int64
-        Family parameters (loss id, positive-state mask, ...).
-    floats : ndarray of shape (n_floats,), float64
-        Family parameters (β², class costs, ...).
-    max_output : int
-        Length of the longest single output (size of the engine's output buffers).
-    """
-
-    code: int
-    rescaling: int
-    y: np.ndarray
-    y_offsets: np.ndarray
-    costs: np.ndarray
-    ints: np.ndarray
-    floats: np.ndarray
-    max_output: int
-
-
-def _missing_family(name):
-    """A stand-in module for a family whose kernels are not part of this build."""
-    @njit(cache=False)
-    def missing_oracle(rescaling, unary, pair, y_i, costs_i, ints, floats, yhat):
-        raise NotImplementedError("no compiled oracle for this family")
-
-    @njit(cache=False)
-    def missing_add_parts(out, scale, unary_parts, pair_parts, ints):
-        raise NotImplementedError("no compiled oracle for this family")
-
-    module = types.ModuleType(name)
-    for family in ("multiclass", "multilabel", "tree"):
-        setattr(module, f"{family}_oracle", missing_oracle)
-        setattr(module, f"{family}_add_parts", missing_add_parts)
-    return module
-
-
-def _family(name):
-    """The family module ``name`` (imported last: the families import this module)."""
-    full = f"{__package__}.{name}"
-    try:
-        __import__(full)
-    except ModuleNotFoundError as error:
-        if error.name != full:
-            raise
-        return _missing_family(full)
-    return sys.modules[full]
-
-
-_chain = _family("_chain_oracle")
-_tabular = _family("_tabular_oracles")
-_tree = _family("_tree_oracles")
+# CompiledOracle is importable from here for numba's on-disk cache alone: a cache index
+# pickles the argument types of its kernel, the indexes written while the class was
+# defined in this module name it as this module's, and numba raises on an index it cannot
+# unpickle instead of compiling again.
 
 
 @njit(cache=True, nogil=True)
@@ -139,7 +55,7 @@ def oracle(code, rescaling, unary, pair, y_i, costs_i, ints, floats, yhat):
     y_i : ndarray of shape (n_outputs_i,), int64
         Its gold output.
     costs_i : ndarray of shape (n_rows_i, K) or (0, 0)
-        Its rows of :attr:`CompiledOracle.costs`.
+        Its rows of :attr:`~skstruct.decoders._engine_protocol.CompiledOracle.costs`.
     ints, floats : ndarray
         The family parameters.
     yhat : ndarray of shape (>= n_outputs_i,), int64
@@ -153,15 +69,13 @@ def oracle(code, rescaling, unary, pair, y_i, costs_i, ints, floats, yhat):
         breaks them.
     """
     if code == CHAIN:
-        return _chain.chain_oracle(rescaling, unary, pair, y_i, costs_i, ints, floats, yhat)
+        return chain_oracle(rescaling, unary, pair, y_i, costs_i, ints, floats, yhat)
     if code == MULTICLASS:
-        return _tabular.multiclass_oracle(rescaling, unary, pair, y_i, costs_i, ints, floats,
-                                          yhat)
+        return multiclass_oracle(rescaling, unary, pair, y_i, costs_i, ints, floats, yhat)
     if code == MULTILABEL:
-        return _tabular.multilabel_oracle(rescaling, unary, pair, y_i, costs_i, ints, floats,
-                                          yhat)
+        return multilabel_oracle(rescaling, unary, pair, y_i, costs_i, ints, floats, yhat)
     if code == TREE:
-        return _tree.tree_oracle(rescaling, unary, pair, y_i, costs_i, ints, floats, yhat)
+        return tree_oracle(rescaling, unary, pair, y_i, costs_i, ints, floats, yhat)
     raise ValueError("unknown oracle family code")
 
 
@@ -181,12 +95,12 @@ def add_parts(code, out, scale, unary_parts, pair_parts, ints):
         The family parameters.
     """
     if code == CHAIN:
-        _chain.chain_add_parts(out, scale, unary_parts, pair_parts, ints)
+        chain_add_parts(out, scale, unary_parts, pair_parts, ints)
     elif code == MULTICLASS:
-        _tabular.multiclass_add_parts(out, scale, unary_parts, pair_parts, ints)
+        multiclass_add_parts(out, scale, unary_parts, pair_parts, ints)
     elif code == MULTILABEL:
-        _tabular.multilabel_add_parts(out, scale, unary_parts, pair_parts, ints)
+        multilabel_add_parts(out, scale, unary_parts, pair_parts, ints)
     elif code == TREE:
-        _tree.tree_add_parts(out, scale, unary_parts, pair_parts, ints)
+        tree_add_parts(out, scale, unary_parts, pair_parts, ints)
     else:
         raise ValueError("unknown oracle family code")

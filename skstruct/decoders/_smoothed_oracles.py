@@ -26,8 +26,8 @@ counterparts of those two losses, one example at a time, for the incremental sol
 (SVRG, Casimir-SVRG); with μ = 1, entropy smoothing and no costs (the oracle of plain
 MAP, rescaling None) the value is the CRF loss log Z − θ_{y_i}.
 
-The oracle reads the :class:`~skstruct.decoders._oracles.CompiledOracle` arrays that the
-decoders build for margin rescaling (or plain MAP, zero costs), family by family:
+The oracle reads the :class:`~skstruct.decoders._engine_protocol.CompiledOracle` arrays
+that the decoders build for margin rescaling (or plain MAP, zero costs), family by family:
 
 * chain: the Hamming loss (plain, normalized, with class costs) from ``ints`` / ``floats``;
   entropy by the rescaled forward–backward
@@ -69,7 +69,7 @@ from ._chain_oracle import (
     chain_add_parts,
     constrained_pair,
 )
-from ._oracles import CHAIN, MAP, MARGIN, MULTICLASS, MULTILABEL, TREE
+from ._engine_protocol import CHAIN, MAP, MARGIN, MULTICLASS, MULTILABEL, TREE
 from ._independent_kernels import top_k_one as binary_top_k_one
 from ._tabular_oracles import COSTS as _ML_COSTS
 from ._tabular_oracles import MAP_ONLY as _ML_MAP_ONLY
@@ -144,7 +144,7 @@ def smoothed_oracle(code, smoothing, mu, top_k, unary, pair, y_i, costs_i, ints,
     Parameters
     ----------
     code : int
-        The family (:data:`~skstruct.decoders._oracles.CHAIN`, ``MULTICLASS``,
+        The family (:data:`~skstruct.decoders._engine_protocol.CHAIN`, ``MULTICLASS``,
         ``MULTILABEL``, ``TREE``).
     smoothing : int
         :data:`ENTROPY` (0) or :data:`L2` (1).

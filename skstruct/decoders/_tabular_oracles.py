@@ -5,7 +5,7 @@ at a time inside compiled code. For every example it scores the parts, asks the 
 oracle for the (loss-augmented) MAP output and its loss Δ, and adds part vectors of
 outputs to a buffer. This module gives those two operations for the multiclass and the
 multilabel families, and the builders that package a task loss and a rescaling into the
-:class:`~skstruct.decoders._oracles.CompiledOracle` the engine dispatches on.
+:class:`~skstruct.decoders._engine_protocol.CompiledOracle` the engine dispatches on.
 
 Both families score an example with one row of unary scores: ``unary`` has shape
 (1, n_classes) or (1, n_labels); the pair scores are unused. The outputs are those of the
@@ -36,6 +36,7 @@ from numba import njit
 
 from . import _independent_kernels as kernels
 from ._base import check_task_loss_argument
+from ._engine_protocol import MULTICLASS, MULTILABEL, CompiledOracle
 
 __all__ = [
     "compiled_multiclass_oracle",
@@ -178,8 +179,6 @@ def compiled_multiclass_oracle(decoder, task_loss, rescaling, y, y_offsets):
     CompiledOracle or None
         None for a rescaling other than these three (a callable).
     """
-    from ._oracles import MULTICLASS
-
     if rescaling not in _RESCALINGS:
         return None
     if rescaling is None:
@@ -191,8 +190,6 @@ def compiled_multiclass_oracle(decoder, task_loss, rescaling, y, y_offsets):
 
 
 def _compiled(code, rescaling, y, y_offsets, costs, ints, floats, max_output):
-    from ._oracles import CompiledOracle
-
     y_offsets = np.ascontiguousarray(y_offsets, dtype=np.int64)
     return CompiledOracle(
         code=code,
@@ -411,8 +408,6 @@ def compiled_multilabel_oracle(decoder, task_loss, rescaling, y, y_offsets):
         None for a callable rescaling and for losses the decoder has no exact
         loss-augmented MAP for (the Python loop then raises the decoder's error).
     """
-    from ._oracles import MULTILABEL
-
     if rescaling not in _RESCALINGS:
         return None
     n_samples = len(y_offsets) - 1

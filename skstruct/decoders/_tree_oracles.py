@@ -25,6 +25,9 @@ from numba import njit
 
 from . import _tree_kernels as kernels
 from ._base import check_task_loss_argument
+from ._engine_protocol import MAP as MAP_CODE
+from ._engine_protocol import MARGIN as MARGIN_CODE
+from ._engine_protocol import TREE, CompiledOracle
 
 __all__ = ["compiled_tree_oracle", "tree_oracle", "tree_add_parts"]
 
@@ -186,10 +189,6 @@ def compiled_tree_oracle(decoder, task_loss, rescaling, y, y_offsets):
         None for slack or callable rescaling and for losses the decoder does not solve
         exactly (Hamming with class costs, losses that do not decompose over arcs).
     """
-    from ._oracles import MARGIN as MARGIN_CODE
-    from ._oracles import MAP as MAP_CODE
-    from ._oracles import TREE, CompiledOracle
-
     if rescaling not in (None, "margin"):
         return None
     y = np.ascontiguousarray(y, dtype=np.int64).ravel()

@@ -3,9 +3,9 @@
 Every kernel reads the feature rows of an example from the CSR arrays of a
 :class:`~skstruct.features.CompiledFeatures` (``feats``) and asks the decoder's oracle
 for its output through the dispatchers of :mod:`skstruct.decoders._oracles` (``orc`` is a
-:class:`~skstruct.decoders._oracles.CompiledOracle`). w is passed as views of its blocks,
-``W`` (n_features, K), ``b`` (K, or empty) and ``pair`` (n_pair,), so that updates write
-into w itself. W is the engine's: when the features have a column dictionary, its rows
+:class:`~skstruct.decoders._engine_protocol.CompiledOracle`). w is passed as views of its
+blocks, ``W`` (n_features, K), ``b`` (K, or empty) and ``pair`` (n_pair,), so that updates
+write into w itself. W is the engine's: when the features have a column dictionary, its rows
 are in ``feats.column_order`` (frequent columns first) and every kernel reads and writes
 it through the dictionary; :class:`~skstruct.optim._engine.CompiledProblem` maps w to
 and from that order.

@@ -191,7 +191,7 @@ def test_constrained_smoothed_oracles_equal_the_masked_scores(smoothing, top_k, 
     """The smoothed oracles (SVRG, Casimir) read the constraints: the value and gradient
     equal those of the unconstrained oracle on the scores with forbidden parts at -inf,
     and the gradient of a forbidden part is 0."""
-    from skstruct.decoders._oracles import CHAIN
+    from skstruct.decoders._engine_protocol import CHAIN
     from skstruct.decoders._smoothed_oracles import (
         ENTROPY, L2, smoothed_oracle, supports_smoothed)
 

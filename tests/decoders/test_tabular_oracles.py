@@ -1,6 +1,8 @@
 """The compiled per-example oracles of the multiclass and multilabel decoders give the
 batched decoders' outputs, ties and -inf included, and the task loss of those outputs."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -10,7 +12,7 @@ from skstruct.decoders import (
     MultilabelDecoder,
     MultilabelScores,
 )
-from skstruct.decoders import _oracles
+from skstruct.decoders import _engine_protocol, _oracles
 from skstruct.decoders._tabular_oracles import (
     multiclass_add_parts,
     multiclass_oracle,
@@ -106,7 +108,7 @@ def test_multiclass_oracle_matches_the_batched_decoder(loss_name, rescaling):
             n_classes = unary.shape[1]
             loss = MULTICLASS_LOSSES[loss_name](n_classes)
             compiled = decoder.compiled_oracle(loss, rescaling, y, np.arange(len(y) + 1))
-            assert compiled.code == _oracles.MULTICLASS and compiled.max_output == 1
+            assert compiled.code == _engine_protocol.MULTICLASS and compiled.max_output == 1
             outputs, deltas = _run(multiclass_oracle, compiled, unary, 1)
             got = np.concatenate(outputs)
             scores = MulticlassScores(unary)
@@ -197,7 +199,8 @@ def test_multilabel_oracle_matches_the_batched_decoder(loss_name, rescaling):
             offsets = np.arange(n_samples + 1) * n_labels
             # a multilabel batch has one output per example: its offsets count examples
             compiled = decoder.compiled_oracle(loss, rescaling, y, np.arange(n_samples + 1))
-            assert compiled.code == _oracles.MULTILABEL and compiled.max_output == n_labels
+            assert compiled.code == _engine_protocol.MULTILABEL
+            assert compiled.max_output == n_labels
             np.testing.assert_array_equal(compiled.y_offsets, offsets)
             np.testing.assert_array_equal(compiled.y, y.ravel())
             outputs, deltas = _run(multilabel_oracle, compiled, unary, n_labels)
@@ -272,6 +275,15 @@ def test_the_dispatcher_reaches_both_families():
                             yhat)
     assert yhat[0] == 2 and delta == 1.0
 
+
+
+def test_cache_indexes_that_name_the_oracle_by_the_dispatch_module_still_load():
+    # numba pickles the argument types of a cached kernel in its index file; an index
+    # that names the class by the dispatch module must unpickle to the same class
+    reference = pickle.dumps(_engine_protocol.CompiledOracle, protocol=0).replace(
+        b"skstruct.decoders._engine_protocol", b"skstruct.decoders._oracles")
+    assert b"skstruct.decoders._oracles" in reference
+    assert pickle.loads(reference) is _engine_protocol.CompiledOracle
 
 @pytest.mark.parametrize("n_labels", [1, 5, 8, 14, 17, 128, 129, 300, 1000])
 def test_gold_scores_are_summed_in_numpys_order(n_labels):

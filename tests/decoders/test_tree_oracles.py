@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from skstruct.decoders import TreeDecoder, TreeScores
-from skstruct.decoders import _oracles
+from skstruct.decoders import _engine_protocol, _oracles
 from skstruct.decoders import _tree_kernels as kernels
 from skstruct.decoders._tree_oracles import tree_add_parts, tree_oracle
 from skstruct.losses import HammingLoss, TaskLoss, ZeroOneLoss
@@ -103,7 +103,7 @@ def test_tree_oracle_matches_the_batched_decoder(decoder, loss_name):
             scores, rng = _batch(seed, kind)
             y = _gold_trees(decoder, scores, rng)
             compiled = decoder.compiled_oracle(loss, rescaling, y, scores.offsets)
-            assert compiled.code == _oracles.TREE
+            assert compiled.code == _engine_protocol.TREE
             assert compiled.max_output == scores.lengths.max()
             got, deltas = _run(compiled, scores)
             if loss is None:
