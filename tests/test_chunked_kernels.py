@@ -14,8 +14,7 @@ import pytest
 import scipy.sparse as sp
 
 from _chain_data import random_chain_scores
-from skstruct import StructuredSVM, _dependency_features
-from skstruct._dependency_features import ArcVectorizer
+from skstruct import StructuredSVM
 from skstruct.decoders import (
     MulticlassDecoder,
     MulticlassScores,
@@ -28,6 +27,7 @@ from skstruct.decoders._sparsemap_closed_forms import clip_sparsemap, sparsemax_
 from skstruct.features import _compiled, _sparse
 from skstruct.losses import FBetaLoss
 from skstruct.optim import _cutting_plane, _lbfgs
+from skstruct.preprocessing import ArcVectorizer, _arc_vectorizer
 from skstruct.utils import _chunks, _parallel
 
 pytestmark = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
@@ -208,13 +208,13 @@ def _column_dictionary(rng, monkeypatch):
 
 def _arc_features(rng, monkeypatch):
     calls = []
-    _spy(monkeypatch, _dependency_features, "_fill_features", calls)
+    _spy(monkeypatch, _arc_vectorizer, "_fill_features", calls)
     tags = np.array(["A", "B", "C", "D"])
     sentences = [(list(rng.choice(np.array(["x", "y", "z", "w", "v"]), size=n)),
                   list(rng.choice(tags, size=n))) for n in rng.integers(1, 12, size=60)]
     vectorizer = ArcVectorizer(min_word_count=1).fit(sentences)
     assert sum(len(w) ** 2 for w, _ in sentences) * 35 > 2 * \
-        _dependency_features._POSITIONS_PER_CHUNK  # _to_positions runs several chunks
+        _arc_vectorizer._POSITIONS_PER_CHUNK  # _to_positions runs several chunks
 
     def run():
         stacked, offsets = vectorizer.transform_stacked(sentences)

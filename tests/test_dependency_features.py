@@ -4,8 +4,9 @@ import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from skstruct._dependency_features import ARC_TEMPLATES, ArcVectorizer
 from skstruct.datasets._conllu import load_ud_english_ewt
+from skstruct.preprocessing import ArcVectorizer
+from skstruct.preprocessing._arc_vectorizer import ARC_TEMPLATES
 
 # ---------------------------------------------------------------------------------------
 # A slow reference: the feature strings of every arc, hashed as documented.
@@ -295,7 +296,7 @@ def test_dtype_and_empty_sentences():
 
 
 def test_list_output_is_built_in_batches(monkeypatch):
-    import skstruct._dependency_features as module
+    import skstruct.preprocessing._arc_vectorizer as module
 
     rng = np.random.default_rng(1)
     sentences = _random_sentences(rng, 25)
@@ -307,7 +308,7 @@ def test_list_output_is_built_in_batches(monkeypatch):
 
 
 def test_64_bit_indices_for_large_outputs(monkeypatch):
-    import skstruct._dependency_features as module
+    import skstruct.preprocessing._arc_vectorizer as module
 
     rng = np.random.default_rng(2)
     sentences = _random_sentences(rng, 10)

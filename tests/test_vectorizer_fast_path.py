@@ -1,11 +1,11 @@
 """SequenceVectorizer's table path gives exactly the matrices of the general path.
 
 ``SequenceVectorizer(backend="dict").transform`` looks every token's (key, value) pairs up
-in a column table at C level (``skstruct._vectorizing``) and assembles the per-sequence
-CSR blocks directly. These tests compare it, block by block and array by array (values,
-column indices, row pointers, dtypes, shapes), with the general per-item path
-(``SequenceVectorizer._lookup``) followed by scipy's constructor for every block, and with
-scikit-learn's DictVectorizer.
+in a column table at C level (``skstruct.preprocessing._vectorizing``) and assembles the
+per-sequence CSR blocks directly. These tests compare it, block by block and array by
+array (values, column indices, row pointers, dtypes, shapes), with the general per-item
+path (``SequenceVectorizer._lookup``) followed by scipy's constructor for every block, and
+with scikit-learn's DictVectorizer.
 """
 
 import pickle
@@ -18,9 +18,8 @@ import pytest
 import scipy.sparse as sp
 from sklearn.feature_extraction import DictVectorizer
 
-from skstruct import _vectorizing
 from skstruct.datasets import load_conll2000
-from skstruct.preprocessing import SequenceVectorizer, sentences_to_features
+from skstruct.preprocessing import SequenceVectorizer, _vectorizing, sentences_to_features
 
 
 def general_path(vectorizer, X):

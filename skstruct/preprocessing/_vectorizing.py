@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from .utils._sequences import SequenceBlocks
+from ..utils._sequences import SequenceBlocks
 
 __all__ = ["DROP", "MISS", "column_table", "lookup_csr", "split_rows"]
 

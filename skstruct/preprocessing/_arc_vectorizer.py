@@ -10,9 +10,9 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from .utils._chunks import weighted_chunks
-from .utils._parallel import dynamic_schedule, threads_for
-from .utils._trees import ArcFeatureBatch
+from ..utils._chunks import weighted_chunks
+from ..utils._parallel import dynamic_schedule, threads_for
+from ..utils._trees import ArcFeatureBatch
 
 __all__ = ["ARC_TEMPLATES", "ArcVectorizer"]
 
