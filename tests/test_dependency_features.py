@@ -1,3 +1,5 @@
+import pickle
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -378,3 +380,16 @@ def test_sklearn_clone_and_params():
     assert "ArcVectorizer(dtype=<class 'numpy.float32'>" in repr(vec)
     assert not hasattr(vec, "get_feature_names_out")
     assert vec.__sklearn_tags__().input_tags.two_d_array is False
+
+
+def test_pickles_that_name_the_former_module_still_load():
+    vec = ArcVectorizer(n_features=2**10).fit(TRAIN)
+    # Protocol 2 names a class by a text line "c<module>\n<name>\n": rename its module to
+    # skstruct._dependency_features, where the class was defined before.
+    data = pickle.dumps(vec, protocol=2)
+    here = f"c{ArcVectorizer.__module__}\nArcVectorizer\n".encode()
+    assert data.count(here) == 1
+    restored = pickle.loads(data.replace(here, b"cskstruct._dependency_features\nArcVectorizer\n"))
+    assert type(restored) is ArcVectorizer and restored.vocabulary_ == vec.vocabulary_
+    for x, y in zip(restored.transform(TRAIN), vec.transform(TRAIN), strict=True):
+        assert (x != y).nnz == 0
