@@ -20,6 +20,10 @@ from ._result import OptimizeResult
 __all__ = ["minimize_lbfgs", "minimize_lbfgsb"]
 
 
+class _StopEarly(Exception):
+    """Raised by the L-BFGS-B callback when :class:`Progress` asks to stop."""
+
+
 class _CachedObjective:
     """``fun(w) -> (value, grad)`` split into value and gradient calls, evaluated once per w."""
 
@@ -241,32 +245,41 @@ def minimize_lbfgsb(
     """
     objective = _CachedObjective(fun)
     progress = Progress(verbose, callback, printer, max_iter=max_iter)
+    stopped = []
 
     def after_iteration(intermediate_result):
-        w = intermediate_result.x
-        grad_norm = float(np.linalg.norm(objective.gradient(w)))
-        if progress.report(w, intermediate_result.fun, **{"|grad|": grad_norm}):
-            raise StopIteration
+        # scipy >= 1.11 passes an OptimizeResult, older versions the iterate itself; an
+        # early stop is an exception of our own, which both let through
+        w = getattr(intermediate_result, "x", intermediate_result)
+        value, gradient = objective.evaluate(w)
+        grad_norm = float(np.linalg.norm(gradient))
+        if progress.report(w, value, **{"|grad|": grad_norm}):
+            stopped.append(np.array(w, dtype=np.float64))
+            raise _StopEarly
 
-    result = minimize(
-        objective.evaluate,
-        np.asarray(w0, dtype=np.float64),
-        jac=True,
-        method="L-BFGS-B",
-        callback=after_iteration,
-        options=dict(
-            maxiter=max_iter,
-            maxfun=max(15000, 2 * max_iter),
-            gtol=tol,
-            ftol=tol * 1e-3,
-            maxcor=memory,
-        ),
-    )
+    try:
+        result = minimize(
+            objective.evaluate,
+            np.asarray(w0, dtype=np.float64),
+            jac=True,
+            method="L-BFGS-B",
+            callback=after_iteration,
+            options=dict(
+                maxiter=max_iter,
+                maxfun=max(15000, 2 * max_iter),
+                gtol=tol,
+                ftol=tol * 1e-3,
+                maxcor=memory,
+            ),
+        )
+        w, converged, message = result.x, result.status == 0, str(result.message)
+    except _StopEarly:
+        w, converged, message = stopped[-1], True, "stopped by the callback"
     return OptimizeResult(
-        w=result.x,
+        w=w,
         n_iter=progress.n_iter,
-        converged=result.status == 0 or "callback" in str(result.message),
+        converged=converged,
         objective_curve=progress.curve,
-        message=str(result.message),
+        message=message,
         n_evaluations=objective.n_evaluations,
     )

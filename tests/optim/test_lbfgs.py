@@ -36,10 +36,14 @@ def test_max_iter_and_callback_stop(solver, rng):
     fun, _ = _quadratic(rng)
     result = solver(fun, np.zeros(20), max_iter=3, tol=0)
     assert result.n_iter == 3 and not result.converged
-    seen = []
+    seen, iterates = [], []
     result = solver(fun, np.zeros(20), max_iter=100, tol=0,
-                    callback=lambda it, w, value: seen.append(value) or it == 2)
+                    callback=lambda it, w, value: (seen.append(value),
+                                                   iterates.append(w.copy()))[0] or it == 2)
     assert len(seen) == 2 and result.converged and result.n_iter == 2
+    # the iterate at which the callback stopped, whichever form scipy's callback takes
+    np.testing.assert_array_equal(result.w, iterates[-1])
+    assert result.objective_curve[-1] == seen[-1] == fun(result.w)[0]
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
