@@ -4,6 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
+from _factor_graph_data import LOGIC_KINDS, add_logic_factor, negated_block, satisfies_factors
 
 from skstruct.decoders import (
     FactorGraph,
@@ -13,30 +14,9 @@ from skstruct.decoders import (
     MulticlassScores,
 )
 
-ALL_KINDS = ("xor", "at_most_one", "or", "budget", "knapsack", "or_out")
-
 
 def _all_outputs(n_vars):
     return np.array(list(itertools.product((0, 1), repeat=n_vars)), dtype=np.int64)
-
-
-def _feasible_by_rule(graph_spec, y):
-    """Feasibility of one 0/1 vector from the plain definitions of the factors."""
-    for kind, ids, negated, extra in graph_spec:
-        x = [1 - y[i] if n else y[i] for i, n in zip(ids, negated)]
-        if kind == "xor" and sum(x) != 1:
-            return False
-        if kind == "at_most_one" and sum(x) > 1:
-            return False
-        if kind == "or" and sum(x) < 1:
-            return False
-        if kind == "budget" and sum(x) > extra:
-            return False
-        if kind == "knapsack" and sum(c * v for c, v in zip(extra[0], x)) > extra[1] + 1e-9:
-            return False
-        if kind == "or_out" and max(y[i] for i in ids[:-1]) != y[ids[-1]]:
-            return False
-    return True
 
 
 def _random_graph(rng, n_vars, n_factors, pairs=True):
@@ -45,45 +25,27 @@ def _random_graph(rng, n_vars, n_factors, pairs=True):
     v = graph.variables(n_vars)
     spec = []
     for _ in range(n_factors):
-        kind = ALL_KINDS[rng.integers(len(ALL_KINDS))]
+        kind = LOGIC_KINDS[rng.integers(len(LOGIC_KINDS))]
         size = int(rng.integers(2, min(4, n_vars) + 1))
         ids = rng.choice(n_vars, size=size, replace=False)
         negated = rng.random(size) < 0.3
-        block = v[ids]
-        block = Variables_negate(block, negated)
-        if kind == "xor":
-            graph.add_xor(block)
-            spec.append((kind, ids, negated, None))
-        elif kind == "at_most_one":
-            graph.add_at_most_one(block)
-            spec.append((kind, ids, negated, None))
-        elif kind == "or":
-            graph.add_or(block)
-            spec.append((kind, ids, negated, None))
-        elif kind == "budget":
-            budget = int(rng.integers(0, size))
-            graph.add_budget(block, budget)
-            spec.append((kind, ids, negated, budget))
-        elif kind == "knapsack":
-            costs = rng.uniform(0.5, 2.0, size)
-            graph.add_knapsack(block, costs, 1.7)
-            spec.append((kind, ids, negated, (costs, 1.7)))
-        else:
-            graph.add_or_out(v[ids[:-1]], v[ids[-1]])
+        if kind == "or_out":
+            add_logic_factor(graph, kind, v[ids])
             spec.append((kind, ids, np.zeros(size, bool), None))
+            continue
+        extra = None
+        if kind == "budget":
+            extra = int(rng.integers(0, size))
+        elif kind == "knapsack":
+            extra = (rng.uniform(0.5, 2.0, size), 1.7)
+        add_logic_factor(graph, kind, negated_block(v[ids], negated), extra)
+        spec.append((kind, ids, negated, extra))
     if pairs:
         first, second = np.triu_indices(n_vars, 1)
         keep = rng.random(first.shape[0]) < 0.5
         if keep.any():
             graph.add_pair(v[first[keep]], v[second[keep]])
     return graph, spec
-
-
-def Variables_negate(block, negated):
-    """The block with the entries of ``negated`` negated."""
-    out = block[:]
-    out.negated = block.negated ^ negated
-    return out
 
 
 # -- the declarative API ----------------------------------------------------------------
@@ -156,7 +118,7 @@ def test_feasible_follows_the_definitions_of_every_factor():
     for _ in range(25):
         graph, spec = _random_graph(rng, 5, 3, pairs=False)
         outputs = _all_outputs(5)
-        expected = np.array([_feasible_by_rule(spec, y) for y in outputs])
+        expected = np.array([satisfies_factors(spec, y) for y in outputs])
         np.testing.assert_array_equal(graph.feasible(outputs), expected)
         checked += expected.sum()
     assert checked > 0
@@ -216,7 +178,7 @@ def test_enumerated_map_is_the_best_feasible_output():
         outputs, theta = _enumerated(graph, scores)
         np.testing.assert_allclose(best, theta.max(axis=1))
         np.testing.assert_allclose(decoder.score_outputs(scores, labels), theta.max(axis=1))
-        assert all(_feasible_by_rule(spec, y) for y in labels)
+        assert all(satisfies_factors(spec, y) for y in labels)
 
 
 def _tree_graph(rng, n_vars):

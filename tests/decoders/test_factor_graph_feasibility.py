@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _factor_graph_data import LOGIC_KINDS, add_logic_factor, negated_block, satisfies_factors
 from sklearn.exceptions import ConvergenceWarning
 
 from skstruct import SparseMAPClassifier, StructuredPerceptron, StructuredSVM
@@ -18,38 +19,6 @@ from skstruct.decoders import (
     FactorGraphScores,
     InfeasibleOutputError,
 )
-
-LOGIC_KINDS = ("xor", "at_most_one", "or", "budget", "knapsack", "or_out")
-
-
-def _holds(spec, y):
-    """Whether the 0/1 vector ``y`` satisfies every factor of ``spec``, from the plain
-    definitions of the factors."""
-    for kind, ids, negated, extra in spec:
-        x = [1 - y[i] if n else y[i] for i, n in zip(ids, negated)]
-        total = sum(x)
-        if kind == "xor" and total != 1:
-            return False
-        if kind == "at_most_one" and total > 1:
-            return False
-        if kind == "or" and total < 1:
-            return False
-        if kind == "budget" and total > extra:
-            return False
-        if kind == "knapsack":
-            costs, budget = extra
-            if sum(c * v for c, v in zip(costs, x)) > budget + 1e-9:
-                return False
-        if kind == "or_out" and max(y[i] for i in ids[:-1]) != y[ids[-1]]:
-            return False
-    return True
-
-
-def _negated(block, negated):
-    out = block[:]
-    out.negated = block.negated ^ negated
-    return out
-
 
 def _random_graph(rng, n_vars, n_factors):
     """A graph with logic factors of every kind on overlapping random subsets (some
@@ -63,33 +32,20 @@ def _random_graph(rng, n_vars, n_factors):
         size = int(rng.integers(2, min(4, n_vars) + 1))
         ids = rng.choice(n_vars, size=size, replace=False)
         negated = (rng.random(size) < 0.3) if kind != "or_out" else np.zeros(size, bool)
-        block = _negated(v[ids], negated)
-        if kind == "xor":
-            graph.add_xor(block)
-            spec.append((kind, ids, negated, None))
-        elif kind == "at_most_one":
-            graph.add_at_most_one(block)
-            spec.append((kind, ids, negated, None))
-        elif kind == "or":
-            graph.add_or(block)
-            spec.append((kind, ids, negated, None))
-        elif kind == "budget":
-            budget = int(rng.integers(1, size))
-            graph.add_budget(block, budget)
-            spec.append((kind, ids, negated, budget))
+        block = negated_block(v[ids], negated)
+        extra = None
+        if kind == "budget":
+            extra = int(rng.integers(1, size))
         elif kind == "knapsack":
-            costs, budget = rng.uniform(0.5, 2.0, size), float(rng.uniform(0.5, 2.5))
-            graph.add_knapsack(block, costs, budget)
-            spec.append((kind, ids, negated, (costs, budget)))
-        else:
-            graph.add_or_out(v[ids[:-1]], v[ids[-1]])
-            spec.append((kind, ids, negated, None))
+            extra = (rng.uniform(0.5, 2.0, size), float(rng.uniform(0.5, 2.5)))
+        add_logic_factor(graph, kind, block, extra)
+        spec.append((kind, ids, negated, extra))
     first, second = np.triu_indices(n_vars, 1)
     keep = rng.random(first.shape[0]) < 0.3
     if keep.any():
         graph.add_pair(v[first[keep]], v[second[keep]])
     outputs = np.array(list(itertools.product((0, 1), repeat=n_vars)))
-    if not any(_holds(spec, y) for y in outputs):
+    if not any(satisfies_factors(spec, y) for y in outputs):
         return None, spec
     return graph, spec
 
@@ -114,7 +70,7 @@ def test_every_output_satisfies_the_factors_of_random_graphs(decision):
         decoder = FactorGraphDecoder(graph, decision=decision, max_iter=2000)
         labels = decoder.map(scores)
         assert labels.shape == (20, n_vars) and labels.dtype == np.int64
-        assert all(_holds(spec, y) for y in labels)
+        assert all(satisfies_factors(spec, y) for y in labels)
         assert graph.feasible(labels).all()
         u = (decoder.lp_map(scores).u if decision == "map"
              else decoder.sparsemap(scores).unary)
@@ -209,7 +165,7 @@ def _trap(n_free):
     variables; its feasible outputs set variables 0-3 to 0000 or 0101."""
     graph = FactorGraph()
     v = graph.variables(4 + n_free)
-    graph.add_or(_negated(v[[1, 2, 0]], np.array([True, False, True])))
+    graph.add_or(negated_block(v[[1, 2, 0]], np.array([True, False, True])))
     graph.add_budget(v[[2, 1]], 1)
     graph.add_or_out(v[[2, 3, 0]], v[1])
     graph.add_or_out(v[[0, 1]], v[3])
