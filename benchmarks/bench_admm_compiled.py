@@ -1,8 +1,8 @@
 """The batched LP-SparseMAP / LP-MAP ADMM: Python iteration loop against compiled loop.
 
-:func:`skstruct.decoders._admm.admm_batch` (one compiled kernel call per factor group and
+:func:`skstruct.decoders._factor_graph.admm.admm_batch` (one compiled kernel call per factor group and
 iteration, the loop and its bookkeeping in Python) against
-:func:`skstruct.decoders._admm_compiled.admm_batch_compiled` (the whole loop compiled),
+:func:`skstruct.decoders._factor_graph.admm_compiled.admm_batch_compiled` (the whole loop compiled),
 alternating in one process after a warm-up call of each (compilation excluded):
 
 - *one 159-label graph*: fully connected (12,561 PAIR factors, bibtex's label count),
@@ -35,8 +35,8 @@ import numba
 import numpy as np
 
 import skstruct
-from skstruct.decoders._admm import FlatFactorGraph, admm_batch
-from skstruct.decoders._admm_compiled import admm_batch_compiled
+from skstruct.decoders._factor_graph.admm import FlatFactorGraph, admm_batch
+from skstruct.decoders._factor_graph.admm_compiled import admm_batch_compiled
 
 from _report import code_version, command_line, format_time, machine_summary, record_run
 

@@ -113,7 +113,7 @@ def crf_objective(rng):
 
 
 def tree_eisner(rng):
-    """Reference (``_tree_kernels``)."""
+    """Reference (``_tree.kernels``)."""
     from skstruct.decoders import TreeDecoder, TreeScores
 
     lengths = rng.integers(5, 40, size=2000)
@@ -142,7 +142,7 @@ def count_loss_augmented_map(rng):
 
 
 def constrained_message_passing(rng):
-    from skstruct.decoders._constrained import best_with_statistic, statistic_table
+    from skstruct.decoders._chain.counting import best_with_statistic, statistic_table
     from skstruct.losses import FBetaLoss
 
     scores = _chain_scores(rng, 1000, 5, 5, 30)
@@ -162,7 +162,7 @@ def constrained_message_passing(rng):
 
 def sparsemax(rng):
     from skstruct.decoders import MulticlassDecoder, MulticlassScores
-    from skstruct.decoders._sparsemap_closed_forms import sparsemax_sparsemap
+    from skstruct.decoders._sparsemap.closed_forms import sparsemax_sparsemap
 
     scores = MulticlassScores(rng.normal(size=(200000, 26)))
     return ("200,000 examples, 26 classes",
@@ -171,7 +171,7 @@ def sparsemax(rng):
 
 def clip_staircase(rng):
     from skstruct.decoders import MultilabelDecoder, MultilabelScores
-    from skstruct.decoders._sparsemap_closed_forms import clip_sparsemap
+    from skstruct.decoders._sparsemap.closed_forms import clip_sparsemap
 
     scores = MultilabelScores(rng.normal(0.5, 0.5, size=(200000, 22)))
     coefficients = rng.random((200000, 23))

@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from skstruct.datasets import load_conll2000
-from skstruct.decoders import _chain_kernels as kernels
+from skstruct.decoders._chain import kernels
 from skstruct.utils._parallel import dynamic_schedule
 
 RESULTS = Path(__file__).parent / "results"

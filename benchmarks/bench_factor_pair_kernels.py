@@ -2,7 +2,7 @@
 
 The LP-SparseMAP multilabel model of bibtex has one PAIR (Ising) factor per label pair:
 159 · 158 / 2 = 12,561 factors, whose local QPs an ADMM iteration solves in one call of
-:func:`skstruct.decoders._factor_pair_kernels.pair_qp`. This times that call (weights
+:func:`skstruct.decoders._factor_graph.pair_kernels.pair_qp`. This times that call (weights
 w = 1/158 as LP-SparseMAP's degree corrections make them, scores of both signs with a/w
 and s/w of order 1, so that every piece of the closed form occurs) in a fresh process per variant and round (rounds alternating the variants), after a warm-up
 call (compilation excluded):
@@ -38,7 +38,11 @@ import numpy as np
 from numba import njit
 
 import skstruct
-from skstruct.decoders._factor_pair_kernels import FACTORS_PER_CHUNK, _pair_solve, pair_qp
+from skstruct.decoders._factor_graph.pair_kernels import (
+    FACTORS_PER_CHUNK,
+    _pair_solve,
+    pair_qp,
+)
 
 from _report import code_version, command_line, format_time, machine_summary, record_run
 

@@ -59,7 +59,11 @@ import numpy as np
 
 import skstruct
 from skstruct.decoders import BruteForceDecoder, ChainDecoder, ChainScores
-from skstruct.decoders._constrained import _loss_counters, best_with_statistic, statistic_table
+from skstruct.decoders._chain.counting import (
+    _loss_counters,
+    best_with_statistic,
+    statistic_table,
+)
 from skstruct.losses import FBetaLoss, HammingLoss, LabelCountLoss
 from skstruct.utils._parallel import MIN_WORK_PER_THREAD
 

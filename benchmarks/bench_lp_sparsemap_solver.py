@@ -37,8 +37,8 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from skstruct.decoders._admm import FlatFactorGraph
-from skstruct.decoders._admm_compiled import admm_batch_compiled
+from skstruct.decoders._factor_graph.admm import FlatFactorGraph
+from skstruct.decoders._factor_graph.admm_compiled import admm_batch_compiled
 
 RESULTS = Path(__file__).parent / "results"
 STEM = "lp_sparsemap_solver"

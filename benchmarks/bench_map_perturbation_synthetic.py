@@ -91,8 +91,8 @@ from skstruct.decoders import (
     TreeDecoder,
     TreeScores,
 )
-from skstruct.decoders._dag import enumerate_dags
-from skstruct.decoders._tree import enumerate_trees
+from skstruct.decoders._dag.decoder import enumerate_dags
+from skstruct.decoders._tree.decoder import enumerate_trees
 
 RESULTS = Path(__file__).parent / "results"
 STEM = "map_perturbation_synthetic"

@@ -4,11 +4,11 @@ Random chains of 17 states and 23 tokens (the UD English EWT tag set and about i
 sentence length), Hamming loss, margin rescaling. One compiled loop calls, for every
 example in turn, one of:
 
-- ``map``: the engine's loss-augmented Viterbi (``_oracles.oracle``) and the direction
+- ``map``: the engine's loss-augmented Viterbi (``_engine.dispatch.oracle``) and the direction
   a_ŷ − a_{y_i} (two ``add_parts``), what a BCFW or subgradient step asks;
 - ``entropy``: ``smoothed_oracle`` with entropy smoothing (μ = 1);
 - ``l2 K=5``: ``smoothed_oracle`` with ℓ2 smoothing over the 5 best labelings (μ = 1);
-- ``top_k_one K=5``: the list Viterbi alone (``_chain_kernels.top_k_one`` on the unary
+- ``top_k_one K=5``: the list Viterbi alone (``_chain.kernels.top_k_one`` on the unary
   scores), the bulk of the ℓ2 oracle.
 
 Times are per example: the best of 3 alternating rounds, each over all examples, after a
@@ -32,9 +32,10 @@ from _report import code_version, command_line, format_time, machine_summary
 
 import skstruct
 from skstruct.decoders import ChainDecoder
-from skstruct.decoders._chain_kernels import top_k_one
-from skstruct.decoders._oracles import add_parts, oracle
-from skstruct.decoders._smoothed_oracles import ENTROPY, L2, smoothed_oracle
+from skstruct.decoders._chain.kernels import top_k_one
+from skstruct.decoders._engine.dispatch import add_parts, oracle
+from skstruct.decoders._engine.dispatch import smoothed_oracle
+from skstruct.decoders._engine.smoothed import ENTROPY, L2
 from skstruct.losses import HammingLoss
 
 RESULTS = Path(__file__).parent / "results"

@@ -88,7 +88,7 @@ def child(args):
     import skstruct
     from skstruct import SparseMAPClassifier
     from skstruct.decoders import MultilabelDecoder, MultilabelScores
-    from skstruct.decoders import _sparsemap as module
+    from skstruct.decoders._sparsemap import sparsemap as module
 
     assert Path(skstruct.__file__).resolve().is_relative_to(Path(args.code).resolve())
     _watchdog(args.cap_gb * 2**30)

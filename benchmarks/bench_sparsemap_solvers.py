@@ -50,7 +50,7 @@ from scipy.optimize import nnls
 
 import skstruct
 from skstruct.decoders import sparsemap
-from skstruct.decoders._tree import TreeDecoder, TreeScores, enumerate_trees
+from skstruct.decoders._tree.decoder import TreeDecoder, TreeScores, enumerate_trees
 
 from _report import cpu_name, format_time, git_commit
 

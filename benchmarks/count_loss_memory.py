@@ -142,7 +142,7 @@ def _old_table_bytes(scores, y_true, loss):
 
 
 def _new_table_bytes(decoder, scores, y_true, loss):
-    from skstruct.decoders import _constrained
+    from skstruct.decoders._chain import counting as _constrained
 
     estimate = getattr(_constrained, "loss_table_memory", None)
     return None if estimate is None else int(estimate(scores, y_true, loss)[0])

@@ -11,7 +11,7 @@ from ._elastic_net import ELASTIC_NET_CONSTRAINTS, ElasticNetQuasiNewtonMixin
 from ._linear_model import LinearStructuredModel
 from ._structured_base import available_if_fitted_kind
 from .decoders import Decoder, MultilabelDecoder
-from .decoders._base import keeps_operations
+from .decoders._core.checks import keeps_operations
 from .losses import CRFLoss, TaskLoss
 from .optim import solver_names
 from .utils._sequences import check_sequences

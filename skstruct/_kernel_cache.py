@@ -25,6 +25,10 @@ into the user's cache. numba checks the copied entries exactly as the originals 
 version, a stamp of the source file, the CPU, the bytecode), so a copy that does not
 match is ignored and the kernel compiles as without it.
 
+An index that cannot be read back (it names a class that has since moved, or it is
+truncated) counts as a miss for skstruct's kernels: the kernel compiles again and its
+index is rewritten, where numba alone would raise.
+
 ``SKSTRUCT_IN_TREE_KERNEL_CACHE=1`` turns the locator off (numba's own locators apply):
 the build hook sets it to fill the package's ``__pycache__`` directories.
 See doc/developers/compile_time.rst.
@@ -32,6 +36,7 @@ See doc/developers/compile_time.rst.
 
 import atexit
 import os
+import pickle
 import shutil
 import sys
 import tempfile
@@ -162,15 +167,41 @@ def _cache_impl_class():
     return getattr(caching, "CacheImpl", None) or caching._CacheImpl
 
 
+def _ours(index_path):
+    """Whether a cache index belongs to one of skstruct's kernels."""
+    roots = [PACKAGE_DIR, kernel_cache_dir()] + ([_private_dir] if _private_dir else [])
+    path = os.path.abspath(index_path)
+    return any(os.path.commonpath([path, os.path.abspath(root)]) == os.path.abspath(root)
+               for root in roots)
+
+
+def _tolerant(load_index):
+    """numba's index loader, reading an index it cannot unpickle as empty for our kernels."""
+    def _load_index(self):
+        try:
+            return load_index(self)
+        except (AttributeError, ImportError, EOFError, pickle.UnpicklingError):
+            if not _ours(self._index_path):
+                raise
+            return {}
+
+    _load_index.skstruct_tolerant = True
+    return _load_index
+
+
 def register():
     """Put :class:`KernelCacheLocator` first among numba's cache locators (idempotent).
 
     Must run before skstruct's kernels are defined: numba picks a kernel's locator when
     the ``@njit(cache=True)`` decorator runs. ``skstruct/__init__.py`` calls it first.
+    Also makes an unreadable index of skstruct's kernels a cache miss (module docstring).
     """
     locators = _cache_impl_class()._locator_classes
     if KernelCacheLocator not in locators:
         locators.insert(0, KernelCacheLocator)
+    index_file = caching.IndexDataCacheFile
+    if not getattr(index_file._load_index, "skstruct_tolerant", False):
+        index_file._load_index = _tolerant(index_file._load_index)
 
 
 register()

@@ -9,7 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._structured_base import StructuredEstimator
 from .decoders import check_capability
-from .decoders._base import check_k
+from .decoders._core.checks import check_k
 from .features import decoder_feature_map
 from .optim import RegularizedRisk, run_solver
 

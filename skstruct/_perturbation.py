@@ -11,8 +11,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._linear_model import LinearStructuredModel
 from .decoders import Decoder
-from .decoders._best_neighbour import best_neighbour_by_scan
-from .decoders._unary import PartsArithmetic
+from .decoders._core.best_neighbour import best_neighbour_by_scan
+from .decoders._core.unary import PartsArithmetic
 from .optim._result import OptimizeResult
 from .utils._parallel import n_jobs_threads
 from .utils._params import N_JOBS_CONSTRAINT
@@ -616,7 +616,7 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         score is at least the start's, else at the start. A decoder with a
         ``best_neighbour(scores, start, k, start_scores=None)`` method answers the scan
         directly (chains: a compiled O(L S) kernel for k = 1); otherwise the neighbours
-        are listed and scored (:func:`~skstruct.decoders._best_neighbour.
+        are listed and scored (:func:`~skstruct.decoders._core.best_neighbour.
         best_neighbour_by_scan`).
         """
         m = offsets.shape[0] - 1

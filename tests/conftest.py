@@ -6,6 +6,7 @@ import pytest
 import sklearn
 from hypothesis import settings
 
+from skstruct.decoders._core import registry as _family_registry
 from skstruct.optim import _registry as _solver_registry
 from skstruct.outputs import _base as _output_kinds
 
@@ -48,6 +49,8 @@ _GLOBAL_STATE = {
                             lambda r: _restore_registry(_solver_registry, r)),
     "the output-kind registry": (lambda: _read_registry(_output_kinds),
                                  lambda r: _restore_registry(_output_kinds, r)),
+    "the decoder-family registry": (lambda: _read_registry(_family_registry),
+                                    lambda r: _restore_registry(_family_registry, r)),
     "numba's thread count": (numba.get_num_threads, numba.set_num_threads),
     "os.environ": (_read_environ, _restore_environ),
     "scikit-learn's config": (sklearn.get_config, lambda r: sklearn.set_config(**r)),

@@ -21,9 +21,13 @@ from skstruct.decoders import (
     MultilabelDecoder,
     MultilabelScores,
 )
-from skstruct.decoders import _constrained, _constrained_kernels, _independent_kernels
-from skstruct.decoders import _sparsemap_closed_form_kernels as closed_form_kernels
-from skstruct.decoders._sparsemap_closed_forms import clip_sparsemap, sparsemax_sparsemap
+from skstruct.decoders._chain import (
+    counting as _constrained,
+    counting_kernels as _constrained_kernels,
+)
+from skstruct.decoders._tabular import kernels as _independent_kernels
+from skstruct.decoders._sparsemap import closed_form_kernels
+from skstruct.decoders._sparsemap.closed_forms import clip_sparsemap, sparsemax_sparsemap
 from skstruct.features import _compiled, _sparse
 from skstruct.losses import FBetaLoss
 from skstruct.optim import _cutting_plane, _lbfgs

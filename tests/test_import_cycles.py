@@ -318,11 +318,12 @@ def test_every_dynamic_import_names_its_module():
 def test_the_walk_sees_function_level_and_relative_imports():
     graph = import_graph()
     # relative, at module level
-    assert "skstruct.decoders._base" in graph["skstruct.decoders._chain"]
+    assert "skstruct.decoders._core.decoder" in graph["skstruct.decoders._chain.decoder"]
     # through the package: importing a submodule of another package runs its __init__
-    assert "skstruct.losses" in graph["skstruct.decoders._base"]
+    assert "skstruct.losses" in graph["skstruct.decoders._core.decoder"]
     # inside a function
-    assert "skstruct.decoders._sparsemap" in graph["skstruct.decoders._base"]
+    assert ("skstruct.decoders._sparsemap.sparsemap"
+            in graph["skstruct.decoders._core.decoder"])
 
 
 def test_a_cycle_is_found_and_printed():
@@ -340,27 +341,28 @@ import importlib
 from importlib import import_module as load
 
 __import__("skstruct.losses")
-importlib.import_module("._chain_kernels", package=__package__)
-load(f"{__package__}._tree_kernels")
+importlib.import_module(".kernels", package=__package__)
+load(f"{__package__}.oracle")
 importlib.import_module("..utils", "skstruct.decoders")
 importlib.import_module("numpy")
 
 
 def later(name):
-    __import__("skstruct.decoders", fromlist=["_unary", "Decoder"])
-    __import__("_sampling", globals(), None, (), 1)
+    __import__("skstruct.decoders._core", fromlist=["unary", "Decoder"])
+    __import__("constraints", globals(), None, (), 1)
     __import__(__name__ + "_kernels")
     importlib.import_module(name)
     __import__(f"{__package__}.{name}")
 """
-    found, unreadable = _read_imports("skstruct.decoders._chain", _module_names(), source)
+    found, unreadable = _read_imports("skstruct.decoders._chain.counting", _module_names(),
+                                      source)
     assert sorted(found) == [
-        ("skstruct.decoders", 12),
-        ("skstruct.decoders._chain_kernels", 5),
-        ("skstruct.decoders._chain_kernels", 14),
-        ("skstruct.decoders._sampling", 13),
-        ("skstruct.decoders._tree_kernels", 6),
-        ("skstruct.decoders._unary", 12),
+        ("skstruct.decoders._chain.constraints", 13),
+        ("skstruct.decoders._chain.counting_kernels", 14),
+        ("skstruct.decoders._chain.kernels", 5),
+        ("skstruct.decoders._chain.oracle", 6),
+        ("skstruct.decoders._core", 12),
+        ("skstruct.decoders._core.unary", 12),
         ("skstruct.losses", 4),
         ("skstruct.utils", 7),
     ]
@@ -369,9 +371,9 @@ def later(name):
 
 def test_a_cycle_through_a_dynamic_import_is_found():
     graph = import_graph(sources={
-        "skstruct.decoders._relaxed":
-            'import importlib\nimportlib.import_module("._best_neighbour", __package__)\n',
-        "skstruct.decoders._best_neighbour": "from . import _relaxed\n",
+        "skstruct.decoders._factor_graph.relaxed":
+            'import importlib\nimportlib.import_module(".._core.best_neighbour", __package__)\n',
+        "skstruct.decoders._core.best_neighbour": "from .._factor_graph import relaxed\n",
     })
-    assert ["skstruct.decoders._best_neighbour", "skstruct.decoders._relaxed",
-            "skstruct.decoders._best_neighbour"] in find_cycles(graph)
+    assert ["skstruct.decoders._core.best_neighbour", "skstruct.decoders._factor_graph.relaxed",
+            "skstruct.decoders._core.best_neighbour"] in find_cycles(graph)

@@ -8,7 +8,7 @@ import pytest
 
 from skstruct import StructuredSVM
 from skstruct.decoders import FactorGraph, FactorGraphDecoder, FactorGraphScores
-from skstruct.decoders._relaxed import RelaxedOutputs, relaxed_task_loss
+from skstruct.decoders._factor_graph.relaxed import RelaxedOutputs, relaxed_task_loss
 from skstruct.losses import HammingLoss, StructuredHingeLoss
 from skstruct.optim import _cutting_plane
 

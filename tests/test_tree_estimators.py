@@ -9,7 +9,7 @@ from sklearn.model_selection import cross_validate
 from skstruct import CRF, SparseMAPClassifier, StructuredSVM
 from skstruct.datasets import load_ud_english_ewt
 from skstruct.decoders import ChainDecoder, TreeDecoder, states_to_heads
-from skstruct.decoders._tree import enumerate_trees
+from skstruct.decoders._tree.decoder import enumerate_trees
 from skstruct.preprocessing import ArcVectorizer
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

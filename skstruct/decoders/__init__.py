@@ -15,33 +15,52 @@ Every operation of a built-in decoder checks that it was given a container it re
 (``score_types``: a ``TypeError`` otherwise), that ``k`` is an integer >= 1 and that a
 task loss is a :class:`~skstruct.losses.TaskLoss` or the name of one; decoders validate
 their hyper-parameters at their first operation after a change.
+
+Each family is a private sub-package (``_chain``, ``_tree``, ``_tabular``, ``_dag``,
+``_matching``, ``_factor_graph``) that registers itself
+(:mod:`skstruct.decoders._core.registry`); ``_core`` holds what they share, ``_sparsemap``
+the generic SparseMAP solvers, ``_engine`` the compiled dispatchers and ``_reference`` the
+brute-force decoder. See the architecture page of the developers' guide.
 """
 
-from ._base import Decoder, InfeasibleOutputError, check_capability
-from ._brute_force import BruteForceDecoder
-from ._chain import ChainDecoder, ChainParts, ChainScores, chain_parts
-from ._chain_constraints import ChainConstraints
-from ._constrained import TableMemoryError
-from ._dag import DAGDecoder, DAGParts, DAGScores
-from ._factor_graph import FactorGraph, Variables
-from ._factor_graph_decoder import (
+from ._chain import registration as _chain_registration  # noqa: F401
+from ._core.checks import InfeasibleOutputError, check_capability
+from ._core.decoder import Decoder
+from ._dag import registration as _dag_registration  # noqa: F401
+from ._matching import registration as _matching_registration  # noqa: F401
+from ._reference.brute_force import BruteForceDecoder
+from ._tabular import registration as _tabular_registration  # noqa: F401
+from ._tree import registration as _tree_registration  # noqa: F401
+from ._chain.decoder import ChainDecoder, ChainParts, ChainScores, chain_parts
+from ._chain.constraints import ChainConstraints
+from ._core.statistic_table import TableMemoryError
+from ._dag.decoder import DAGDecoder, DAGParts, DAGScores
+from ._factor_graph.graph import FactorGraph, Variables
+from ._factor_graph.decoder import (
     FactorGraphDecoder,
     FactorGraphParts,
     FactorGraphScores,
     LPSparseMAPResult,
 )
-from ._multiclass import MulticlassDecoder, MulticlassParts, MulticlassScores
-from ._matching import MatchingDecoder, MatchingParts, MatchingScores, matching_parts
-from ._multilabel import MultilabelDecoder, MultilabelParts, MultilabelScores
-from ._subset import SubsetDecoder
-from ._sparsemap import (
+from ._tabular.multiclass import MulticlassDecoder, MulticlassParts, MulticlassScores
+from ._matching.decoder import MatchingDecoder, MatchingParts, MatchingScores, matching_parts
+from ._tabular.multilabel import MultilabelDecoder, MultilabelParts, MultilabelScores
+from ._tabular.subset import SubsetDecoder
+from ._sparsemap.sparsemap import (
     SparseMAPResult,
     active_set_sparsemap,
     clip_sparsemap,
     sparsemap,
     sparsemax_sparsemap,
 )
-from ._tree import TreeDecoder, TreeParts, TreeScores, heads_to_states, states_to_heads, tree_parts
+from ._tree.decoder import (
+    TreeDecoder,
+    TreeParts,
+    TreeScores,
+    heads_to_states,
+    states_to_heads,
+    tree_parts,
+)
 
 __all__ = [
     "BruteForceDecoder",

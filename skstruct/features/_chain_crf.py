@@ -40,8 +40,8 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 
-from ..decoders._chain import CONSTRAINED_UNARY_SPREAD, _finite_spread
-from ..decoders._chain_kernels import (
+from ..decoders._chain.decoder import CONSTRAINED_UNARY_SPREAD, _finite_spread
+from ..decoders._chain.kernels import (
     BLOCK,
     SCALED_RANGE_LIMIT,
     padded_width,
@@ -53,7 +53,7 @@ from ..utils._parallel import chunk_count, dynamic_schedule, threads_for, token_
 __all__ = ["ChainCRFObjective"]
 
 _NJIT = dict(cache=True, nogil=True)
-# Fused multiply-adds only (see ``_chain_kernels``): the block sums stay in registers.
+# Fused multiply-adds only (see ``_chain.kernels``): the block sums stay in registers.
 _CONTRACT = {"contract"}
 
 #: Most lanes of the transposed product, and the most memory their copies of ∇_W take.

@@ -3,9 +3,9 @@
 import numpy as np
 import scipy.sparse as sp
 
-from ..decoders._base import keeps_operations
-from ..decoders._chain import ChainDecoder, ChainScores
-from ..decoders._chain_constraints import resolve_constraints
+from ..decoders._core.checks import keeps_operations
+from ..decoders._chain.decoder import ChainDecoder, ChainScores
+from ..decoders._chain.constraints import resolve_constraints
 from ..losses._training import CRFLoss
 from ._chain_crf import ChainCRFObjective
 from ._compiled import compiled_rows

@@ -246,7 +246,7 @@ class _PairwiseConstraints:
     matrix for the batch); the plane X^T D (D = c_i (y_i − ŷ_i) on the rows that
     differ) and Σ_i c_i (y_a y_b − ŷ_a ŷ_b) for the couplings; with the decoder's
     ``loss_augmented="relaxed"``, ŷ is the fractional LP solution (u, v) and v takes the
-    place of ŷ_a ŷ_b (:mod:`skstruct.decoders._relaxed`). With LP-MAP (ADMM), every
+    place of ŷ_a ŷ_b (:mod:`skstruct.decoders._factor_graph.relaxed`). With LP-MAP (ADMM), every
     decoder call starts from the ADMM state of the previous one (the same examples at
     the previous w): its solution is the same to the ADMM's tolerance, in fewer
     iterations.

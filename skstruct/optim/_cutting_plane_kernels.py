@@ -16,7 +16,7 @@ added through the nonzero entries of a_ŷ − a_{y_i} only (rows where ŷ agrees
 gold output contribute nothing), in example order after the parallel part, so that the
 plane is the same for every number of threads. The feature map and the oracle come in the engine's
 compiled forms (:class:`~skstruct.features.CompiledFeatures`,
-:class:`~skstruct.decoders._engine_protocol.CompiledOracle`) and the per-example pieces
+:class:`~skstruct.decoders._core.engine_protocol.CompiledOracle`) and the per-example pieces
 are the engine's (:mod:`skstruct.optim._engine_kernels`).
 """
 

@@ -8,7 +8,7 @@ pass runs in one compiled call (``_engine_kernels.py``).
 Nothing in this module knows a decoder or a feature map by its type. The feature map
 offers ``compiled_features(batch)`` (a :class:`~skstruct.features.CompiledFeatures`) and
 the decoder offers ``compiled_oracle(task_loss, rescaling, y, y_offsets)`` (a
-:class:`~skstruct.decoders._engine_protocol.CompiledOracle`); :func:`compiled_problem`
+:class:`~skstruct.decoders._core.engine_protocol.CompiledOracle`); :func:`compiled_problem`
 asks both and returns None when either has nothing to offer, and the solver then runs its
 Python loop. The training loss is read by its math: the structured perceptron loss is
 plain MAP, the structured hinge has a task loss and a rescaling.

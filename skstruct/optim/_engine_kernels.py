@@ -2,8 +2,8 @@
 
 Every kernel reads the feature rows of an example from the CSR arrays of a
 :class:`~skstruct.features.CompiledFeatures` (``feats``) and asks the decoder's oracle
-for its output through the dispatchers of :mod:`skstruct.decoders._oracles` (``orc`` is a
-:class:`~skstruct.decoders._engine_protocol.CompiledOracle`). w is passed as views of its
+for its output through the dispatchers of :mod:`skstruct.decoders._engine.dispatch` (``orc`` is a
+:class:`~skstruct.decoders._core.engine_protocol.CompiledOracle`). w is passed as views of its
 blocks, ``W`` (n_features, K), ``b`` (K, or empty) and ``pair`` (n_pair,), so that updates
 write into w itself. W is the engine's: when the features have a column dictionary, its rows
 are in ``feats.column_order`` (frequent columns first) and every kernel reads and writes
@@ -28,7 +28,7 @@ Buffers are allocated once per pass, never per example.
 import numpy as np
 from numba import njit, prange
 
-from ..decoders._oracles import add_parts, oracle
+from ..decoders._engine.dispatch import add_parts, oracle
 
 __all__ = ["bcfw_pass", "hinge_values", "perceptron_pass", "score_example",
            "subgradient_pass"]

@@ -21,7 +21,7 @@ GRADIENT_CHUNKS = 8
 
 def _supports(oracle, smoothing):
     try:
-        from ..decoders._smoothed_oracles import supports_smoothed
+        from ..decoders._engine.smoothed import supports_smoothed
     except ImportError:
         return False
     return bool(supports_smoothed(oracle, smoothing))

@@ -3,7 +3,7 @@
 The smoothed loss of example i is f_i(w) = h_μ(A_iᵀ w) with h_μ the entropy or ℓ2 (top-K)
 smoothing of max_y [θ_y + Δ(y_i, y)] − θ_{y_i}; its gradient is A_iᵀ d_i with d_i the
 part-space vector E_q[a_y] − a_{y_i} that the smoothed oracle
-(:func:`skstruct.decoders._smoothed_oracles.smoothed_oracle`) writes. An epoch minimizes
+(:func:`skstruct.decoders._engine.smoothed.smoothed_oracle`) writes. An epoch minimizes
 
 .. math::
 
@@ -46,7 +46,7 @@ from numba import njit, prange
 from ._engine_kernels import _buffers, _local_buffer, _score, _sparse_update
 
 try:  # the compiled smoothed oracles (decoders)
-    from ..decoders._smoothed_oracles import smoothed_oracle
+    from ..decoders._engine.dispatch import smoothed_oracle
 except ImportError:  # pragma: no cover - only while the decoders lack them
     @njit(cache=True, nogil=True)
     def smoothed_oracle(code, smoothing, mu, top_k, unary, pair, y_i, costs_i, ints,

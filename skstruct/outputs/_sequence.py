@@ -4,7 +4,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..decoders import ChainDecoder
-from ..decoders._constrained import check_training_table_memory
+from ..decoders._chain.counting import check_training_table_memory
 from ..features import LinearChainFeatures
 from ..metrics import token_accuracy
 from ..utils._sequences import check_sequence_feature_names, check_sequences, split_sequences

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import LinearConstraint, minimize, nnls
 
-from skstruct.decoders import _factor_linear_kernels as lin
-from skstruct.decoders import _factor_pair_kernels as pk
-from skstruct.decoders._admm import FlatFactorGraph, admm_backward, admm_sparsemap
+from skstruct.decoders._factor_graph import linear_kernels as lin
+from skstruct.decoders._factor_graph import pair_kernels as pk
+from skstruct.decoders._factor_graph.admm import FlatFactorGraph, admm_backward, admm_sparsemap
 
 TIGHT = dict(tol=1e-12, max_iter=50000)
 

@@ -4,10 +4,16 @@ the single-graph solver example by example), warm starts, the batched backward p
 import numpy as np
 import pytest
 
-from skstruct.decoders import _factor_linear_kernels as lin
-from skstruct.decoders._admm import (BatchADMMResult, FlatFactorGraph, admm_backward,
-                                     admm_batch, admm_batch_backward, admm_sparsemap)
-from skstruct.decoders._factor_groups import factor_groups
+from skstruct.decoders._factor_graph import linear_kernels as lin
+from skstruct.decoders._factor_graph.admm import (
+    BatchADMMResult,
+    FlatFactorGraph,
+    admm_backward,
+    admm_batch,
+    admm_batch_backward,
+    admm_sparsemap,
+)
+from skstruct.decoders._factor_graph.groups import factor_groups
 
 from test_admm import build_graph
 

@@ -11,10 +11,10 @@ import textwrap
 import numpy as np
 import pytest
 
-from skstruct.decoders import _admm_compiled
-from skstruct.decoders import _factor_linear_kernels as lin
-from skstruct.decoders._admm import BatchADMMResult, FlatFactorGraph, admm_batch
-from skstruct.decoders._admm_compiled import admm_batch_compiled
+from skstruct.decoders._factor_graph import admm_compiled as _admm_compiled
+from skstruct.decoders._factor_graph import linear_kernels as lin
+from skstruct.decoders._factor_graph.admm import BatchADMMResult, FlatFactorGraph, admm_batch
+from skstruct.decoders._factor_graph.admm_compiled import admm_batch_compiled
 
 from test_admm import build_graph
 
@@ -142,8 +142,8 @@ def test_rejects_bad_arguments():
 _CHILD = textwrap.dedent("""
     import json, sys
     import numpy as np
-    from skstruct.decoders import _admm_compiled
-    from skstruct.decoders._admm import FlatFactorGraph
+    from skstruct.decoders._factor_graph import admm_compiled as _admm_compiled
+    from skstruct.decoders._factor_graph.admm import FlatFactorGraph
 
     graph, eta_u, eta_pair = {problem}
     result = _admm_compiled.admm_batch_compiled(graph, eta_u, eta_pair)

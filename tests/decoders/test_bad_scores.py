@@ -36,8 +36,8 @@ from skstruct.decoders import (
     TreeScores,
     chain_parts,
 )
-from skstruct.decoders import _chain_kernels as chain_kernels
-from skstruct.decoders._tree import enumerate_trees
+from skstruct.decoders._chain import kernels as chain_kernels
+from skstruct.decoders._tree.decoder import enumerate_trees
 from skstruct.losses import HammingLoss, ZeroOneLoss
 
 brute = BruteForceDecoder()

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from skstruct.decoders import ChainDecoder, ChainScores
-from skstruct.decoders._best_neighbour import best_neighbour_by_scan
+from skstruct.decoders._core.best_neighbour import best_neighbour_by_scan
 
 
 def _random_chains(rng, integer, rate=0.2):

@@ -20,7 +20,7 @@ from skstruct.decoders import (
     ChainScores,
     InfeasibleOutputError,
 )
-from skstruct.decoders._chain_oracle import chain_oracle, compiled_chain_oracle
+from skstruct.decoders._chain.oracle import chain_oracle, compiled_chain_oracle
 from skstruct.losses import (
     FBetaLoss,
     HammingLoss,
@@ -191,9 +191,13 @@ def test_constrained_smoothed_oracles_equal_the_masked_scores(smoothing, top_k, 
     """The smoothed oracles (SVRG, Casimir) read the constraints: the value and gradient
     equal those of the unconstrained oracle on the scores with forbidden parts at -inf,
     and the gradient of a forbidden part is 0."""
-    from skstruct.decoders._engine_protocol import CHAIN
-    from skstruct.decoders._smoothed_oracles import (
-        ENTROPY, L2, smoothed_oracle, supports_smoothed)
+    from skstruct.decoders._core.engine_protocol import CHAIN
+    from skstruct.decoders._engine.smoothed import (
+        ENTROPY,
+        L2,
+        smoothed_oracle,
+        supports_smoothed,
+    )
 
     c = ChainConstraints.from_tags(["B-X", "I-X", "B-Y", "I-Y", "O"])
     rng = np.random.default_rng(3)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from skstruct.decoders._chain_kernels import (
+from skstruct.decoders._chain.kernels import (
     _EXP_FLOOR,
     COLUMN_STATES,
     _exp_nonpositive,

@@ -6,8 +6,8 @@ import pytest
 from scipy.special import logsumexp
 
 from skstruct.decoders import ChainConstraints, ChainDecoder, ChainScores
-from skstruct.decoders import _chain_kernels as kernels
-from skstruct.decoders._base import InfeasibleOutputError
+from skstruct.decoders._chain import kernels
+from skstruct.decoders._core.checks import InfeasibleOutputError
 
 SCALED = ChainDecoder(log_space=False)
 LOG = ChainDecoder(log_space=True)

@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from _chain_data import chain_instances
 from skstruct.decoders import BruteForceDecoder, ChainDecoder
-from skstruct.decoders._constrained import (
+from skstruct.decoders._chain.counting import (
     best_with_statistic,
     loss_augmented_map_by_statistic,
     statistic_table,

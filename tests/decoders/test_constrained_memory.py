@@ -12,11 +12,13 @@ from sklearn.utils._param_validation import InvalidParameterError
 from _chain_data import chain_instances, random_chain_scores
 from skstruct import StructuredSVM
 from skstruct.decoders import ChainDecoder
-from skstruct.decoders._constrained import (
+from skstruct.decoders._core.statistic_table import (
     DEFAULT_MAX_TABLE_MEMORY,
     TableMemoryError,
-    _Counters,
     _format_bytes,
+)
+from skstruct.decoders._chain.counting import (
+    _Counters,
     _loss_counters,
     _threads,
     loss_table_memory,
@@ -210,7 +212,7 @@ def test_the_bound_is_below_the_reachable_boxes_for_f1(rng):
 def test_a_failed_allocation_in_the_parallel_loop_is_an_error(rng, monkeypatch):
     """numba loses exceptions raised in a parallel loop: the kernels report which
     sequences finished, and a missing one is a TableMemoryError, not garbage labels."""
-    from skstruct.decoders import _constrained
+    from skstruct.decoders._chain import counting as _constrained
 
     scores, y_true = _batch(rng, [5, 6])
     real = _constrained.kernels.best_with_statistic
@@ -228,7 +230,7 @@ def test_a_failed_allocation_in_the_parallel_loop_is_an_error(rng, monkeypatch):
 def test_a_memory_error_reported_as_system_error_is_named(rng, monkeypatch):
     """numba may also report a failed allocation in a parallel loop as a chain of
     SystemError; one caused by a MemoryError becomes a TableMemoryError, others pass."""
-    from skstruct.decoders import _constrained
+    from skstruct.decoders._chain import counting as _constrained
 
     scores, y_true = _batch(rng, [5, 9])
 

@@ -7,7 +7,7 @@ from scipy.special import logsumexp
 from scipy.stats import chisquare
 
 from skstruct.decoders import DAGDecoder, DAGParts, DAGScores
-from skstruct.decoders._dag import enumerate_dags
+from skstruct.decoders._dag.decoder import enumerate_dags
 from skstruct.losses import HammingLoss, ZeroOneLoss
 
 
@@ -214,7 +214,7 @@ def test_bad_inputs():
 def test_compiled_validation_accepts_exactly_the_dags(max_parents):
     """first_violation (the compiled check of every DAG input) passes exactly the 0/1
     matrices of the brute-force enumeration, and names the first bad example of a batch."""
-    from skstruct.decoders import _dag_kernels as kernels
+    from skstruct.decoders._dag import kernels
     n = 4
     dags = {a.tobytes() for a in _all_dags(n, max_parents)}
     off = ~np.eye(n, dtype=bool)

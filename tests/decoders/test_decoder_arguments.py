@@ -9,7 +9,6 @@ from skstruct.decoders import (
     BruteForceDecoder,
     ChainDecoder,
     ChainScores,
-    MatchingDecoder,
     MatchingScores,
     MulticlassDecoder,
     MulticlassScores,
@@ -18,7 +17,8 @@ from skstruct.decoders import (
     TreeDecoder,
     TreeScores,
 )
-from skstruct.decoders._base import check_k, check_offsets
+from _families import family_names, instance, other_scores
+from skstruct.decoders._core.checks import check_k, check_offsets
 from skstruct.losses import HammingLoss, TaskLoss
 
 
@@ -32,23 +32,10 @@ def _chain(n_tokens=4, n_states=3, offsets=None):
 
 def _family(kind):
     """(decoder, scores, gold outputs) of one family, tiny."""
-    rng = np.random.default_rng(1)
-    if kind == "chain":
-        return ChainDecoder(), _chain(), np.array([0, 1, 2, 0])
-    if kind == "multiclass":
-        return MulticlassDecoder(), MulticlassScores(rng.normal(size=(3, 4))), np.array([0, 1, 3])
-    if kind == "multilabel":
-        return (MultilabelDecoder(), MultilabelScores(rng.normal(size=(2, 3))),
-                np.array([[1, 0, 1], [0, 0, 1]]))
-    if kind == "tree":
-        return TreeDecoder(), TreeScores.from_blocks([rng.normal(size=(3, 3))]), np.array([1, 1, 1])
-    return (MatchingDecoder(), MatchingScores.from_blocks([rng.normal(size=(2, 3))]),
-            np.array([0, 2]))
+    return instance(kind, np.random.default_rng(1), n_examples=2)
 
 
-KINDS = ["chain", "multiclass", "multilabel", "tree", "matching"]
-OTHER = {"chain": "multiclass", "multiclass": "chain", "multilabel": "chain",
-         "tree": "matching", "matching": "chain"}
+KINDS = family_names()
 
 
 def _operations(decoder, scores, y):
@@ -77,7 +64,7 @@ def _operations(decoder, scores, y):
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_operation_rejects_a_container_of_another_family_with_a_type_error(kind):
     decoder, scores, y = _family(kind)
-    other = _family(OTHER[kind])[1]
+    other = other_scores(scores)
     expected = type(scores).__name__
     for name, operation in _operations(decoder, scores, y).items():
         operation(scores)  # the right container works
@@ -110,7 +97,7 @@ def test_user_decoders_and_user_containers_are_not_restricted():
     assert Mine().map(Custom())[0] == 1
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", family_names(enumerated=True))
 def test_brute_force_reads_every_family(kind):
     _, scores, y = _family(kind)
     brute = BruteForceDecoder()
@@ -346,7 +333,7 @@ def test_an_unknown_rescaling_is_named(kind):
 # ----------------------------------------------------------------------------- brute force
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", family_names(enumerated=True))
 def test_brute_force_cost_augmented_matches_the_family_decoder(kind):
     decoder, scores, y = _family(kind)
     got = BruteForceDecoder().cost_augmented(scores, y, HammingLoss())

@@ -24,7 +24,7 @@ from skstruct.decoders import (
     SubsetDecoder,
     TreeDecoder,
 )
-from skstruct.decoders._tree import TreeScores
+from skstruct.decoders._tree.decoder import TreeScores
 
 T, S = 4, 3
 N_EXTRA = S * S + 2 * S

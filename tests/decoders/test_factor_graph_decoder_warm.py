@@ -91,7 +91,7 @@ def test_examples_that_a_far_warm_start_leaves_unconverged_are_solved_cold():
     previous = decoder.sparsemap(scores(unary, coupling))
     cold, warm = decoder.sparsemap(far), decoder.sparsemap(far, init=previous)
     # the hint alone leaves many examples at the iteration cap
-    from skstruct.decoders._admm_compiled import admm_batch_compiled
+    from skstruct.decoders._factor_graph.admm_compiled import admm_batch_compiled
 
     hinted = admm_batch_compiled(graph.flat(), far.unary, far.pair, max_iter=200,
                                  tol=1e-4, warm_start=previous.admm)

@@ -9,7 +9,7 @@ import pytest
 
 from skstruct import StructuredSVM
 from skstruct.decoders import FactorGraph, FactorGraphDecoder, FactorGraphScores
-from skstruct.decoders._factor_exact import pairwise_exact_map
+from skstruct.decoders._factor_graph.exact import pairwise_exact_map
 from skstruct.losses import HammingLoss
 from skstruct.optim import _cutting_plane
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skstruct.decoders import _factor_linear_kernels as K
+from skstruct.decoders._factor_graph import linear_kernels as K
 from skstruct.optim._qp import solve_capped_simplex_qp
 
 KINDS = [K.XOR, K.AT_MOST_ONE, K.OR, K.BUDGET, K.KNAPSACK]

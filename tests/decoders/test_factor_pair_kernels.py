@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.spatial import ConvexHull
 
-from skstruct.decoders._factor_pair_kernels import (
+from skstruct.decoders._factor_graph.pair_kernels import (
     ENTRIES_PER_CHUNK,
     FACTORS_PER_CHUNK,
     _orout_factor,

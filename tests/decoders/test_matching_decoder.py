@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sklearn.base import clone
 
-from skstruct.decoders._base import check_capability
-from skstruct.decoders._matching import (
+from skstruct.decoders._core.checks import check_capability
+from skstruct.decoders._matching.decoder import (
     MatchingDecoder,
     MatchingParts,
     MatchingScores,

@@ -11,7 +11,7 @@ from skstruct.decoders import (
     MultilabelParts,
     MultilabelScores,
 )
-from skstruct.decoders._constrained import loss_augmented_map_by_statistic
+from skstruct.decoders._chain.counting import loss_augmented_map_by_statistic
 from skstruct.losses import (
     CountingLoss,
     FBetaLoss,

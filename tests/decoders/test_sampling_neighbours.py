@@ -14,8 +14,8 @@ from skstruct.decoders import (
     MultilabelDecoder,
     MultilabelScores,
 )
-from skstruct.decoders import _sampling
-from skstruct.decoders._tree import TreeDecoder, TreeScores, enumerate_trees
+from skstruct.decoders._core import sampling as _sampling
+from skstruct.decoders._tree.decoder import TreeDecoder, TreeScores, enumerate_trees
 
 P_MIN = 1e-3
 

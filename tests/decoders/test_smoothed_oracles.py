@@ -23,12 +23,7 @@ from skstruct.decoders import (
     TreeDecoder,
     TreeScores,
 )
-from skstruct.decoders._smoothed_oracles import (
-    ENTROPY,
-    L2,
-    smoothed_oracle,
-    supports_smoothed,
-)
+from skstruct.decoders._engine.smoothed import ENTROPY, L2, smoothed_oracle, supports_smoothed
 from skstruct.losses import (
     CRFLoss,
     EntropySmoothedHingeLoss,

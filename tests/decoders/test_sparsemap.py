@@ -20,8 +20,8 @@ from skstruct.decoders import (
     TreeScores,
     chain_parts,
 )
-from skstruct.decoders._base import InfeasibleOutputError
-from skstruct.decoders._sparsemap import (
+from skstruct.decoders._core.checks import InfeasibleOutputError
+from skstruct.decoders._sparsemap.sparsemap import (
     active_set_sparsemap,
     clip_sparsemap,
     sparsemap,

@@ -32,7 +32,7 @@ _CHILD = textwrap.dedent("""
     # a regression fails with MemoryError rather than taking the machine's memory
     resource.setrlimit(resource.RLIMIT_AS, (12 * 2**30, resource.RLIM_INFINITY))
     from skstruct.decoders import MultilabelDecoder, MultilabelScores
-    from skstruct.decoders import _sparsemap
+    from skstruct.decoders._sparsemap import sparsemap as _sparsemap
     solve = getattr(_sparsemap, "active_set_sparsemap", _sparsemap.sparsemap)
     case, n, n_labels = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     rng = np.random.default_rng(0)

@@ -12,8 +12,9 @@ from skstruct.decoders import (
     MultilabelDecoder,
     MultilabelScores,
 )
-from skstruct.decoders import _engine_protocol, _oracles
-from skstruct.decoders._tabular_oracles import (
+from skstruct.decoders._core import engine_protocol as _engine_protocol
+from skstruct.decoders._engine import dispatch as _oracles
+from skstruct.decoders._tabular.oracle import (
     multiclass_add_parts,
     multiclass_oracle,
     multilabel_add_parts,
@@ -281,13 +282,13 @@ def test_cache_indexes_that_name_the_oracle_by_the_dispatch_module_still_load():
     # numba pickles the argument types of a cached kernel in its index file; an index
     # that names the class by the dispatch module must unpickle to the same class
     reference = pickle.dumps(_engine_protocol.CompiledOracle, protocol=0).replace(
-        b"skstruct.decoders._engine_protocol", b"skstruct.decoders._oracles")
-    assert b"skstruct.decoders._oracles" in reference
+        b"skstruct.decoders._core.engine_protocol", b"skstruct.decoders._engine.dispatch")
+    assert b"skstruct.decoders._engine.dispatch" in reference
     assert pickle.loads(reference) is _engine_protocol.CompiledOracle
 
 @pytest.mark.parametrize("n_labels", [1, 5, 8, 14, 17, 128, 129, 300, 1000])
 def test_gold_scores_are_summed_in_numpys_order(n_labels):
-    from skstruct.decoders._independent_kernels import numpy_row_sum
+    from skstruct.decoders._tabular.kernels import numpy_row_sum
 
     rng = np.random.default_rng(n_labels)
     rows = rng.normal(size=(50, n_labels)) * np.exp(3 * rng.normal(size=(50, n_labels)))

@@ -4,8 +4,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.special import logsumexp
 
-from skstruct.decoders import _tree_kernels as kernels
-from skstruct.decoders._tree import (
+from skstruct.decoders._tree import kernels
+from skstruct.decoders._tree.decoder import (
     TreeDecoder,
     TreeParts,
     TreeScores,

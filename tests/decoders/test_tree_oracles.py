@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 
 from skstruct.decoders import TreeDecoder, TreeScores
-from skstruct.decoders import _engine_protocol, _oracles
-from skstruct.decoders import _tree_kernels as kernels
-from skstruct.decoders._tree_oracles import tree_add_parts, tree_oracle
+from skstruct.decoders._core import engine_protocol as _engine_protocol
+from skstruct.decoders._engine import dispatch as _oracles
+from skstruct.decoders._tree import kernels
+from skstruct.decoders._tree.oracle import tree_add_parts, tree_oracle
 from skstruct.losses import HammingLoss, TaskLoss, ZeroOneLoss
 
 DECODERS = [

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from skstruct.decoders import TreeDecoder, TreeScores
-from skstruct.decoders._tree import enumerate_trees
+from skstruct.decoders._tree.decoder import enumerate_trees
 
 
 def _every_head_array(n):

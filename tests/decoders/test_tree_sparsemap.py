@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from skstruct.decoders import TreeDecoder, TreeScores
-from skstruct.decoders._sparsemap import active_set_sparsemap
-from skstruct.decoders._tree_sparsemap import TreeSupport
+from skstruct.decoders._sparsemap.sparsemap import active_set_sparsemap
+from skstruct.decoders._tree.sparsemap import TreeSupport
 
 
 def _random_scores(seed, n_sentences=40, longest=12, scale=2.0):

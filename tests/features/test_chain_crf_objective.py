@@ -13,7 +13,7 @@ import skstruct._linear_model as linear_model
 from skstruct import CRF
 from skstruct._elastic_net import seen_pairs
 from skstruct.decoders import ChainConstraints, ChainDecoder
-from skstruct.decoders import _chain_kernels as kernels
+from skstruct.decoders._chain import kernels
 from skstruct.features import LinearChainFeatures
 from skstruct.features._chain_crf import ChainCRFObjective
 from skstruct.losses import CRFLoss

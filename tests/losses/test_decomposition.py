@@ -17,7 +17,7 @@ from skstruct.decoders import (
     TreeDecoder,
     TreeScores,
 )
-from skstruct.decoders._matching import enumerate_matchings
+from skstruct.decoders._matching.decoder import enumerate_matchings
 from skstruct.losses import (
     CountingLoss,
     FBetaLoss,

@@ -1,0 +1,170 @@
+"""The compiled dispatchers of the per-example engine: one branch per family code.
+
+Written by :mod:`skstruct.decoders._engine.generate` from the registered families'
+:class:`~skstruct.decoders._core.registry.EngineHooks`; do not edit (run
+``python -m skstruct.decoders._engine.generate`` after registering a family).
+
+The engine calls :func:`oracle` and :func:`add_parts` (and the smoothed solvers
+:func:`smoothed_oracle`) with the family code of a decoder's
+:class:`~skstruct.decoders._core.engine_protocol.CompiledOracle`: codes, not functions,
+so that everything stays cached (:mod:`skstruct.decoders._core.engine_protocol`). The
+families build their ``CompiledOracle`` from the protocol module and do not import this
+one.
+"""
+
+from numba import njit
+
+from .._chain.oracle import chain_add_parts, chain_oracle
+from .._chain.smoothed import chain_smoothed
+from .._tabular.oracle import (
+    multiclass_add_parts,
+    multiclass_oracle,
+    multilabel_add_parts,
+    multilabel_oracle,
+)
+from .._tabular.smoothed import multiclass_smoothed, multilabel_smoothed
+from .._tree.oracle import tree_add_parts, tree_oracle
+from .._tree.smoothed import tree_smoothed
+
+__all__ = ["add_parts", "oracle", "smoothed_oracle"]
+
+
+@njit(cache=True, nogil=True)
+def oracle(code, rescaling, unary, pair, y_i, costs_i, ints, floats, yhat):
+    """The (loss-augmented) MAP output of one example, and its task loss.
+
+    Parameters
+    ----------
+    code, rescaling : int
+        Family and rescaling codes.
+    unary : ndarray of shape (n_rows_i, K)
+        The part scores of the example's rows.
+    pair : ndarray of shape (n_pair,)
+        The pair scores.
+    y_i : ndarray of shape (n_outputs_i,), int64
+        Its gold output.
+    costs_i : ndarray of shape (n_rows_i, K) or (0, 0)
+        Its rows of :attr:`~skstruct.decoders._core.engine_protocol.CompiledOracle.costs`.
+    ints, floats : ndarray
+        The family parameters.
+    yhat : ndarray of shape (>= n_outputs_i,), int64
+        Output: the maximizer, in ``yhat[:n_outputs_i]``.
+
+    Returns
+    -------
+    float
+        Δ(y_i, ŷ) (0 for plain MAP). Margin rescaling maximizes θ_y + Δ(y_i, y), slack
+        rescaling Δ(y_i, y) (1 + θ_y − θ_{y_i}); ties are broken as the batched decoder
+        breaks them.
+    """
+    if code == 0:  # chain
+        return chain_oracle(rescaling, unary, pair, y_i, costs_i, ints, floats, yhat)
+    if code == 1:  # multiclass
+        return multiclass_oracle(rescaling, unary, pair, y_i, costs_i, ints, floats, yhat)
+    if code == 2:  # multilabel
+        return multilabel_oracle(rescaling, unary, pair, y_i, costs_i, ints, floats, yhat)
+    if code == 3:  # tree
+        return tree_oracle(rescaling, unary, pair, y_i, costs_i, ints, floats, yhat)
+    raise ValueError("unknown oracle family code")
+
+
+@njit(cache=True, nogil=True)
+def add_parts(code, out, scale, unary_parts, pair_parts, ints):
+    """Add ``scale`` times the indicator parts a_out of output ``out`` to the buffers.
+
+    Parameters
+    ----------
+    code : int
+    out : ndarray of shape (n_outputs_i,), int64
+    scale : float
+    unary_parts : ndarray of shape (n_rows_i, K)
+        Laid out like the unary scores of the example.
+    pair_parts : ndarray of shape (n_pair,)
+    ints : ndarray
+        The family parameters.
+    """
+    if code == 0:  # chain
+        chain_add_parts(out, scale, unary_parts, pair_parts, ints)
+        return
+    if code == 1:  # multiclass
+        multiclass_add_parts(out, scale, unary_parts, pair_parts, ints)
+        return
+    if code == 2:  # multilabel
+        multilabel_add_parts(out, scale, unary_parts, pair_parts, ints)
+        return
+    if code == 3:  # tree
+        tree_add_parts(out, scale, unary_parts, pair_parts, ints)
+        return
+    raise ValueError("unknown oracle family code")
+
+
+@njit(cache=True, nogil=True)
+def smoothed_oracle(code, smoothing, mu, top_k, unary, pair, y_i, costs_i, ints, floats,
+                    d_unary, d_pair):
+    """Value and part gradient of the smoothed structural hinge of one example.
+
+    Parameters
+    ----------
+    code : int
+        The family (:data:`~skstruct.decoders._core.engine_protocol.CHAIN`, ``MULTICLASS``,
+        ``MULTILABEL``, ``TREE``).
+    smoothing : int
+        :data:`ENTROPY` (0) or :data:`L2` (1).
+    mu : float > 0
+        The smoothing strength μ.
+    top_k : int >= 1
+        K, the number of best cost-augmented outputs of ℓ2 smoothing (unused by entropy).
+    unary : ndarray of shape (n_rows, K_parts)
+        The part scores of the example's rows; -inf forbids a part.
+    pair : ndarray of shape (n_pair,)
+        The pair scores (chains: transitions row-major, start, end; empty otherwise).
+    y_i : ndarray of shape (n_outputs_i,), int64
+        The gold output.
+    costs_i : ndarray of shape (n_rows, K_costs) or (0, 0)
+        The example's rows of :attr:`CompiledOracle.costs` (multilabel: off then on
+        costs; tree: arc costs), (0, 0) when the family computes its costs from ``ints``
+        / ``floats``.
+    ints, floats : ndarray
+        The family parameters of the CompiledOracle (margin rescaling, or plain MAP for
+        zero costs).
+    d_unary : ndarray of shape (>= n_rows, K_parts)
+        Output: rows ``:n_rows`` are overwritten with the unary part of
+        Σ_y q*_y a_y − a_{y_i}; the other rows are not touched.
+    d_pair : ndarray of shape (n_pair,)
+        Output: overwritten with the pair part of that gradient.
+
+    Returns
+    -------
+    value : float
+        f_μ = h_μ(z) − z_{y_i}, z_y = θ_y + Δ(y_i, y) (module docstring). Entropy: in
+        [ℓ, ℓ + μ log |Y|] with ℓ the structural hinge, so ≥ 0 up to rounding; +inf when
+        the gold output has a forbidden part. ℓ2 (over the K best outputs): in
+        [ℓ − μ/2, ℓ] when exact, so it may be negative (down to −μ/2); the top-K value
+        is never above the exact one.
+    exact : bool
+        True unless ℓ2 smoothing's projection gives the K-th best output a positive
+        weight (then outputs beyond the K-th might deserve weight too), the certificate
+        of :class:`~skstruct.losses.L2SmoothedHingeLoss`; always True for entropy.
+
+    Raises
+    ------
+    ValueError
+        When no output has a finite score, for an unknown family or smoothing, for a
+        loss without a smoothed form (see
+        :func:`~skstruct.decoders._engine.smoothed.supports_smoothed`), and for ℓ2 on trees.
+    """
+    if smoothing != 0 and smoothing != 1:
+        raise ValueError("smoothing must be 0 (entropy) or 1 (l2)")
+    if not mu > 0.0:
+        raise ValueError("the smoothing strength mu must be > 0")
+    if smoothing == 1 and top_k < 1:
+        raise ValueError("top_k must be >= 1")
+    if code == 0:  # chain
+        return chain_smoothed(smoothing, mu, top_k, unary, pair, y_i, ints, floats, d_unary, d_pair)
+    if code == 1:  # multiclass
+        return multiclass_smoothed(smoothing, mu, top_k, unary, y_i, ints, floats, d_unary)
+    if code == 2:  # multilabel
+        return multilabel_smoothed(smoothing, mu, top_k, unary, y_i, costs_i, ints, d_unary)
+    if code == 3:  # tree
+        return tree_smoothed(smoothing, mu, unary, y_i, costs_i, ints, d_unary)
+    raise ValueError("no compiled smoothed oracle for this family")

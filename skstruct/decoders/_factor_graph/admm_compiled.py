@@ -1,0 +1,287 @@
+"""The batched LP-SparseMAP / LP-MAP ADMM of :func:`skstruct.decoders._factor_graph.admm.admm_batch` with its whole
+iteration loop compiled.
+
+:func:`admm_batch_compiled` runs the algorithm of :mod:`skstruct.decoders._factor_graph.admm` (unscaled copies, the
+local problems a_j = (η_i + ρ u_i) / deg_i + λ'_j, w_j = (κ + ρ) / deg_i, consensus
+u_i = mean of the copies, λ'_j ← λ'_j − ρ (q_j − u_i) / deg_i, every example with its own
+penalty adapted every 10 iterations and its own stopping test) and returns the same
+:class:`~skstruct.decoders._factor_graph.admm.BatchADMMResult`, state arrays included (for
+:func:`~skstruct.decoders._factor_graph.admm.admm_batch_backward`). Only the loop differs: one compiled function runs
+an example's ADMM from its start to its stop (:func:`_solve_one`: every factor solved by
+the per-factor solvers of :mod:`skstruct.decoders._factor_graph.linear_kernels` and :mod:`skstruct.decoders._factor_graph.pair_kernels`,
+the consensus and multiplier update in the same pass), in parallel over chunks of
+examples handed to the threads one at a time
+(:func:`~skstruct.utils._parallel.dynamic_schedule`), every chunk with its own scratch
+(:func:`_solve_examples`).
+
+Every local problem, solution, mean and multiplier is computed with the operations of
+:mod:`skstruct.decoders._factor_graph.admm` in the same order, so the results are those of :func:`~skstruct.decoders._factor_graph.admm.admm_batch`
+to the bit.
+
+No Python runs per iteration or per example: on the 159-label fully connected pairwise
+graph (12,561 PAIR factors) the loop of :mod:`skstruct.decoders._factor_graph.admm` spends about as long in its Python
+bookkeeping as in its kernels (``benchmarks/bench_admm_compiled.py``).
+
+All functions here are compiled with ``cache=True`` and call only the non-parallel
+per-factor solvers of the kernel modules (``_qp_factor``, ``_pair_solve``,
+``_orout_factor``), never their parallel batch entry points: a cached caller compiles
+its callees into itself, so loading it from the cache in a new process needs nothing
+else (tested in a fresh and in a warm cache, each in its own process).
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from ...utils._parallel import dynamic_schedule
+from .admm import (
+    ADAPT_EVERY,
+    RHO_MAX,
+    RHO_MIN,
+    BatchADMMResult,
+    _check_batch_scores,
+    _check_options,
+    _mean_degree,
+)
+from .linear_kernels import _qp_factor
+from .pair_kernels import _orout_factor, _pair_solve
+
+__all__ = ["admm_batch_compiled"]
+
+#: Examples per parallel chunk of :func:`_solve_examples` are chosen so that a chunk holds
+#: about this many entries (and at least one example): a chunk then costs far more than
+#: taking it from the queue.
+ENTRIES_PER_CHUNK = 2048
+
+
+# ------------------------------------------------------------------ one example, serial
+
+@njit(cache=True, nogil=True)
+def _local_problems(eta_k, u_k, lam_k, entry_var, inv_degree, rho, kappa, a_k, w_k):
+    """a_j and w_j of every entry (template order) of one example."""
+    weight = kappa + rho
+    for j in range(entry_var.shape[0]):
+        i = entry_var[j]
+        a_k[j] = (eta_k[i] + rho * u_k[i]) * inv_degree[i] + lam_k[j]
+        w_k[j] = weight * inv_degree[i]
+
+
+@njit(cache=True, nogil=True)
+def _solve_one(k, eta_u, eta_pair, entry_var, inv_degree, lin_offsets, lin_kind, lin_coef,
+               lin_bound, lin_negated, orout_offsets, kappa, max_iter, tol, adapt,
+               rho_min, rho_max, u, lam, rho, a, w, q, v, n_iter, primal, dual,
+               converged, total, state, role, keys):
+    """Run example k's ADMM from (u[k], lam[k], rho[k]) to its stop; write its final state
+    into row k of u, lam, rho, a, w, q, v and its n_iter, residuals and convergence.
+
+    ``total`` (n_vars,), ``state`` (4, longest linear factor), ``role`` and ``keys``
+    (longest OROut factor): the caller's scratch.
+    """
+    eta_k = eta_u[k]
+    s_k = eta_pair[k]
+    u_k = u[k]
+    lam_k = lam[k]
+    a_k = a[k]
+    w_k = w[k]
+    q_k = q[k]
+    v_k = v[k]
+    n_vars = u_k.shape[0]
+    n_entries = entry_var.shape[0]
+    n_lin = lin_offsets.shape[0] - 1
+    n_lin_entries = lin_offsets[n_lin]
+    n_pair = s_k.shape[0]
+    pair_start = n_lin_entries
+    orout_start = pair_start + 2 * n_pair
+    n_orout = orout_offsets.shape[0] - 1
+    r_k = rho[k]
+    it = 0
+    while True:
+        it += 1
+        _local_problems(eta_k, u_k, lam_k, entry_var, inv_degree, r_k, kappa, a_k, w_k)
+        for f in range(n_lin):
+            _qp_factor(a_k, w_k, lin_coef, lin_negated, lin_kind[f], lin_bound, q_k, f,
+                       lin_offsets[f], lin_offsets[f + 1], state)
+        for f in range(n_pair):
+            j = pair_start + 2 * f
+            u1, u2, vf = _pair_solve(a_k[j], a_k[j + 1], w_k[j], w_k[j + 1], s_k[f])
+            q_k[j] = u1
+            q_k[j + 1] = u2
+            v_k[f] = vf
+        for f in range(n_orout):
+            _orout_factor(a_k, w_k, orout_start + orout_offsets[f],
+                          orout_start + orout_offsets[f + 1], q_k, 0, role, keys)
+        # consensus and multipliers, in the order of _admm._consensus_one
+        for i in range(n_vars):
+            total[i] = 0.0
+        for j in range(n_entries):
+            total[entry_var[j]] += q_k[j]
+        change = 0.0
+        for i in range(n_vars):
+            if inv_degree[i] > 0.0:
+                new = total[i] * inv_degree[i]
+                change += (new - u_k[i]) ** 2
+                u_k[i] = new
+        gap = 0.0
+        for j in range(n_entries):
+            i = entry_var[j]
+            r = q_k[j] - u_k[i]
+            step = r * inv_degree[i]
+            gap += r * step
+            lam_k[j] -= r_k * step
+        p = np.sqrt(gap)
+        d = np.sqrt(change)
+        last = it >= max_iter
+        ok = p < tol and d < tol
+        if ok or last:
+            n_iter[k] = it
+            primal[k] = p
+            dual[k] = d
+            converged[k] = ok
+            rho[k] = r_k
+            return
+        if adapt and it % ADAPT_EVERY == 0:
+            if p > 100.0 * d:
+                r_k = min(2.0 * r_k, rho_max)
+            elif d > 10.0 * p:
+                r_k = max(0.5 * r_k, rho_min)
+
+
+@njit(cache=True, nogil=True)
+def _longest(offsets):
+    longest = 0
+    for f in range(offsets.shape[0] - 1):
+        longest = max(longest, offsets[f + 1] - offsets[f])
+    return longest
+
+
+@njit(cache=True, nogil=True)
+def _solve_chunk(first, last, eta_u, eta_pair, entry_var, inv_degree, lin_offsets,
+                 lin_kind, lin_coef, lin_bound, lin_negated, orout_offsets, kappa,
+                 max_iter, tol, adapt, rho_min, rho_max, u, lam, rho, a, w, q, v, n_iter,
+                 primal, dual, converged):
+    """Examples first..last − 1, one after the other, with one scratch."""
+    total = np.empty(u.shape[1])
+    state = np.empty((4, _longest(lin_offsets)))
+    longest_orout = _longest(orout_offsets)
+    role = np.empty(longest_orout, dtype=np.int8)
+    keys = np.empty(longest_orout)
+    for k in range(first, last):
+        _solve_one(k, eta_u, eta_pair, entry_var, inv_degree, lin_offsets, lin_kind,
+                   lin_coef, lin_bound, lin_negated, orout_offsets, kappa, max_iter, tol,
+                   adapt, rho_min, rho_max, u, lam, rho, a, w, q, v, n_iter, primal, dual,
+                   converged, total, state, role, keys)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _solve_examples(bounds, eta_u, eta_pair, entry_var, inv_degree, lin_offsets, lin_kind,
+                    lin_coef, lin_bound, lin_negated, orout_offsets, kappa, max_iter, tol,
+                    adapt, rho_min, rho_max, u, lam, rho, a, w, q, v, n_iter, primal, dual,
+                    converged):
+    """Every example's ADMM (:func:`_solve_one`), in parallel over the chunks of examples
+    ``bounds[c]:bounds[c + 1]``."""
+    for c in prange(bounds.shape[0] - 1):
+        _solve_chunk(bounds[c], bounds[c + 1], eta_u, eta_pair, entry_var, inv_degree,
+                     lin_offsets, lin_kind, lin_coef, lin_bound, lin_negated,
+                     orout_offsets, kappa, max_iter, tol, adapt, rho_min, rho_max, u, lam,
+                     rho, a, w, q, v, n_iter, primal, dual, converged)
+
+
+# ------------------------------------------------------------------ driver
+
+def _even_bounds(n, per_chunk):
+    """Bounds of ceil(n / per_chunk) chunks of 0..n − 1 of near-equal sizes (none if
+    n = 0)."""
+    n_chunks = -(-n // per_chunk) if n else 0
+    return (n * np.arange(n_chunks + 1, dtype=np.int64)) // max(n_chunks, 1)
+
+
+def admm_batch_compiled(graph, eta_u, eta_pair, *, max_iter=1000, tol=1e-6, rho=1.0,
+                        adapt=True, warm_start=None, map_mode=False):
+    """:func:`~skstruct.decoders._factor_graph.admm.admm_batch` with the iteration loop compiled (module docstring).
+
+    Solve LP-SparseMAP (or LP-MAP) of many examples on one graph structure by ADMM, every
+    example with its own penalty ρ (adapted every 10 iterations on its own residuals) and
+    stopping test. Same arguments, same result.
+
+    Parameters
+    ----------
+    graph : FlatFactorGraph
+        The template (linear-constraint, PAIR and OROut factors).
+    eta_u : array-like of shape (n_examples, n_vars)
+        Unary scores.
+    eta_pair : array-like of shape (n_examples, n_pair)
+        PAIR coupling scores.
+    max_iter : int, default=1000
+    tol : float, default=1e-6
+        An example stops when its primal and dual residuals are both below it (0: run
+        max_iter).
+    rho : float, default=1.0
+        Initial penalty per copy: ρ starts at rho × mean degree. Ignored when
+        warm-starting.
+    adapt : bool, default=True
+        Adapt every example's ρ every 10 iterations.
+    warm_start : BatchADMMResult, optional
+        Start from its u, multipliers and ρ (same template and number of examples).
+    map_mode : bool, default=False
+        Solve LP-MAP (no ½‖u‖² term) instead of LP-SparseMAP.
+
+    Returns
+    -------
+    BatchADMMResult
+        u (n_examples, n_vars), v (n_examples, n_pair), n_iter, residuals, converged,
+        rho (n_examples,), integral (map_mode), and the final λ', a, w, q
+        (n_examples, n_entries) in template entry order.
+    """
+    max_iter = _check_options(graph, max_iter, tol, rho)
+    eta_u, eta_pair = _check_batch_scores(graph, eta_u, eta_pair)
+    n = eta_u.shape[0]
+    n_vars, n_entries, n_pair = graph.n_vars, graph.n_entries, graph.n_pair
+    if warm_start is not None:
+        if not isinstance(warm_start, BatchADMMResult):
+            raise TypeError("warm_start must be a BatchADMMResult.")
+        if (warm_start.u.shape != (n, n_vars)
+                or warm_start.lam.shape != (n, n_entries)):
+            raise ValueError("warm_start does not match the graph and the number of "
+                             "examples.")
+        u = np.array(warm_start.u, dtype=np.float64, order="C")
+        lam = np.array(warm_start.lam, dtype=np.float64, order="C")
+        rho_out = np.array(warm_start.rho, dtype=np.float64)
+    else:
+        u = np.full((n, n_vars), 0.5)
+        lam = np.zeros((n, n_entries))
+        rho_out = np.full(n, float(rho) * _mean_degree(graph))
+    kappa = 0.0 if map_mode else 1.0
+    degree = graph.degree
+    alone = degree == 0
+    inv_degree = np.zeros(n_vars)
+    inv_degree[~alone] = 1.0 / degree[~alone]
+    scale = _mean_degree(graph)
+    a, w, q = (np.zeros((n, n_entries)) for _ in range(3))
+    v = np.zeros((n, n_pair))
+    n_iter = np.zeros(n, dtype=np.int64)
+    primal = np.zeros(n)
+    dual = np.zeros(n)
+    converged = np.zeros(n, dtype=bool)
+    if n_entries and n:
+        common = (graph.lin_offsets, graph.lin_kind, graph.lin_coef, graph.lin_bound,
+                  graph.lin_negated)
+        options = (kappa, max_iter, float(tol), bool(adapt), RHO_MIN * scale,
+                   RHO_MAX * scale)
+        outputs = (u, lam, rho_out, a, w, q, v, n_iter, primal, dual, converged)
+        per_chunk = max(1, ENTRIES_PER_CHUNK // n_entries)
+        with dynamic_schedule():
+            _solve_examples(_even_bounds(n, per_chunk), eta_u, eta_pair, graph.entry_var,
+                            inv_degree, *common, graph.orout_offsets, *options, *outputs)
+    else:
+        converged[:] = True
+    eta_alone = eta_u[:, alone]
+    if map_mode:
+        u[:, alone] = (eta_alone > 0).astype(np.float64)
+    else:
+        u[:, alone] = np.clip(eta_alone, 0.0, 1.0)
+    integral = None
+    if map_mode:
+        integral = np.all(np.minimum(np.abs(u), np.abs(1.0 - u)) <= 1e-6, axis=1)
+    return BatchADMMResult(u=u, v=v, n_iter=n_iter, primal_residual=primal,
+                           dual_residual=dual, converged=converged, rho=rho_out,
+                           map_mode=bool(map_mode), integral=integral, lam=lam, a=a, w=w,
+                           q=q, s=eta_pair.copy())

