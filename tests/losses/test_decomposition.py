@@ -3,21 +3,18 @@
 import numpy as np
 import pytest
 
+from _families import instance
+
 from skstruct.decoders import (
     BruteForceDecoder,
     ChainDecoder,
-    ChainScores,
     Decoder,
-    MatchingDecoder,
-    MatchingScores,
     MulticlassDecoder,
     MulticlassScores,
     MultilabelDecoder,
     MultilabelScores,
     TreeDecoder,
-    TreeScores,
 )
-from skstruct.decoders._matching.decoder import enumerate_matchings
 from skstruct.losses import (
     CountingLoss,
     FBetaLoss,
@@ -83,27 +80,7 @@ def _later_costs_more(local, lengths):
 
 def _batch(kind, rng):
     """(decoder, scores, gold outputs) of a small random batch of one family."""
-    if kind == "chain":
-        offsets = np.array([0, 3, 4, 8])
-        scores = ChainScores(rng.normal(size=(8, 3)), offsets, rng.normal(size=(3, 3)),
-                             rng.normal(size=3), rng.normal(size=3))
-        return ChainDecoder(), scores, rng.integers(0, 3, size=8)
-    if kind == "multiclass":
-        return (MulticlassDecoder(), MulticlassScores(rng.normal(size=(6, 5))),
-                rng.integers(0, 5, size=6))
-    if kind == "multilabel":
-        return (MultilabelDecoder(), MultilabelScores(rng.normal(size=(5, 4))),
-                rng.integers(0, 2, size=(5, 4)))
-    if kind == "tree":
-        blocks = [rng.normal(size=(n, n)) for n in (1, 3, 4)]
-        decoder = TreeDecoder()
-        scores = TreeScores.from_blocks(blocks)
-        return decoder, scores, BruteForceDecoder().map(scores)  # some gold trees
-    shapes = [(2, 3), (3, 2), (3, 3)]
-    scores = MatchingScores.from_blocks([rng.normal(size=shape) for shape in shapes])
-    gold = [enumerate_matchings(*shape)[rng.integers(len(enumerate_matchings(*shape)))]
-            for shape in shapes]
-    return MatchingDecoder(), scores, np.concatenate(gold)
+    return instance(kind, rng, n_examples=4, size=4)
 
 
 # ---------------------------------------------------------------------------- declarations

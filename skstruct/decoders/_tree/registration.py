@@ -12,12 +12,13 @@ __all__ = ["FAMILY"]
 
 
 def tiny_batch(rng, n_examples=3, size=3, scale=1.0):
-    """``n_examples`` sentences of 1 to ``size`` words; the gold trees are the best trees
-    of other random scores."""
+    """``n_examples`` sentences of 1 to ``size`` words; the gold trees are the best
+    projective single-root trees of other random scores (valid for every configuration)."""
     lengths = rng.integers(1, size + 1, size=n_examples)
     offsets = np.concatenate(([0], np.cumsum(lengths)))
     unary = scale * rng.normal(size=int(np.sum(lengths**2)))
-    y = TreeDecoder().map(TreeScores(rng.normal(size=unary.shape[0]), offsets))
+    gold = TreeDecoder(projective=True, single_root=True)
+    y = gold.map(TreeScores(rng.normal(size=unary.shape[0]), offsets))
     return TinyBatch(dict(unary=unary), lambda a: TreeScores(a["unary"], offsets), y)
 
 
