@@ -263,7 +263,8 @@ class PerturbedMAPClassifier(LinearStructuredModel):
     & Honorio 2019): with probability ``uniform_start`` start from a uniform sample of
     Y(x_i), else from y_i; scan the Hamming-``k`` neighbourhood of the start and keep the
     best output seen (ties to the later one), which depends only on the order of the
-    scores. Each of ``max_iter`` iterations takes one step of size ``learning_rate / (R² √t)`` along
+    scores. Each of ``max_iter`` iterations takes one step of size
+    ``learning_rate / (R² √t)`` along
 
         g = Σ_i q_i (φ(x_i, y_i) − E_{p_i}[φ(x_i, ·)]) / (β Σ_i q_i),
 
