@@ -7,13 +7,15 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 
 from ._linear_model import LinearStructuredModel
 from .decoders import Decoder
 from .decoders._core.best_neighbour import best_neighbour_by_scan
 from .decoders._core.unary import PartsArithmetic
-from .optim._result import OptimizeResult
+from .losses._randomized import RandomizedLikelihoodLoss, softmax_over_candidates
+from .optim import RegularizedRisk, run_solver
+from .optim._perturbed_ascent import TrainingDivergedError
 from .utils._parallel import n_jobs_threads
 from .utils._params import N_JOBS_CONSTRAINT
 
@@ -88,31 +90,6 @@ def _score_layers(decoder, scores, layers):
         len(layers), n_examples)
 
 
-def _softmax_over_candidates(theta, keep, beta, return_log_gold=False):
-    """p[l, i]: softmax over the kept candidate layers of example i of θ / β; with
-    ``return_log_gold``, also log p[0, i] (finite where p[0, i] underflows to 0)."""
-    if isinstance(theta, np.ndarray) and isinstance(keep, np.ndarray):
-        logits = np.where(keep, theta / beta, -np.inf)
-    else:
-        logits = np.stack([np.where(k, th / beta, -np.inf) for k, th in zip(keep, theta)])
-    logits -= logits.max(axis=0)
-    p = np.exp(logits)
-    total = p.sum(axis=0)
-    p /= total
-    return (p, logits[0] - np.log(total)) if return_log_gold else p
-
-
-def _likelihood_weights(omega, log_q, beta):
-    """ω_i q_i / (β Σ_j ω_j q_j), the weight of example i in ∇ log Σ_i ω_i q_i, from
-    log q: finite when every q_i underflows to 0 (the examples nearest to their gold
-    output then carry the step)."""
-    log_weighted = np.full(log_q.shape, -np.inf)
-    positive = omega > 0
-    log_weighted[positive] = np.log(omega[positive]) + log_q[positive]
-    weights = np.exp(log_weighted - log_weighted.max())
-    return weights / (beta * weights.sum())
-
-
 def _largest_squared_row_norm(X):
     """max_r ‖x_r‖² over the feature rows of ``X`` (dense, sparse CSR, or rows without
     values, which are all 1.0), in float64 whatever the dtype."""
@@ -127,10 +104,6 @@ def _largest_squared_row_norm(X):
     rows = np.repeat(np.arange(counts.shape[0]), counts)
     return float(np.bincount(rows, weights=data * data, minlength=counts.shape[0]).max(
         initial=0.0))
-
-
-def _soft_threshold(w, threshold):
-    return np.sign(w) * np.maximum(np.abs(w) - threshold, 0.0)
 
 
 def _filled(outputs, valid, y_encoded, offsets):
@@ -211,6 +184,73 @@ class _EnumeratedParts:
         return self.template._new(flat.reshape(self.template.unary.shape))
 
 
+class _CandidateSets:
+    """The candidate sets of one step, as the randomized likelihood reads them.
+
+    Attributes
+    ----------
+    theta : ndarray of shape (L + 1, m) or list of L + 1 ndarrays of shape (m,)
+        Scores of the candidate layers; layer 0 holds the gold outputs.
+    keep : ndarray of shape (L + 1, m) or list of L + 1 ndarrays of shape (m,), bool
+        Layer ``l`` holds a distinct candidate of example ``i``.
+    weighted_sum : callable
+        ``weighted_sum(weights)``: Σ_l weights[l, i] a_{l, i}, a part container.
+    """
+
+    def __init__(self, theta, keep, weighted_sum):
+        self.theta, self.keep, self.weighted_sum = theta, keep, weighted_sum
+
+
+class _LayerParts:
+    """Σ_l weights[l, i] a_{l, i} over candidate layers held as outputs: one ``parts``
+    call per layer of nonzero weight (examples without a candidate in a layer take
+    their gold output there, of weight zero)."""
+
+    def __init__(self, decoder, scores, y_encoded, offsets, layers, keep):
+        self.decoder, self.scores, self.y_encoded = decoder, scores, y_encoded
+        self.offsets, self.layers, self.keep = offsets, layers, keep
+
+    def __call__(self, weights):
+        total = None
+        for index, (outputs, _) in enumerate(self.layers):
+            if index and not np.any(weights[index]):
+                continue
+            outputs = _select(self.keep[index], outputs, self.y_encoded, self.offsets)
+            part = self.decoder.parts(self.scores, outputs).scale(weights[index])
+            total = part if total is None else total + part
+        return total
+
+
+class _CandidateSampler:
+    """Draws the candidate sets T_i of every training step as ``model``'s parameters
+    say (``candidates``, ``k``, ``n_candidates``, ``uniform_start``), for
+    :class:`~skstruct.losses._randomized.RandomizedLikelihoodLoss`.
+
+    With ``candidates="all"`` the outputs are enumerated at the first draw, once per fit
+    (:meth:`PerturbedMAPClassifier._enumerate`), when the decoder's parts allow it.
+    """
+
+    def __init__(self, model, state):
+        self.model, self.state = model, state
+        self._enumerated = None
+        self._enumerate_next = model.candidates == "all"
+
+    def draw(self, decoder, scores, y_encoded, w, rng):
+        """The candidate sets at ``scores`` (the part scores of ``w``): a
+        :class:`_CandidateSets`."""
+        if self._enumerate_next:
+            self._enumerated = self.model._enumerate(decoder, scores, y_encoded, self.state)
+            self._enumerate_next = False
+        if self._enumerated is not None:
+            enumerated = self._enumerated
+            return _CandidateSets(enumerated.scores(scores), enumerated.keep,
+                                  enumerated.weighted_sum)
+        layers, theta, keep = self.model._candidate_sets(
+            decoder, scores, y_encoded, self.state, w, rng, self.model.candidates)
+        return _CandidateSets(theta, keep, _LayerParts(
+            decoder, scores, y_encoded, self.state["offsets"], layers, keep))
+
+
 class PerturbedMAPClassifier(LinearStructuredModel):
     """A MAP-perturbation model learned from random candidate sets (no MAP calls).
 
@@ -220,10 +260,11 @@ class PerturbedMAPClassifier(LinearStructuredModel):
     the MAP, γ = 0). Training maximizes the likelihood of the data under the model
     restricted, for every example, to a small candidate set T_i: the gold output and
     ⌈√m⌉ draws of a proposal that never calls the MAP decoder (Algorithm 1 of Ghoshal
-    & Honorio 2019): with probability α start from a uniform sample of Y(x_i), else from
-    y_i; scan the Hamming-``k`` neighbourhood of the start and keep the best output
-    seen (ties to the later one), which depends only on the order of the scores. Each
-    of ``max_iter`` iterations takes one step of size ``learning_rate / (R² √t)`` along
+    & Honorio 2019): with probability ``uniform_start`` start from a uniform sample of
+    Y(x_i), else from y_i; scan the Hamming-``k`` neighbourhood of the start and keep the
+    best output seen (ties to the later one), which depends only on the order of the
+    scores. Each of ``max_iter`` iterations takes one step of size
+    ``learning_rate / (R² √t)`` along
 
         g = Σ_i q_i (φ(x_i, y_i) − E_{p_i}[φ(x_i, ·)]) / (β Σ_i q_i),
 
@@ -234,7 +275,9 @@ class PerturbedMAPClassifier(LinearStructuredModel):
     intercept's): a step then moves every part score by at most about
     ``learning_rate / √t`` times the gradient, whatever the scale of the features.
     A step that still makes the weights or scores non-finite raises ``ValueError``
-    ("training diverged").
+    ("training diverged"). The steps are those of the registered solver
+    ``"perturbed_ascent"`` (:mod:`skstruct.optim`), which reports every iteration
+    (``verbose``, ``callback``) as the other estimators' solvers do.
 
     The decoder needs ``sample_uniform``, ``neighbours``, ``parts`` and
     ``score_outputs`` for training (``map`` only for :meth:`predict`); chains,
@@ -261,9 +304,10 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         Gumbel scale β; ``"auto"`` is the paper's 1 / log((r − 1)(√m − 1)) with r the
         largest number of outputs of an example (read from ``max_outputs``), clipped
         to a positive value.
-    alpha : "auto" or float in [0, 1], default="auto"
-        Probability of a uniform start; ``"auto"`` is min(1, ‖w‖₁ / √m), recomputed
-        every iteration.
+    uniform_start : "auto" or float in [0, 1], default="auto"
+        Probability that a proposal starts from a uniform sample of Y(x_i) rather than
+        from the gold output (the paper's α); ``"auto"`` is min(1, ‖w‖₁ / √m),
+        recomputed every iteration.
     l1 : float, default=0.01
         ℓ1 strength of the proximal step.
     learning_rate : float, default=1.0
@@ -276,12 +320,26 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         For ``candidates="all"``, ``beta="auto"`` and :meth:`sample`: the largest
         number of outputs enumerated per example.
     random_state : int, RandomState or None, default=None
+        The candidate draws.
     verbose : int, default=0
+        Print one line per iteration (randomized loss, mean candidate-set size, nonzero
+        weights, elapsed time).
     warm_start : bool, default=False
         Start from the previous solution.
     n_jobs : int, default=None
         Threads of the decoder's compiled kernels during ``fit`` (None or -1: all
         cores; 0 is an error, as in joblib). The result does not depend on it.
+    callback : callable, default=None
+        Called as ``callback(n_iter, w, objective)`` after each iteration, with the flat
+        parameter vector ``w`` after the step and ``objective`` the randomized loss
+        before it (the iteration's entry of ``objective_curve_``); returning True stops
+        the training.
+    alpha : "auto" or float in [0, 1], default="deprecated"
+        Former name of ``uniform_start``; when given, it is used instead of
+        ``uniform_start``.
+
+        .. deprecated:: 0.1
+           ``alpha`` was renamed ``uniform_start`` in 0.1 and will be removed in 0.2.
 
     Attributes
     ----------
@@ -320,7 +378,7 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         "n_candidates": [StrOptions({"sqrt"}), Interval(Integral, 1, None, closed="left")],
         "candidates": [StrOptions({"proposal", "all"})],
         "beta": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
-        "alpha": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="both")],
+        "uniform_start": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="both")],
         "l1": [Interval(Real, 0, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -329,18 +387,21 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
         "n_jobs": N_JOBS_CONSTRAINT,
+        "callback": [None, callable],
+        "alpha": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="both"),
+                  Hidden(StrOptions({"deprecated"}))],
     }
 
     def __init__(self, decoder=None, *, k=1, n_candidates="sqrt", candidates="proposal",
-                 beta="auto", alpha="auto", l1=0.01, learning_rate=1.0, max_iter=20,
-                 max_outputs=100000, random_state=None, verbose=0, warm_start=False,
-                 n_jobs=None):
+                 beta="auto", uniform_start="auto", l1=0.01, learning_rate=1.0,
+                 max_iter=20, max_outputs=100000, random_state=None, verbose=0,
+                 warm_start=False, n_jobs=None, callback=None, alpha="deprecated"):
         self.decoder = decoder
         self.k = k
         self.n_candidates = n_candidates
         self.candidates = candidates
         self.beta = beta
-        self.alpha = alpha
+        self.uniform_start = uniform_start
         self.l1 = l1
         self.learning_rate = learning_rate
         self.max_iter = max_iter
@@ -349,6 +410,8 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         self.verbose = verbose
         self.warm_start = warm_start
         self.n_jobs = n_jobs
+        self.callback = callback
+        self.alpha = alpha
 
     # -- training ------------------------------------------------------------------
 
@@ -367,6 +430,9 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         -------
         self : PerturbedMAPClassifier
         """
+        if self.alpha != "deprecated":
+            warnings.warn("'alpha' was renamed 'uniform_start' in version 0.1 and will be "
+                          "removed in 0.2; pass uniform_start instead.", FutureWarning)
         kind, batch, classes, y_encoded, weights = self._validate_training_data(
             X, y, sample_weight)
         needs = ([("top_k", "PerturbedMAPClassifier(candidates='all')")]
@@ -378,82 +444,33 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         features = self._feature_map(kind, batch.n_features, classes, decoder)
         w = np.array(self._initial_params(features, kind, classes, batch.n_features),
                      dtype=np.float64)
-        with n_jobs_threads(self.n_jobs):
-            w, curve, state, counting = self._train(decoder, features, batch, y_encoded, w,
-                                                    weights / weights.sum())
-        result = OptimizeResult(w=w, n_iter=self.max_iter, converged=True,
-                                objective_curve=curve, message="max_iter reached")
-        self._finish_fit(kind, classes, batch, features, decoder, result)
-        self.beta_ = state["beta"]
-        self.decoder_calls_ = dict(counting.calls)
-        return self
-
-    def _train(self, decoder, features, batch, y_encoded, w, omega):
         counting = _CountingDecoder(decoder)
         rng = check_random_state(self.random_state)
-        state = self._training_state(counting, features, batch, y_encoded, w, rng)
-        step_scale = self._step_scale(batch)
-        curve = []
-        largest_set = 1
-        enumerated = (self._enumerate(counting, features.scores(batch, w), y_encoded, state)
-                      if self.candidates == "all" else None)
-        for t in range(1, self.max_iter + 1):
-            try:
-                scores = features.scores(batch, w)
-            except ValueError as error:
-                if t == 1:
-                    raise
-                raise self._diverged(t - 1, "the scores are no longer finite") from error
-            if enumerated is not None:
-                theta, keep = enumerated.scores(scores), enumerated.keep
-            else:
-                layers, theta, keep = self._candidate_sets(
-                    counting, scores, y_encoded, state, w, rng, self.candidates)
-            largest_set = max(largest_set, int(np.sum(keep, axis=0).max()))
-            p, log_q = _softmax_over_candidates(theta, keep, state["beta"],
-                                                return_log_gold=True)
-            q = p[0]
-            curve.append(1.0 - float(omega @ q))
-            # ∇ log Σ_i ω_i q_i in part-score space, one part vector per candidate layer
-            scale = _likelihood_weights(omega, log_q, state["beta"])
-            if not np.all(np.isfinite(scale)):
-                raise self._diverged(t - 1, "the scores / beta overflow")
-            if enumerated is not None:
-                weights = -scale * p
-                weights[0] = scale * (1.0 - p[0])
-                grad_parts = enumerated.weighted_sum(weights)
-            else:
-                grad_parts = None
-                for index, (outputs, _) in enumerate(layers):
-                    weight = scale * ((1.0 - p[0]) if index == 0 else -p[index])
-                    if index and not np.any(weight):
-                        continue
-                    part = counting.parts(scores, self._fill(
-                        outputs, y_encoded, state["offsets"], keep[index])).scale(weight)
-                    grad_parts = part if grad_parts is None else grad_parts + part
-            step = self.learning_rate / (step_scale * np.sqrt(t))
-            w = _soft_threshold(w + step * features.transpose(batch, grad_parts),
-                                step * self.l1)
-            if not np.all(np.isfinite(w)):
-                raise self._diverged(t, "the weights are no longer finite")
-            if self.verbose:
-                print(f"iteration {t}: randomized loss {curve[-1]:.6f}, "
-                      f"|T_i| mean {np.mean(np.sum(keep, axis=0)):.2f}, "
-                      f"nonzero {np.count_nonzero(w)}")
-        if self.candidates == "proposal" and largest_set == 1:
+        with n_jobs_threads(self.n_jobs):
+            state = self._training_state(counting, features, batch, y_encoded, w, rng)
+        loss = RandomizedLikelihoodLoss(_CandidateSampler(self, state), state["beta"])
+        risk = RegularizedRisk(features, batch, y_encoded, counting, loss, 0.0, weights)
+        options = dict(max_iter=self.max_iter, learning_rate=self.learning_rate,
+                       step_scale=self._step_scale(batch), l1=self.l1, random_state=rng,
+                       verbose=self.verbose, callback=self.callback)
+        try:
+            result = run_solver("perturbed_ascent", risk, w, options, n_jobs=self.n_jobs)
+        except TrainingDivergedError as error:
+            raise ValueError(f"{type(self).__name__}: {error}") from error
+        if self.candidates == "proposal" and result.extra["largest_candidate_set"] == 1:
             warnings.warn(
                 f"Every candidate set held the gold output alone: no output lies within "
                 f"Hamming distance k={self.k} of the gold ones (a k-subset changes in two "
                 "positions per swap: use k >= 2), so the gradient was zero and the model "
                 "did not learn.", UserWarning)
-        return w, curve, state, counting
+        self._finish_fit(kind, classes, batch, features, decoder, result)
+        self.beta_ = state["beta"]
+        self.decoder_calls_ = dict(counting.calls)
+        return self
 
-    def _diverged(self, t, what):
-        """The error of a training whose step ``t`` made the model non-finite."""
-        return ValueError(
-            f"{type(self).__name__}: training diverged after {t} step(s) ({what}): lower "
-            f"learning_rate (now {self.learning_rate:g}) or scale the features."
-        )
+    def _uniform_start(self):
+        """``uniform_start``, or the deprecated ``alpha`` when it is given."""
+        return self.uniform_start if self.alpha == "deprecated" else self.alpha
 
     def _step_scale(self, batch):
         """R² = 1 + max_r ‖x_r‖², the step's divisor: a change of one part of an output
@@ -523,10 +540,11 @@ class PerturbedMAPClassifier(LinearStructuredModel):
                 valid & (_hashes(out, offsets, state["salt"]) != gold)
                 for out, valid in layers[1:]]
             return layers, theta, keep
-        alpha = (min(1.0, np.abs(w).sum() / np.sqrt(m)) if self.alpha == "auto"
-                 else float(self.alpha))
+        uniform_start = self._uniform_start()
+        uniform_start = (min(1.0, np.abs(w).sum() / np.sqrt(m)) if uniform_start == "auto"
+                         else float(uniform_start))
         layers, theta = self._proposals(decoder, scores, y_encoded, offsets,
-                                        state["n_draws"], alpha, rng)
+                                        state["n_draws"], uniform_start, rng)
         return layers, theta, self._first_occurrences(layers, offsets, state["salt"])
 
     def randomized_loss(self, X, y, candidates="proposal", random_state=None):
@@ -564,7 +582,7 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         scores = features.scores(batch, w)
         _, theta, keep = self._candidate_sets(self.decoder_, scores, y_encoded, state, w,
                                               rng, candidates)
-        return 1.0 - float(_softmax_over_candidates(theta, keep, self.beta_)[0].mean())
+        return 1.0 - float(softmax_over_candidates(theta, keep, self.beta_)[0].mean())
 
     def _beta(self, log_r, m):
         """β = 1 / log((r − 1)(√m − 1)), from log r = max_i log |Y(x_i)|."""
@@ -608,7 +626,8 @@ class PerturbedMAPClassifier(LinearStructuredModel):
             )
         return paths, top
 
-    def _proposals(self, decoder, scores, y_encoded, offsets, n_draws, alpha, rng):
+    def _proposals(self, decoder, scores, y_encoded, offsets, n_draws, uniform_start,
+                   rng):
         """Algorithm 1, ``n_draws`` times for every example; the gold output first.
 
         The scan keeps y ← y' whenever θ(y') ≥ θ(y) over the neighbours of the start,
@@ -624,14 +643,14 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         layers = [(y_encoded, np.ones(m, bool))]
         theta = [gold_scores]
         uniform = None
-        if alpha > 0:
+        if uniform_start > 0:
             uniform = decoder.sample_uniform(scores, n_draws,
                                              random_state=rng.randint(2 ** 31 - 1))
         direct = getattr(decoder, "best_neighbour", None)
         for d in range(n_draws):
             start, start_scores = y_encoded, gold_scores
             if uniform is not None:
-                explore = rng.random_sample(m) < alpha
+                explore = rng.random_sample(m) < uniform_start
                 if explore.any():
                     start = _select(explore, uniform[..., d], y_encoded, offsets)
                     start_scores = decoder.score_outputs(scores, start)

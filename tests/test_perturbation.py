@@ -86,8 +86,8 @@ def test_all_candidates_step_is_the_gradient_of_the_log_likelihood_of_the_data()
 
 def test_reproducible_under_random_state():
     X, Y = _multilabel_data(seed=2)
-    fits = [PerturbedMAPClassifier(max_iter=8, random_state=seed, alpha=0.5).fit(X, Y)
-            for seed in (3, 3, 4)]
+    fits = [PerturbedMAPClassifier(max_iter=8, random_state=seed, uniform_start=0.5)
+            .fit(X, Y) for seed in (3, 3, 4)]
     np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
     assert not np.array_equal(fits[0].coef_, fits[2].coef_)
 
@@ -136,8 +136,9 @@ def test_bad_parameters_and_inputs():
 
 def test_n_jobs_does_not_change_the_result():
     X, Y = _multilabel_data(seed=3)
-    one = PerturbedMAPClassifier(max_iter=6, random_state=0, alpha=0.5, n_jobs=1).fit(X, Y)
-    two = PerturbedMAPClassifier(max_iter=6, random_state=0, alpha=0.5, n_jobs=2).fit(X, Y)
+    params = dict(max_iter=6, random_state=0, uniform_start=0.5)
+    one = PerturbedMAPClassifier(n_jobs=1, **params).fit(X, Y)
+    two = PerturbedMAPClassifier(n_jobs=2, **params).fit(X, Y)
     np.testing.assert_array_equal(one.coef_, two.coef_)
     with pytest.raises(ValueError, match="n_jobs"):
         PerturbedMAPClassifier(n_jobs=0).fit(X, Y)
@@ -195,7 +196,7 @@ def test_chain_best_neighbour_kernel_gives_the_fit_of_listing_the_neighbours():
         features[np.arange(length), states] += 1.0
         X.append(features)
         y.append(np.array(["A", "B", "C"])[states])
-    params = dict(max_iter=8, random_state=0, alpha=0.5, learning_rate=0.5)
+    params = dict(max_iter=8, random_state=0, uniform_start=0.5, learning_rate=0.5)
     direct = PerturbedMAPClassifier(ChainDecoder(), **params).fit(X, y)
     listing = PerturbedMAPClassifier(ListingChainDecoder(), **params).fit(X, y)
     assert direct.decoder_calls_["best_neighbour"] == 8 * 6

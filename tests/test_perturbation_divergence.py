@@ -8,7 +8,8 @@ import pytest
 import scipy.sparse as sp
 
 from skstruct import PerturbedMAPClassifier
-from skstruct._perturbation import _largest_squared_row_norm, _likelihood_weights
+from skstruct._perturbation import _largest_squared_row_norm
+from skstruct.losses._randomized import likelihood_weights as _likelihood_weights
 
 
 def _one_label_per_example(n=300, n_features=20, n_labels=5, seed=0):

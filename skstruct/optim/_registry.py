@@ -32,11 +32,17 @@ __all__ = [
 #:   rescaling (:class:`~skstruct.losses.StructuredHingeLoss`);
 #: - ``"perceptron"``: the structured perceptron loss (plain MAP);
 #: - ``"smooth"``: differentiable losses minimized through ``risk.value_and_gradient``
-#:   (the CRF's negative log-likelihood, the SparseMAP loss).
-LOSS_FAMILIES = ("hinge_margin", "hinge_slack", "perceptron", "smooth")
+#:   (the CRF's negative log-likelihood, the SparseMAP loss);
+#: - ``"randomized_likelihood"``: the likelihood of the gold outputs within candidate
+#:   sets drawn anew at every step
+#:   (:class:`~skstruct.losses._randomized.RandomizedLikelihoodLoss`, the
+#:   MAP-perturbation learner's).
+LOSS_FAMILIES = ("hinge_margin", "hinge_slack", "perceptron", "smooth",
+                 "randomized_likelihood")
 
 _RESCALING_NAMES = {"hinge_margin": "margin rescaling", "hinge_slack": "slack rescaling",
-                    "perceptron": "the perceptron loss", "smooth": "smooth losses"}
+                    "perceptron": "the perceptron loss", "smooth": "smooth losses",
+                    "randomized_likelihood": "the randomized likelihood"}
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,8 @@ class SolverSpec:
         ``verbose``, ``callback``, ``first_step``, the step counter of the previous
         fit when warm starting, and for smooth losses ``l1``, the strength of an L1 term
         added to the risk, and ``fixed``, a boolean mask of parameters held at zero, or
-        None); the adapter takes what its solver uses and ignores the
+        None; for the randomized likelihood ``learning_rate``, ``step_scale`` and
+        ``l1``); the adapter takes what its solver uses and ignores the
         rest, and puts solver-specific results in the result's ``duality_gaps`` and
         ``extra`` (``extra["t"]``: the step counter an estimator stores as ``t_``).
     losses : frozenset of str
@@ -195,14 +202,18 @@ def loss_family(loss):
     """The family of a training loss object (see :data:`LOSS_FAMILIES`).
 
     The structured hinge gives ``"hinge_" + rescaling``; a loss with ``plain_map``
-    semantics (the perceptron) ``"perceptron"``; anything else ``"smooth"``.
+    semantics (the perceptron) ``"perceptron"``; the randomized likelihood of candidate
+    sets ``"randomized_likelihood"``; anything else ``"smooth"``.
     """
     from ..losses import PerceptronLoss, StructuredHingeLoss
+    from ..losses._randomized import RandomizedLikelihoodLoss
 
     if isinstance(loss, StructuredHingeLoss):
         return f"hinge_{loss.rescaling}"
     if isinstance(loss, PerceptronLoss):
         return "perceptron"
+    if isinstance(loss, RandomizedLikelihoodLoss):
+        return "randomized_likelihood"
     return "smooth"
 
 

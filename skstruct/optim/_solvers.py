@@ -15,6 +15,7 @@ from ._casimir import minimize_casimir
 from ._cutting_plane import minimize_cutting_plane
 from ._lbfgs import minimize_lbfgs, minimize_lbfgsb
 from ._owlqn import _masked, minimize_owlqn
+from ._perturbed_ascent import perturbed_ascent
 from ._registry import loss_family, register_solver
 from ._subgradient import minimize_subgradient, perceptron
 from ._svrg import minimize_svrg
@@ -156,6 +157,12 @@ def _run_owlqn(risk, w0, options):
             **_pick(options, "max_iter", "tol", "verbose", "callback"))
 
 
+def _run_perturbed_ascent(risk, w0, options):
+    return perturbed_ascent(risk, w0, **_pick(
+        options, "max_iter", "learning_rate", "step_scale", "l1", "random_state", "verbose",
+        "callback"))
+
+
 register_solver(
     "bcfw", _run_bcfw, losses={"hinge_margin"}, partial_fit=True, warm_start=False,
     description="block-coordinate Frank-Wolfe on the dual, exact line search, the duality "
@@ -194,3 +201,8 @@ register_solver(
     "owlqn", _run_owlqn, losses={"smooth"}, warm_start=True, l1=True,
     description="orthant-wise L-BFGS (OWL-QN) with a projected backtracking line search, "
                 "for an L1 term beside the smooth risk")
+register_solver(
+    "perturbed_ascent", _run_perturbed_ascent, losses={"randomized_likelihood"},
+    warm_start=True, l1=True,
+    description="stochastic proximal ascent on the randomized likelihood of candidate sets "
+                "drawn at every step, steps decaying as 1/sqrt(t), l1 soft-thresholding")

@@ -58,7 +58,7 @@ def test_names_per_family():
 def test_every_solver_has_a_description_and_known_families():
     names = solver_names(*LOSS_FAMILIES)
     assert names == {"bcfw", "subgradient", "cutting_plane", "svrg", "casimir",
-                     "perceptron", "lbfgs", "lbfgsb", "owlqn"}
+                     "perceptron", "lbfgs", "lbfgsb", "owlqn", "perturbed_ascent"}
     for name in names:
         spec = get_solver(name)
         assert spec.name == name
