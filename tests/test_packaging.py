@@ -8,6 +8,7 @@ be in its RECORD. .ci/run checks the same on a real wheel, installed read-only, 
 """
 
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -139,6 +140,44 @@ def test_kernel_compiled_at_run_time_is_cached_in_the_user_directory_only(tmp_pa
     cached = list((tmp_path / "skstruct").rglob("_parallel.longest_group-*.nbi"))
     assert len(cached) == 1
     assert _package_caches() == before
+
+
+def test_an_index_that_cannot_be_unpickled_is_a_cache_miss(tmp_path):
+    # numba pickles a kernel's argument types in its index; an index naming a class that
+    # has moved since must compile the kernel again and rewrite the index, not raise
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("NUMBA_CACHE_DIR", _kernel_cache._ENV_IN_TREE)}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    (tmp_path / "work").mkdir()
+    code = textwrap.dedent("""
+        import numpy as np
+        from skstruct.utils._parallel import longest_group
+        assert longest_group(np.array([0, 3, 4], dtype=np.int32), 0, 2) == 3
+    """)
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=tmp_path / "work")
+    index = next((tmp_path / "xdg" / "skstruct").rglob("_parallel.longest_group-*.nbi"))
+    with open(index, "rb") as f:
+        version = pickle.load(f)
+    with open(index, "wb") as f:
+        pickle.dump(version, f, protocol=-1)
+        f.write(b"cskstruct.decoders._core.engine_protocol\nNoSuchClass\n.")
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=tmp_path / "work")
+    with open(index, "rb") as f:
+        assert pickle.load(f) == version
+        _, overloads = pickle.loads(f.read())
+    assert len(overloads) == 1
+
+
+def test_other_libraries_unreadable_indexes_still_raise(tmp_path):
+    index = tmp_path / "other.nbi"
+    cache_file = caching.IndexDataCacheFile.__new__(caching.IndexDataCacheFile)
+    cache_file._index_path = str(index)
+    cache_file._version = "v"
+    with open(index, "wb") as f:
+        pickle.dump("v", f)
+        f.write(b"cskstruct.decoders._core.engine_protocol\nNoSuchClass\n.")
+    with pytest.raises(AttributeError):
+        cache_file._load_index()
 
 
 def _installed_files():

@@ -278,14 +278,6 @@ def test_the_dispatcher_reaches_both_families():
 
 
 
-def test_cache_indexes_that_name_the_oracle_by_the_dispatch_module_still_load():
-    # numba pickles the argument types of a cached kernel in its index file; an index
-    # that names the class by the dispatch module must unpickle to the same class
-    reference = pickle.dumps(_engine_protocol.CompiledOracle, protocol=0).replace(
-        b"skstruct.decoders._core.engine_protocol", b"skstruct.decoders._engine.dispatch")
-    assert b"skstruct.decoders._engine.dispatch" in reference
-    assert pickle.loads(reference) is _engine_protocol.CompiledOracle
-
 @pytest.mark.parametrize("n_labels", [1, 5, 8, 14, 17, 128, 129, 300, 1000])
 def test_gold_scores_are_summed_in_numpys_order(n_labels):
     from skstruct.decoders._tabular.kernels import numpy_row_sum
