@@ -290,6 +290,7 @@ def test_the_estimators_pass_the_parameters_their_solver_declares():
     assert "smoothing" not in StructuredSVM(solver="bcfw")._solver_options()
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_solver_choices_follow_the_registry(monkeypatch):
     from skstruct.optim import SolverNames, _registry
 
