@@ -90,7 +90,9 @@ class SparseMAPClassifier(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         Pairwise scores (sequences only).
     intercept_ : ndarray of shape (n_outputs,)
         Multiclass and multilabel only.
-    output_kind_ : {"sequence", "multiclass", "multilabel", "tree", "matching"}
+    output_kind_ : str
+        ``"sequence"``, ``"multiclass"``, ``"multilabel"``, ``"tree"``, ``"matching"``,
+        ``"dag"`` or the name of another registered output kind.
     decoder_ : Decoder
     n_features_in_ : int
     n_iter_ : int

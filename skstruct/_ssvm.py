@@ -139,7 +139,9 @@ TaskLoss, default="hamming"
         Pairwise scores (sequences only).
     intercept_ : ndarray of shape (n_outputs,)
         Multiclass and multilabel only.
-    output_kind_ : {"sequence", "multiclass", "multilabel", "tree", "matching"}
+    output_kind_ : str
+        ``"sequence"``, ``"multiclass"``, ``"multilabel"``, ``"tree"``, ``"matching"``,
+        ``"dag"`` or the name of another registered output kind.
     loss_ : TaskLoss
         The task loss used, bound to the classes.
     decoder_ : Decoder

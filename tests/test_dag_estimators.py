@@ -142,8 +142,8 @@ def _all_dags(n):
 
 
 def _brute_force_crf_objective(X, y, w, alpha):
-    """The CRF's F(w) = mean_i [log Σ_y exp θ_y − θ_{y_i}] + alpha/2 ‖w‖² over every DAG,
-    and its gradient."""
+    """The CRF's F(w) = mean_i [log Σ_y exp θ_y − θ_{y_i}] + alpha/2 ‖w‖², summing over
+    every DAG, and its gradient."""
     n = y[0].shape[0]
     dags = _all_dags(n).reshape(-1, n * n).astype(float)
     value, grad = 0.5 * alpha * w @ w, alpha * w

@@ -220,7 +220,8 @@ def test_a_registered_kind_follows_the_estimators_rules(label_sets, monkeypatch)
     # probabilities exist, one column per label.
     crf = CRF(alpha=1e-2).fit(X, y)
     assert crf.predict_proba(X[:3]).shape == (3, 3)
-    np.testing.assert_allclose(np.exp(crf.predict_log_proba(X[:3])), crf.predict_proba(X[:3]))
+    np.testing.assert_allclose(np.exp(crf.predict_log_proba(X[:3])),
+                               crf.predict_proba(X[:3]))
     # A kind that declares marginals intractable is refused by the CRF, for its reason.
     monkeypatch.setattr(LabelSetKind, "intractable_operations",
                         {"marginals": "label sets have no marginals here"})

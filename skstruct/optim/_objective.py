@@ -195,7 +195,8 @@ class RegularizedRisk:
         """F(w) alone (the loss's ``values``: cheaper where it skips the gradient)."""
         scores = self.features.scores(self.batch, w)
         gold = self.gold(scores)
-        values = self.loss.values(self.decoder, scores, self.y, gold, **self._loss_options())
+        values = self.loss.values(self.decoder, scores, self.y, gold,
+                                  **self._loss_options())
         return float(self._weights @ values) + 0.5 * self.alpha * float(w @ w)
 
     def value_and_gradient(self, w):
