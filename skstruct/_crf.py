@@ -10,16 +10,13 @@ from sklearn.utils.validation import check_is_fitted
 from ._elastic_net import ELASTIC_NET_CONSTRAINTS, ElasticNetQuasiNewtonMixin
 from ._linear_model import LinearStructuredModel
 from ._structured_base import available_if_fitted_kind
-from .decoders import Decoder, MultilabelDecoder
-from .decoders._core.checks import keeps_operations
+from .decoders import Decoder
 from .losses import CRFLoss, TaskLoss
-from .optim import solver_names
+from .optim import SolverNames
 from .utils._sequences import check_sequences
 
 __all__ = ["CRF"]
 
-#: The output kinds whose probabilities form an (n_samples, n_outputs) array.
-_TABULAR = ("multiclass", "multilabel")
 _NOT_TABULAR = (
     "it applies to a {name} fitted on tabular data (multiclass or multilabel), whose "
     "probabilities form an (n_samples, n_outputs) array; this one was fitted on {kind} "
@@ -112,9 +109,11 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         :class:`~skstruct.decoders.TreeDecoder` makes this a CRF over dependency trees
         (``X`` a list of (n_i * n_i, n_features) arc feature matrices, ``y`` a list of
         CoNLL head arrays; the partition function by the matrix-tree theorem, or
-        inside–outside when projective), with ``coef_`` of shape (n_features,). A
-        :class:`~skstruct.decoders.MatchingDecoder` is an error: the partition function
-        of matchings is the permanent, #P-hard to compute.
+        inside–outside when projective), with ``coef_`` of shape (n_features,); a
+        :class:`~skstruct.decoders.DAGDecoder` one over directed acyclic graphs (its
+        arc marginals by enumeration). Every output kind whose decoder has marginals
+        is learned; a :class:`~skstruct.decoders.MatchingDecoder` is an error: the
+        partition function of matchings is the permanent, #P-hard to compute.
     solver : {"lbfgs", "lbfgsb", "owlqn", "svrg"}, default="lbfgs"
         ``"lbfgs"``: limited-memory BFGS with a strong-Wolfe line search
         (:func:`~skstruct.optim.minimize_lbfgs`), OWL-QN when ``l1_ratio > 0``;
@@ -168,7 +167,8 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
     start_transition_, end_transition_ : ndarray of shape (n_classes,)
         Sequences only: scores of the first and the last label of a sequence.
     output_kind_ : str
-        ``"sequence"``, ``"tree"``, ``"multiclass"`` or ``"multilabel"``.
+        ``"sequence"``, ``"tree"``, ``"dag"``, ``"multiclass"``, ``"multilabel"`` or the
+        name of another registered output kind.
     decoder_ : Decoder
         The decoder used.
     n_features_in_ : int
@@ -224,7 +224,6 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
     ((4, 3), [1.0, 1.0, 1.0, 1.0])
     """
 
-    _output_kinds = ("sequence", "tree", "multiclass", "multilabel")
     _decoder_operations = ("marginals", "map")
 
     _parameter_constraints = {
@@ -232,7 +231,7 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         **ELASTIC_NET_CONSTRAINTS,
         "cost": [None, StrOptions({"hamming"}), TaskLoss],
         "decoder": [None, Decoder],
-        "solver": [StrOptions(solver_names("smooth"))],
+        "solver": [StrOptions(SolverNames("smooth"))],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "warm_start": ["boolean"],
@@ -300,13 +299,6 @@ or (n_samples, n_labels)
             [("marginals", "CRF training"), ("map", "CRF prediction")],
         )
 
-    def _penalty(self, kind, features, batch, y_encoded, classes):
-        # the options of the solver beyond the penalty travel with it
-        l2_strength, options = super()._penalty(kind, features, batch, y_encoded, classes)
-        if self.solver == "svrg":
-            options.update(learning_rate=self.learning_rate, random_state=self.random_state)
-        return l2_strength, options
-
     def predict_marginals(self, X):
         """Per-token label probabilities p(y_t = k | x).
 
@@ -350,7 +342,7 @@ or (n_samples, n_labels)
         scores = self._scores(batch)
         return self.decoder_.score_outputs(scores, encoded) - self.decoder_.log_partition(scores)
 
-    @available_if_fitted_kind(_TABULAR, _NOT_TABULAR)
+    @available_if_fitted_kind("tabular_probabilities", _NOT_TABULAR)
     def predict_proba(self, X):
         """Class probabilities (multiclass) or label probabilities (multilabel).
 
@@ -376,7 +368,7 @@ or (n_samples, n_labels)
         batch = self._validate_prediction_data(X)
         return self.decoder_.marginals(self._scores(batch))[1].unary
 
-    @available_if_fitted_kind(_TABULAR, _NOT_TABULAR)
+    @available_if_fitted_kind("tabular_probabilities", _NOT_TABULAR)
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`, computed without underflow.
 
@@ -392,11 +384,4 @@ or (n_samples, n_labels)
             −log(1 + exp(−θ_j)).
         """
         batch = self._validate_prediction_data(X)
-        scores = self._scores(batch)
-        if self.output_kind_ == "multiclass":
-            return scores.unary - self.decoder_.log_partition(scores)[:, None]
-        if keeps_operations(self.decoder_, MultilabelDecoder, ("marginals",)):
-            return -np.logaddexp(0.0, -scores.unary)
-        # labels that depend on each other (e.g. SubsetDecoder): the log of the marginals
-        with np.errstate(divide="ignore"):
-            return np.log(self.decoder_.marginals(scores)[1].unary)
+        return self._fitted_kind().log_marginals(self.decoder_, self._scores(batch))

@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .optim import check_solver
+from .outputs import get_output_kind
 
 __all__ = ["ElasticNetQuasiNewtonMixin", "seen_pairs"]
 
@@ -29,21 +30,21 @@ ELASTIC_NET_CONSTRAINTS = {
     "feature_label_pairs": [StrOptions({"all", "seen"})],
 }
 
-_LABELLED_KINDS = ("sequence", "multiclass", "multilabel")
-
-
-def seen_pairs(X, y_encoded, n_outputs, kind_name):
+def seen_pairs(X, y_encoded, n_outputs, kind):
     """Which (feature, label) pairs occur in the training data.
 
     Parameters
     ----------
     X : ndarray or scipy.sparse matrix of shape (n_rows, n_features)
         Token (sequences) or sample (multiclass, multilabel) features.
-    y_encoded : ndarray of shape (n_rows,) or (n_rows, n_outputs)
-        Class indices of the rows, or the 0/1 indicator matrix (multilabel).
+    y_encoded : ndarray
+        The encoded outputs of the rows (class indices; multilabel: the 0/1 indicator
+        matrix).
     n_outputs : int
         Number of classes or labels.
-    kind_name : {"sequence", "multiclass", "multilabel"}
+    kind : OutputKind or str
+        The output kind (or its registered name), whose
+        :meth:`~skstruct.outputs.OutputKind.row_labels` reads ``y_encoded``.
 
     Returns
     -------
@@ -58,20 +59,24 @@ def seen_pairs(X, y_encoded, n_outputs, kind_name):
     >>> seen_pairs(X, np.array([0, 1]), 2, "multiclass").tolist()
     [[True, True], [False, True]]
     """
-    n_rows = X.shape[0]
+    if isinstance(kind, str):
+        kind = get_output_kind(kind)
     if sp.issparse(X):
         present = sp.csr_matrix(X, copy=True)
         present.data = (present.data != 0).astype(np.float64)
     else:
         present = sp.csr_matrix((np.asarray(X) != 0).astype(np.float64))
-    if kind_name == "multilabel":
-        labels = sp.csr_matrix((np.asarray(y_encoded) != 0).astype(np.float64))
-    else:
-        labels = sp.csr_matrix(
-            (np.ones(n_rows), (np.arange(n_rows), np.asarray(y_encoded, dtype=np.int64))),
-            shape=(n_rows, n_outputs))
-    counts = (present.T @ labels).toarray()
+    counts = (present.T @ kind.row_labels(y_encoded, n_outputs)).toarray()
     return counts > 0
+
+
+def check_label_pairs(kind):
+    """Raise unless the unary weights of ``kind`` are one per (feature, label) pair."""
+    if not kind.has_label_pairs:
+        raise ValueError(
+            f"feature_label_pairs='seen' needs outputs with labels (sequences, multiclass, "
+            f"multilabel); {kind.name} outputs have one weight per feature, all of which "
+            "are kept. Use feature_label_pairs='all'.")
 
 
 def unseen_pairs_mask(kind, features, batch, y_encoded, classes):
@@ -79,19 +84,9 @@ def unseen_pairs_mask(kind, features, batch, y_encoded, classes):
 
     Transitions, start and end scores and intercepts are never held.
     """
-    if kind.name not in _LABELLED_KINDS:
-        raise ValueError(
-            f"feature_label_pairs='seen' needs outputs with labels (sequences, multiclass, "
-            f"multilabel); {kind.name} outputs have one weight per feature, all of which "
-            "are kept. Use feature_label_pairs='all'.")
-    n_outputs = len(classes)
-    unseen = ~seen_pairs(batch.X, y_encoded, n_outputs, kind.name)
-    if kind.name == "sequence":
-        zeros = np.zeros(n_outputs)
-        flat = features.pack(unseen, np.zeros((n_outputs, n_outputs)), zeros, zeros)
-    else:
-        flat = features.pack(unseen, np.zeros(n_outputs))
-    return np.asarray(flat, dtype=bool)
+    check_label_pairs(kind)
+    unseen = ~seen_pairs(batch.X, y_encoded, len(classes), kind)
+    return np.asarray(kind.pack_unary(features, unseen), dtype=bool)
 
 
 class ElasticNetQuasiNewtonMixin:
@@ -114,8 +109,9 @@ class ElasticNetQuasiNewtonMixin:
     def _training_features(self, kind, batch, y_encoded, classes, decoder):
         features = super()._training_features(kind, batch, y_encoded, classes, decoder)
         if self.feature_label_pairs == "seen" and hasattr(features, "restricted"):
+            check_label_pairs(kind)
             features = features.restricted(
-                seen_pairs(batch.X, y_encoded, len(classes), kind.name))
+                seen_pairs(batch.X, y_encoded, len(classes), kind))
         return features
 
     def _penalty(self, kind, features, batch, y_encoded, classes):

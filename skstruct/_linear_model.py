@@ -11,7 +11,7 @@ from ._structured_base import StructuredEstimator
 from .decoders import check_capability
 from .decoders._core.checks import check_k
 from .features import decoder_feature_map
-from .optim import RegularizedRisk, run_solver
+from .optim import RegularizedRisk, get_solver, run_solver
 
 __all__ = ["LinearStructuredModel"]
 
@@ -53,14 +53,15 @@ class LinearStructuredModel(StructuredEstimator):
 
         ``needs`` lists the (capability, use) pairs the decoder must provide. Uses the
         estimator's ``alpha``, ``solver``, ``max_iter``, ``tol``, ``warm_start``,
-        ``verbose`` and ``callback``.
+        ``verbose`` and ``callback``, and the parameters the solver declares
+        (``learning_rate`` and ``random_state`` for ``"svrg"``).
         """
         kind, batch, classes, y_encoded, weights = self._validate_training_data(
             X, y, sample_weight
         )
         decoder = self._make_decoder(kind, needs, y_encoded, batch)
         features = self._training_features(kind, batch, y_encoded, classes, decoder)
-        cost = getattr(loss, "cost", None)
+        cost = loss.cost
         if cost is not None:
             # Fail now, with the decoder's message, if the cost cannot enter the scores.
             first = slice(batch.output_offsets[0], batch.output_offsets[1])
@@ -69,9 +70,11 @@ class LinearStructuredModel(StructuredEstimator):
         w0 = self._initial_params(features, kind, classes, batch.n_features)
         l2_strength, solver_options = self._penalty(kind, features, batch, y_encoded, classes)
         risk = RegularizedRisk(features, batch, y_encoded, decoder, loss, l2_strength, weights)
-        result = run_solver(self.solver, risk, w0, dict(
-            max_iter=self.max_iter, tol=self.tol, verbose=self.verbose,
-            callback=self.callback, **solver_options))
+        options = dict(max_iter=self.max_iter, tol=self.tol, verbose=self.verbose,
+                       callback=self.callback)
+        options.update(get_solver(self.solver).options_from(self.get_params(deep=False)))
+        options.update(solver_options)
+        result = run_solver(self.solver, risk, w0, options)
         if not result.converged:
             warnings.warn(
                 f"{type(self).__name__} did not converge in {self.max_iter} iterations "

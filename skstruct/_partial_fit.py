@@ -4,37 +4,24 @@ carries from one call to the next.
 A call validates one batch of examples, fixes on the first call what a model depends on
 (the output kind, the classes, the number of features, the decoder and its feature map,
 the task loss), runs one pass of the estimator's solver from the state the previous call
-left (:class:`~skstruct.optim._registry.SolverSpec`: ``options["state"]``), and keeps
-the state the solver returns for the next call. As in scikit-learn's
+left (:class:`~skstruct.optim._registry.SolverSpec`: ``options["state"]``, or the
+solver's declared ``initial_state`` after ``fit`` or another solver), and keeps the
+state the solver returns for the next call. As in scikit-learn's
 ``SGDClassifier.partial_fit``, ``classes`` lists every label of the stream and is
-required on the first call of the kinds whose classes are labels (sequences,
-multiclass); a batch may hold any subset of them. ``fit`` starts over; ``partial_fit``
+required on the first call of the kinds whose classes are labels
+(:attr:`~skstruct.outputs.OutputKind.classes_are_labels`: sequences, multiclass); a
+batch may hold any subset of them. ``fit`` starts over; ``partial_fit``
 after ``fit`` continues from the fitted model.
 """
 
 import numpy as np
 
 from ._structured_base import _check_container, _n_examples, _reject_token_dicts
-from .outputs._multiclass import _check_target
-from .outputs._tabular import tabular_batch
+from .optim import get_solver
 from .utils._labels import check_label_types
-from .utils._sequences import check_sample_weight_sequences, check_sequences
+from .utils._sequences import check_sample_weight_sequences
 
 __all__ = ["PartialFitMixin", "PartialBatch"]
-
-
-def _sequence_labels(X, y, name):
-    return check_sequences(X, y, estimator=name)
-
-
-def _multiclass_labels(X, y, name):
-    batch = tabular_batch(X, name)
-    return batch, _check_target(y, batch, name)
-
-
-#: The output kinds whose classes are the labels found in ``y``: how to read a batch
-#: and its flat labels without requiring two classes in it.
-_LABEL_KINDS = {"sequence": _sequence_labels, "multiclass": _multiclass_labels}
 
 
 class PartialBatch:
@@ -126,9 +113,8 @@ class PartialFitMixin:
                     f"given to partial_fit look like {kind.name} data ({kind.form}).")
             # the number of features and the column names, with scikit-learn's messages
             kind.check_prediction_data(X, self)
-        read = _LABEL_KINDS.get(kind.name)
-        if read is not None:
-            batch, labels = read(X, y, name)
+        if kind.classes_are_labels:
+            batch, labels = kind.read_labels(X, y, name)
             if first:
                 if classes is None:
                     raise ValueError(
@@ -169,7 +155,8 @@ class PartialFitMixin:
             return kept["state"]
         w = self._read_coefficients(self, part.kind, features)
         t = int(getattr(self, "t_", 0))
-        return initial_state(solver, w, t, 0.0 if kept is None else kept["seen_weight"])
+        return get_solver(solver).continue_from(
+            w, t, 0.0 if kept is None else kept["seen_weight"])
 
     def _keep_partial_state(self, solver, result, part):
         seen = getattr(self, "_partial_state", None)
@@ -183,22 +170,6 @@ class PartialFitMixin:
         total = (float(n_examples) if sample_weight is None else
                  float(check_sample_weight_sequences(sample_weight, n_examples).sum()))
         self._partial_state = {"solver": None, "state": None, "seen_weight": total}
-
-
-def initial_state(solver, w, t, seen_weight):
-    """A solver's ``state`` that continues from coefficients ``w`` (column order) and
-    step counter ``t``, without the solver's own history (after ``fit``)."""
-    w = np.array(w, dtype=np.float64)
-    if solver == "perceptron":
-        return {"w": w, "step": 0, "acc": None}
-    if solver == "subgradient":
-        return {"w": w, "w_avg": w.copy(), "step": t, "first_step": t}
-    if solver == "bcfw":
-        return {"w": w, "lazy": None, "step": t, "dual_sums": (0.0, 0.0),
-                "seen_weight": seen_weight}
-    if solver == "casimir":
-        return {"w_prev": w, "t": t}
-    return {"w": w, "t": t}
 
 
 def _check_same_classes(classes, model_classes, name):

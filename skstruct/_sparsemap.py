@@ -11,7 +11,7 @@ from ._elastic_net import ELASTIC_NET_CONSTRAINTS, ElasticNetQuasiNewtonMixin
 from ._linear_model import LinearStructuredModel
 from .decoders import Decoder, sparsemap
 from .losses import SparseMAPLoss, TaskLoss
-from .optim import solver_names
+from .optim import SolverNames
 
 __all__ = ["SparseMAPClassifier"]
 
@@ -90,7 +90,9 @@ class SparseMAPClassifier(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         Pairwise scores (sequences only).
     intercept_ : ndarray of shape (n_outputs,)
         Multiclass and multilabel only.
-    output_kind_ : {"sequence", "multiclass", "multilabel", "tree", "matching"}
+    output_kind_ : str
+        ``"sequence"``, ``"multiclass"``, ``"multilabel"``, ``"tree"``, ``"matching"``,
+        ``"dag"`` or the name of another registered output kind.
     decoder_ : Decoder
     n_features_in_ : int
     n_iter_ : int
@@ -130,7 +132,7 @@ class SparseMAPClassifier(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         **ELASTIC_NET_CONSTRAINTS,
         "cost": [None, StrOptions({"hamming"}), TaskLoss],
         "decoder": [None, Decoder],
-        "solver": [StrOptions(solver_names("smooth"))],
+        "solver": [StrOptions(SolverNames("smooth"))],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "sparsemap_max_iter": [Interval(Integral, 1, None, closed="left")],

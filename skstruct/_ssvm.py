@@ -14,7 +14,14 @@ from .decoders import Decoder
 from .utils._available import available_if_with_reason
 from .utils._params import N_JOBS_CONSTRAINT
 from .losses import PerceptronLoss, StructuredHingeLoss, TaskLoss
-from .optim import RegularizedRisk, check_solver, loss_family, run_solver, solver_names
+from .optim import (
+    RegularizedRisk,
+    SolverNames,
+    check_solver,
+    get_solver,
+    loss_family,
+    run_solver,
+)
 
 __all__ = ["StructuredSVM", "StructuredPerceptron"]
 
@@ -132,7 +139,9 @@ TaskLoss, default="hamming"
         Pairwise scores (sequences only).
     intercept_ : ndarray of shape (n_outputs,)
         Multiclass and multilabel only.
-    output_kind_ : {"sequence", "multiclass", "multilabel", "tree", "matching"}
+    output_kind_ : str
+        ``"sequence"``, ``"multiclass"``, ``"multilabel"``, ``"tree"``, ``"matching"``,
+        ``"dag"`` or the name of another registered output kind.
     loss_ : TaskLoss
         The task loss used, bound to the classes.
     decoder_ : Decoder
@@ -204,7 +213,7 @@ TaskLoss, default="hamming"
         "loss": [StrOptions(_TASK_LOSS_NAMES), TaskLoss],
         "rescaling": [StrOptions({"margin", "slack"})],
         "alpha": [Interval(Real, 0, None, closed="neither")],
-        "solver": [StrOptions(solver_names("hinge_margin", "hinge_slack"))],
+        "solver": [StrOptions(SolverNames("hinge_margin", "hinge_slack"))],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "averaging": ["boolean"],
@@ -309,7 +318,8 @@ TaskLoss, default="hamming"
         options = self._solver_options(max_iter=self.max_iter, tol=self.tol,
                                        first_step=first_step)
         result = run_solver(self.solver, risk, w0, options, n_jobs=self.n_jobs)
-        if not result.converged and (self.solver == "bcfw" or self.tol > 0):
+        if not result.converged and (get_solver(self.solver).stops_on_duality_gap
+                                     or self.tol > 0):
             warnings.warn(
                 f"StructuredSVM did not converge in {self.max_iter} passes "
                 f"({result.message}); increase max_iter or tol.",
@@ -374,14 +384,11 @@ TaskLoss, default="hamming"
         return self
 
     def _solver_options(self, **options):
-        """The solver options of the estimator's parameters, updated by ``options``."""
+        """The solver options of the estimator's parameters (the common ones and those the
+        solver declares), updated by ``options``."""
         base = dict(averaging=self.averaging, random_state=self.random_state,
                     verbose=self.verbose, callback=self.callback, shuffle=self.shuffle)
-        if self.solver in ("svrg", "casimir"):
-            base.update(smoothing=self.smoothing, mu=self.mu, top_k=self.top_k,
-                        schedule=self.schedule, kappa=self.kappa,
-                        warm_start_rule=self.warm_start_rule,
-                        learning_rate=self.learning_rate)
+        base.update(get_solver(self.solver).options_from(self.get_params(deep=False)))
         base.update(options)
         return base
 

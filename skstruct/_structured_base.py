@@ -19,21 +19,23 @@ from .utils._sequences import check_sample_weight_sequences
 __all__ = ["StructuredEstimator", "output_kind", "is_sequence_input"]
 
 
-def available_if_fitted_kind(kinds, reason):
-    """Decorator: the method exists unless the estimator was fitted on another kind.
+def available_if_fitted_kind(attribute, reason):
+    """Decorator: the method exists unless the estimator was fitted on a kind whose
+    ``attribute`` is False.
 
     ``hasattr(estimator, name)`` is True before ``fit`` (calling the method then raises
-    NotFittedError, as for every fitted method) and after a fit on one of ``kinds``
-    (names of output kinds, read from ``output_kind_``); after a fit on another kind it
-    is False, and the AttributeError says ``reason`` (formatted with ``{kind}``, the
-    fitted kind, and ``{name}``, the estimator's class name). scikit-learn's duck typing
-    (scorers such as ``"neg_log_loss"``, ``CalibratedClassifierCV``) then sees the
-    method only where its result has the form it expects.
+    NotFittedError, as for every fitted method) and after a fit on a kind whose boolean
+    ``attribute`` (e.g. :attr:`~skstruct.outputs.OutputKind.tabular_probabilities`) is
+    True; after a fit on another kind it is False, and the AttributeError says
+    ``reason`` (formatted with ``{kind}``, the fitted kind's name, and ``{name}``, the
+    estimator's class name). scikit-learn's duck typing (scorers such as
+    ``"neg_log_loss"``, ``CalibratedClassifierCV``) then sees the method only where its
+    result has the form it expects.
     """
 
     def check(estimator):
         kind = getattr(estimator, "output_kind_", None)
-        if kind is None or kind in kinds:
+        if kind is None or getattr(get_output_kind(kind), attribute):
             return True
         raise AttributeError(reason.format(kind=kind, name=type(estimator).__name__))
 
@@ -113,13 +115,12 @@ def output_kind(X, y):
 class StructuredEstimator(BaseEstimator):
     """Base class of structured estimators over every registered output kind.
 
-    Subclasses may set ``_output_kinds`` (the names of the kinds they accept; None
-    accepts every registered kind) and ``_decoder_operations`` (the decoder operations
-    their training needs, checked against each kind's ``intractable_operations``),
-    implement ``fit``, and use the helpers below; ``predict`` and ``score`` are shared.
+    Every registered output kind is accepted whose ``intractable_operations`` name none
+    of the subclass's ``_decoder_operations`` (the decoder operations its training
+    needs); the decoder itself is then checked for them. Subclasses implement ``fit``
+    and use the helpers below; ``predict`` and ``score`` are shared.
     """
 
-    _output_kinds = None
     _decoder_operations = ()
 
     def set_params(self, **params):
@@ -174,16 +175,6 @@ class StructuredEstimator(BaseEstimator):
                     f"{name} cannot learn {kind.name} outputs: its training needs the "
                     f"decoder operation {operation!r}, and {reason}."
                 )
-        accepted = self._output_kinds or registered_output_kinds()
-        if kind.name not in accepted:
-            hint = ""
-            if "sequence" in accepted and kind.name in ("multiclass", "multilabel"):
-                hint = (" Pass X as a list of 2-D arrays, one (n_tokens, n_features) array "
-                        "per sequence; for a single sequence pass [X] and [y].")
-            raise ValueError(
-                f"{name} takes {' or '.join(accepted)} outputs, but X and y look "
-                f"like {kind.name} data ({kind.form}).{hint}"
-            )
         if declared is None and kind.chosen_by_decoder:
             decoder_name = type(kind.default_decoder()).__name__
             raise ValueError(
@@ -219,8 +210,11 @@ class StructuredEstimator(BaseEstimator):
             raise ValueError(f"{name} requires y to be passed, but the target y is None.")
         if _n_examples(X) == 0:
             declared = getattr(getattr(self, "decoder", None), "output_kind", None)
-            noun = ("samples" if getattr(X, "ndim", 1) == 2 else
-                    {"tree": "sentences", "matching": "instances"}.get(declared, "sequences"))
+            noun = "sequences"
+            if getattr(X, "ndim", 1) == 2:
+                noun = "samples"
+            elif declared in registered_output_kinds():
+                noun = get_output_kind(declared).example_noun
             raise ValueError(f"X contains no {noun} in {name}; at least one is required.")
         _check_container(X, "X", name)
         _check_container(y, "y", name)

@@ -1,6 +1,8 @@
 """Estimators on directed acyclic graphs (the "dag" output kind): a synthetic task learned
-by StructuredSVM and PerturbedMAPClassifier, the prediction form, the score and bad input."""
+by StructuredSVM and PerturbedMAPClassifier, the CRF against a brute-force likelihood, the
+prediction form, the score and bad input."""
 
+import itertools
 import warnings
 
 import numpy as np
@@ -122,11 +124,75 @@ def test_bad_dag_input(dag_task):
         svm.fit(X[:3], [a.ravel() for a in y[:2]])
     with pytest.raises(ValueError, match="decoder=DAGDecoder"):
         StructuredSVM().fit(X[:3], y[:3])
-    with pytest.raises(ValueError, match="CRF takes sequence or tree"):
-        CRF(decoder=DAGDecoder()).fit(X[:3], y[:3])
     fitted = clone(LEARNERS[0]).fit(X[:5], y[:5])
     with pytest.raises(ValueError, match="expecting 5 features"):
         fitted.predict([np.ones((16, 7))])
+
+
+def _all_dags(n):
+    """Every DAG on n nodes, by filtering all 0/1 matrices with a zero diagonal."""
+    off = ~np.eye(n, dtype=bool)
+    graphs = []
+    for bits in itertools.product((0, 1), repeat=n * (n - 1)):
+        a = np.zeros((n, n), dtype=int)
+        a[off] = bits
+        if not np.any(np.linalg.matrix_power(a, n)):
+            graphs.append(a)
+    return np.array(graphs)
+
+
+def _brute_force_crf_objective(X, y, w, alpha):
+    """The CRF's F(w) = mean_i [log Σ_y exp θ_y − θ_{y_i}] + alpha/2 ‖w‖², summing over
+    every DAG, and its gradient."""
+    n = y[0].shape[0]
+    dags = _all_dags(n).reshape(-1, n * n).astype(float)
+    value, grad = 0.5 * alpha * w @ w, alpha * w
+    for x, gold in zip(X, y, strict=True):
+        arc_scores = x @ w
+        theta = dags @ arc_scores
+        p = np.exp(theta - theta.max())
+        p /= p.sum()
+        value += (np.log(np.exp(theta - theta.max()).sum()) + theta.max()
+                  - gold.ravel() @ arc_scores) / len(X)
+        grad += x.T @ (p @ dags - gold.ravel()) / len(X)
+    return value, grad
+
+
+def test_crf_learns_dags_through_their_marginals():
+    from scipy.optimize import minimize
+
+    from skstruct.optim import RegularizedRisk
+    from skstruct.losses import CRFLoss
+    from skstruct.outputs._dag import LinearDAGFeatures, check_dags
+
+    rng = np.random.default_rng(3)
+    w_true = 2.0 * rng.normal(size=3)
+    X, y = make_graphs(rng, 12, w_true, n=3)
+    y[0] = np.ones((3, 3), dtype=int) - np.tril(np.ones((3, 3), dtype=int))  # off the MAP
+    alpha = 1e-2
+    # the objective CRF trains is the brute-force likelihood, gradient included
+    batch, y_encoded = check_dags(X, y)
+    risk = RegularizedRisk(LinearDAGFeatures(3), batch, y_encoded, DAGDecoder(),
+                           CRFLoss(), alpha, np.ones(len(X)))
+    w = rng.normal(size=3)
+    value, grad = risk.value_and_gradient(w)
+    expected_value, expected_grad = _brute_force_crf_objective(X, y, w, alpha)
+    assert value == pytest.approx(expected_value, rel=1e-12)
+    np.testing.assert_allclose(grad, expected_grad, rtol=1e-10, atol=1e-12)
+    step = 1e-6 * np.eye(3)
+    finite = [(_brute_force_crf_objective(X, y, w + e, alpha)[0]
+               - _brute_force_crf_objective(X, y, w - e, alpha)[0]) / 2e-6 for e in step]
+    np.testing.assert_allclose(grad, finite, rtol=1e-6)
+    # and the fit reaches the brute-force optimum
+    crf = CRF(decoder=DAGDecoder(), alpha=alpha, tol=1e-10, max_iter=500).fit(X, y)
+    optimum = minimize(lambda v: _brute_force_crf_objective(X, y, v, alpha), np.zeros(3),
+                       jac=True, method="BFGS", options={"gtol": 1e-12})
+    assert crf.output_kind_ == "dag"
+    np.testing.assert_allclose(crf.coef_, optimum.x, atol=1e-6)
+    assert crf.objective_curve_[-1] == pytest.approx(optimum.fun, rel=1e-10)
+    marginals = crf.predict_marginals(X[:2])
+    assert [m.shape for m in marginals] == [(3, 3)] * 2
+    assert not hasattr(crf, "predict_proba")  # marginals of arcs, not of classes
 
 
 def test_dag_parts_of_one_example_are_a_view():

@@ -5,7 +5,7 @@ import pytest
 from sklearn.base import clone
 
 from skstruct import CRF, SparseMAPClassifier, StructuredPerceptron, StructuredSVM
-from skstruct.decoders import ChainDecoder, MatchingDecoder, TreeDecoder
+from skstruct.decoders import ChainDecoder, DAGDecoder, MatchingDecoder, TreeDecoder
 from skstruct.losses import HammingLoss, TaskLoss
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -81,7 +81,8 @@ def test_empty_x_says_no_sequences(estimator):
 
 
 @pytest.mark.parametrize("decoder, noun", [(TreeDecoder, "sentences"),
-                                           (MatchingDecoder, "instances")])
+                                           (MatchingDecoder, "instances"),
+                                           (DAGDecoder, "graphs")])
 def test_empty_x_names_what_the_decoder_decodes(decoder, noun):
     with pytest.raises(ValueError, match=f"X contains no {noun} in StructuredSVM"):
         StructuredSVM(decoder=decoder()).fit([], [])

@@ -195,6 +195,7 @@ def label_sets(monkeypatch):
     StructuredSVM(alpha=1e-2, max_iter=20, random_state=0),
     StructuredPerceptron(max_iter=10, random_state=0),
     SparseMAPClassifier(alpha=1e-2),
+    CRF(alpha=1e-2),
 ], ids=lambda e: type(e).__name__)
 def test_a_registered_kind_is_learned_by_the_estimators(estimator, label_sets):
     X, y = label_sets
@@ -213,11 +214,22 @@ def test_a_registered_kind_is_learned_by_the_estimators(estimator, label_sets):
     assert model.decision_function(X[:2]).shape == (2, 3)
 
 
-def test_a_registered_kind_follows_the_estimators_rules(label_sets):
+def test_a_registered_kind_follows_the_estimators_rules(label_sets, monkeypatch):
     X, y = label_sets
-    with pytest.raises(ValueError, match="CRF takes sequence or tree or multiclass or "
-                       "multilabel outputs, but X and y look like label_set data"):
+    # The kind's traits reach the estimators: label sets are tabular, so the CRF's
+    # probabilities exist, one column per label.
+    crf = CRF(alpha=1e-2).fit(X, y)
+    assert crf.predict_proba(X[:3]).shape == (3, 3)
+    np.testing.assert_allclose(np.exp(crf.predict_log_proba(X[:3])),
+                               crf.predict_proba(X[:3]))
+    # A kind that declares marginals intractable is refused by the CRF, for its reason.
+    monkeypatch.setattr(LabelSetKind, "intractable_operations",
+                        {"marginals": "label sets have no marginals here"})
+    with pytest.raises(ValueError, match="CRF cannot learn label_set outputs: its training "
+                       "needs the decoder operation 'marginals', and label sets have no "
+                       "marginals here"):
         CRF().fit(X, y)
+    StructuredSVM(max_iter=2).fit(X, y)
     # It names the decoders it uses: a multilabel decoder is accepted, others are not.
     from skstruct.decoders import MulticlassDecoder, MultilabelDecoder
 
@@ -275,3 +287,117 @@ def test_a_decoder_of_an_unregistered_kind_is_a_clear_error():
                                          "but no output kind of that name is registered"):
         StructuredPerceptron(decoder=RankingDecoder()).fit(np.ones((3, 2)),
                                                             np.array([0, 1, 0]))
+
+
+# -- what the estimators ask the kinds -------------------------------------------------
+
+TRAITS = {  # classes_are_labels, has_label_pairs, tabular_probabilities, example_noun
+    "multiclass": (True, True, True, "samples"),
+    "multilabel": (False, True, True, "samples"),
+    "sequence": (True, True, False, "sequences"),
+    "tree": (False, False, False, "sentences"),
+    "matching": (False, False, False, "instances"),
+    "dag": (False, False, False, "graphs"),
+}
+
+
+@pytest.mark.parametrize("name", list(TRAITS))
+def test_every_built_in_kind_declares_its_traits(name):
+    kind = get_output_kind(name)
+    assert (kind.classes_are_labels, kind.has_label_pairs, kind.tabular_probabilities,
+            kind.example_noun) == TRAITS[name]
+
+
+@pytest.mark.parametrize("name", list(BUILT_IN))
+def test_read_labels_are_the_labels_that_training_data_encodes(name):
+    kind = get_output_kind(name)
+    X, y = _data(name, np.random.default_rng(0))
+    if not kind.classes_are_labels:
+        with pytest.raises(NotImplementedError, match="classes_are_labels is False"):
+            kind.read_labels(X, y, "Test")
+        return
+    batch, labels = kind.read_labels(X, y, "Test")
+    expected_batch, classes, encoded = kind.check_training_data(X, y, "Test")
+    np.testing.assert_array_equal(classes[encoded], labels)
+    np.testing.assert_array_equal(batch.offsets, expected_batch.offsets)
+    # one class in a batch is no error here (partial_fit's classes come from elsewhere)
+    one = ([np.full_like(labels, y[0][0]) for labels in y] if name == "sequence"
+           else np.full_like(y, y[0]))
+    assert np.unique(kind.read_labels(X, one, "Test")[1]).shape == (1,)
+
+
+@pytest.mark.parametrize("name", list(BUILT_IN))
+def test_row_labels_and_unary_packing_of_the_kinds_with_label_pairs(name):
+    kind = get_output_kind(name)
+    X, y = _data(name, np.random.default_rng(0))
+    batch, classes, encoded = kind.check_training_data(X, y, "Test")
+    if not kind.has_label_pairs:
+        with pytest.raises(NotImplementedError, match="has_label_pairs is False"):
+            kind.row_labels(encoded, 1)
+        return
+    rows = kind.row_labels(encoded, len(classes)).toarray()
+    assert rows.shape == (batch.X.shape[0], len(classes))
+    if name == "multilabel":
+        np.testing.assert_array_equal(rows, y)
+    else:
+        np.testing.assert_array_equal(rows, np.eye(len(classes))[encoded])
+    features = kind.feature_map(batch.n_features, classes)
+    unary = np.arange(batch.n_features * len(classes), dtype=float).reshape(
+        batch.n_features, len(classes)) + 1
+    parts = features.unpack(kind.pack_unary(features, unary))
+    np.testing.assert_array_equal(parts[0], unary)
+    assert all(not np.any(part) for part in parts[1:])
+
+
+def test_the_log_marginals_of_tabular_kinds_are_those_of_the_decoder(rng):
+    from skstruct.decoders import MulticlassScores, MultilabelScores, SubsetDecoder
+
+    unary = rng.normal(size=(5, 4))
+    for name, scores, decoders in [
+        ("multiclass", MulticlassScores(unary), [get_output_kind("multiclass")
+                                                  .default_decoder()]),
+        ("multilabel", MultilabelScores(unary), [get_output_kind("multilabel")
+                                                  .default_decoder(), SubsetDecoder(2)]),
+    ]:
+        for decoder in decoders:
+            expected = np.log(decoder.marginals(scores)[1].unary)
+            got = get_output_kind(name).log_marginals(decoder, scores)
+            np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+class TagSequenceKind(SequenceKind):
+    """Sequences whose ``y`` is a tuple of label lists (a kind added from outside)."""
+
+    name = "tag_sequence"
+
+    def recognizes(self, X, y):
+        return isinstance(y, tuple) and super().recognizes(X, y)
+
+    def read_labels(self, X, y, estimator):
+        return super().read_labels(X, [np.asarray(labels) for labels in y], estimator)
+
+
+@pytest.fixture
+def tag_sequences(monkeypatch):
+    monkeypatch.setattr(_base, "_REGISTRY", dict(_base._REGISTRY))
+    register_output_kind(TagSequenceKind)
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(n, 3)) for n in (4, 2, 5, 3)]
+    y = tuple([["B", "I", "O"][int(np.argmax(row))] for row in x] for x in X)
+    return X, y
+
+
+def test_a_registered_kind_gets_partial_fit_and_seen_pairs_from_its_traits(tag_sequences):
+    X, y = tag_sequences
+    # partial_fit: its classes are labels, so the stream's classes are required first ...
+    model = StructuredPerceptron(random_state=0)
+    with pytest.raises(ValueError, match="classes must be passed on the first call"):
+        model.partial_fit(X[:1], y[:1])
+    # ... and a batch may hold a single class of them
+    model.partial_fit(X[:1], (["B"] * 4,), classes=["B", "I", "O"])
+    model.partial_fit(X[1:], y[1:])
+    assert model.output_kind_ == "tag_sequence"
+    assert model.classes_.tolist() == ["B", "I", "O"]
+    # feature_label_pairs="seen": its unary weights are (feature, label) pairs
+    crf = CRF(alpha=1e-2, feature_label_pairs="seen", l1_ratio=0.5).fit(X, y)
+    assert crf.output_kind_ == "tag_sequence" and crf.coef_.shape == (3, 3)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.datasets import make_blobs
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import estimator_checks
 from sklearn.utils.estimator_checks import (
     check_dataframe_column_names_consistency,
@@ -383,3 +384,55 @@ def test_user_guide_partial_fit_example_runs():
     result = doctest.testfile(str(page), module_relative=False,
                               optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+# --- a solver registered from outside: its declarations reach the estimator -----------
+
+@pytest.fixture
+def toy_solver(monkeypatch):
+    """A gradient-step solver registered for one test with partial_fit, its own
+    ``learning_rate`` and a duality-gap stopping rule; ``calls`` records what it got."""
+    from skstruct.optim import OptimizeResult, register_solver
+    from skstruct.optim import _registry
+
+    monkeypatch.setattr(_registry, "_REGISTRY", dict(_registry._REGISTRY))
+    calls = []
+
+    def run(risk, w0, options):
+        state = options.get("state")
+        calls.append({"state": state, "learning_rate": options.get("learning_rate"),
+                      "smoothing": options.get("smoothing")})
+        w = w0 if not state else state["w"]
+        t = state["t"] if state else options.get("first_step", 0)
+        w = w - options["learning_rate"] * risk.value_and_gradient(w)[1]
+        return OptimizeResult(w=w, n_iter=1, converged=False,
+                              objective_curve=[risk.value(w)],
+                              extra={"t": t + 1, "oracle_calls": [risk.n_examples],
+                                     "state": {"w": w, "t": t + 1}})
+
+    register_solver("toy_step", run, losses={"hinge_margin"}, warm_start=False,
+                    partial_fit=True, parameters={"learning_rate"},
+                    initial_state=lambda w, t, seen: {"w": w, "t": t, "seen": seen},
+                    stops_on_duality_gap=True, description="one gradient step")
+    return calls
+
+
+def test_a_registered_solver_trains_and_continues_through_its_registration(toy_solver):
+    calls = toy_solver
+    X, y = _blobs(60)
+    model = StructuredSVM(solver="toy_step", learning_rate=0.5, max_iter=1, tol=0.0)
+    # its stopping rule is a duality gap, so stopping at max_iter warns even with tol=0
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        model.fit(X, y)
+    assert calls[-1] == {"state": None, "learning_rate": 0.5, "smoothing": None}
+    fitted = _params(model).copy()
+    # partial_fit after fit starts from the state the solver declares for coefficients
+    model.partial_fit(X[:20], y[:20])
+    state = calls[-1]["state"]
+    assert state["seen"] == 60.0 and state["t"] == model.t_ - 1
+    np.testing.assert_array_equal(state["w"], fitted)
+    # and a later call from the state the previous call returned
+    after_first = _params(model).copy()
+    model.partial_fit(X[20:40], y[20:40])
+    assert "seen" not in calls[-1]["state"]
+    np.testing.assert_array_equal(calls[-1]["state"]["w"], after_first)

@@ -47,7 +47,7 @@ class TaskLoss:
         loss (``zero_one``) solve it.
 
     Besides the declaration, a loss may describe itself in other terms that some decoder
-    families exploit: :attr:`zero_one`, :meth:`mismatch_weights` and
+    families exploit: :attr:`zero_one`, :attr:`n_classes`, :meth:`mismatch_weights` and
     :meth:`binary_counts`. Their defaults describe nothing.
     """
 
@@ -80,6 +80,17 @@ class TaskLoss:
 
     def __call__(self, y_true, y_pred, offsets):
         raise NotImplementedError
+
+    @property
+    def n_classes(self):
+        """The number of classes the loss is defined on, or None.
+
+        A loss with costs per class (``HammingLoss(class_costs=...)``) or bound to the
+        positive classes (a bound :class:`~skstruct.losses.CountingLoss`) applies only to
+        outputs whose states are those classes, not to the heads of a tree or the
+        columns of a matching. None (the default): the loss takes any states.
+        """
+        return None
 
     def mismatch_weights(self, offsets):
         """Per-token weights w with Δ(y_true, y) = Σ_t w_t 1[y_t ≠ y_true_t], or None.

@@ -61,6 +61,9 @@ class CountingLoss(TaskLoss):
     #: Names of the statistics G, in order: "tp" (true positives), "fp" (false positives),
     #: "pos" (predicted positives), "err" (mislabeled tokens).
     statistic_names = ()
+    #: The (n_states,) bool mask of the positive states once bound (:meth:`bind`,
+    #: :meth:`with_positive_states`); None before.
+    positive_states_ = None
 
     def __init__(self, outside_label="O"):
         self.outside_label = outside_label
@@ -76,8 +79,13 @@ class CountingLoss(TaskLoss):
         bound.positive_states_ = np.asarray(positive, dtype=bool)
         return bound
 
+    @property
+    def n_classes(self):
+        """The number of states the loss is bound to; None before it is bound."""
+        return None if self.positive_states_ is None else self.positive_states_.shape[0]
+
     def _positive(self, n_states=None):
-        positive = getattr(self, "positive_states_", None)
+        positive = self.positive_states_
         if positive is None:
             raise ValueError(
                 f"{type(self).__name__} does not know which labels are positive: call "

@@ -46,6 +46,11 @@ class HammingLoss(TaskLoss):
         self.normalize = normalize
         self.class_costs = class_costs
 
+    @property
+    def n_classes(self):
+        """The length of ``class_costs``; None without class costs."""
+        return None if self.class_costs is None else len(self.class_costs)
+
     def _cost_matrix(self, n_states):
         if self.class_costs is None:
             return 1.0 - np.eye(n_states)

@@ -25,9 +25,22 @@ class TrainingLoss:
     pass the indicator parts ``decoder.parts(scores, y_true)`` when the caller has them
     already (they do not depend on the scores). ``required_capability`` is the decoder
     operation it calls.
+
+    The solvers and the objective ask a training loss what it is through the attributes
+    below, whose defaults describe a loss with none of these traits.
     """
 
     required_capability = None
+    #: The task loss Δ the loss is built on (the structured hinges), or None.
+    task_loss = None
+    #: ``"margin"`` or ``"slack"`` for the structured hinge, None for other losses.
+    rescaling = None
+    #: A task loss added to the scores before inference (softmax-margin, m-SparseMAP), or
+    #: None.
+    cost = None
+    #: Whether ``__call__`` takes ``warm_start``, a dict in which the loss keeps its last
+    #: solution for the same batch, to start the next evaluation from it.
+    warm_startable = False
 
     def check_decoder(self, decoder):
         """Raise a clear error when ``decoder`` lacks the operation this loss calls."""
@@ -35,6 +48,14 @@ class TrainingLoss:
 
     def __call__(self, decoder, scores, y_true, gold=None):
         raise NotImplementedError
+
+    def values(self, decoder, scores, y_true, gold, **options):
+        """The losses alone, shape (n_examples,); a loss overrides it where the value is
+        cheaper than the value and gradient (the default computes both).
+
+        ``options`` are those of ``__call__`` (``warm_start``).
+        """
+        return self(decoder, scores, y_true, gold=gold, **options)[0]
 
 
 class CRFLoss(TrainingLoss):

@@ -10,6 +10,7 @@ from ._progress import Progress
 from ._qp import QPResult, cutting_plane_primal_dual, solve_capped_simplex_qp
 from ._registry import (
     LOSS_FAMILIES,
+    SolverNames,
     SolverSpec,
     check_solver,
     get_solver,
@@ -28,6 +29,7 @@ __all__ = [
     "Progress",
     "QPResult",
     "RegularizedRisk",
+    "SolverNames",
     "SolverSpec",
     "check_solver",
     "cutting_plane_primal_dual",

@@ -108,7 +108,7 @@ def minimize_bcfw(
     Lacoste-Julien, Jaggi, Schmidt & Pletscher (2013). Block-coordinate Frank–Wolfe
     optimization for structural SVMs. ICML.
     """
-    if getattr(risk.loss, "rescaling", None) != "margin":
+    if risk.loss.rescaling != "margin":
         raise ValueError("BCFW solves the structured SVM with margin rescaling only.")
     rng = check_random_state(random_state)
     lam = risk.alpha

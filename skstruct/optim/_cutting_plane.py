@@ -258,13 +258,11 @@ class _PairwiseConstraints:
         from ..features._factor_graph import FactorGraphFeatures
 
         loss = risk.loss
-        task_loss = getattr(loss, "task_loss", None)
         if (cache_size or type(risk.features) is not FactorGraphFeatures
                 or not isinstance(risk.decoder, FactorGraphDecoder)
                 or not risk.decoder.graph.pairs_only
-                or getattr(loss, "rescaling", None) != "margin"
-                or getattr(task_loss, "decomposition", None) != "parts"
-                or not hasattr(task_loss, "unary_costs")
+                or loss.rescaling != "margin"
+                or loss.task_loss.decomposition != "parts"
                 or np.ndim(risk.y) != 2):
             return None
         return cls(risk)

@@ -57,7 +57,7 @@ def compiled_problem(risk, rescaling):
     offer_oracle = getattr(risk.decoder, "compiled_oracle", None)
     if offer_features is None or offer_oracle is None:
         return None
-    task_loss = None if rescaling is None else getattr(risk.loss, "task_loss", None)
+    task_loss = None if rescaling is None else risk.loss.task_loss
     oracle = offer_oracle(task_loss, rescaling, risk.y, risk.batch.output_offsets)
     if oracle is None:
         return None

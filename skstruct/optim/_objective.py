@@ -43,7 +43,7 @@ class RegularizedRisk:
         self._examples = None
         # Losses whose inner solver can start from its previous solution (SparseMAP's
         # active sets) get a place for it that lives as long as this objective.
-        self._warm_start = {} if getattr(loss, "warm_startable", False) else None
+        self._warm_start = {} if loss.warm_startable else None
         self._compiled = None
         self._compiled_checked = False
 
@@ -151,11 +151,12 @@ class RegularizedRisk:
         values, grad = self.loss(self.decoder, scores_i, y_i, gold=self.gold_parts().example(i))
         return float(np.asarray(values).ravel()[0]), grad
 
+    def _loss_options(self):
+        return {} if self._warm_start is None else {"warm_start": self._warm_start}
+
     def _loss(self, scores):
-        gold = self.gold(scores)
-        if self._warm_start is None:
-            return self.loss(self.decoder, scores, self.y, gold=gold)
-        return self.loss(self.decoder, scores, self.y, gold=gold, warm_start=self._warm_start)
+        return self.loss(self.decoder, scores, self.y, gold=self.gold(scores),
+                         **self._loss_options())
 
     def compiled_objective(self):
         """The feature map's compiled evaluation of this objective, or None.
@@ -191,13 +192,11 @@ class RegularizedRisk:
         return values, grad
 
     def value(self, w):
-        """F(w) alone (skips the gradient; cheaper for losses that have ``values``)."""
+        """F(w) alone (the loss's ``values``: cheaper where it skips the gradient)."""
         scores = self.features.scores(self.batch, w)
         gold = self.gold(scores)
-        if hasattr(self.loss, "values"):
-            values = self.loss.values(self.decoder, scores, self.y, gold)
-        else:
-            values = self._loss(scores)[0]
+        values = self.loss.values(self.decoder, scores, self.y, gold,
+                                  **self._loss_options())
         return float(self._weights @ values) + 0.5 * self.alpha * float(w @ w)
 
     def value_and_gradient(self, w):

@@ -2,21 +2,27 @@
 
 An estimator does not switch on solver names. It asks the registry for the names that
 solve its training loss (its ``solver`` parameter's choices), checks the chosen one
-against the loss and ``warm_start``, and runs it with :func:`run_solver`. A new solver is
-one module with its ``minimize_*`` function plus one :func:`register_solver` call in
-``_solvers.py`` that adapts the estimator's options to it.
+against the loss and ``warm_start``, passes it the estimator parameters the solver
+declares (:attr:`SolverSpec.parameters`), starts a ``partial_fit`` from the state the
+solver declares (:attr:`SolverSpec.initial_state`), and runs it with :func:`run_solver`.
+A new solver is one module with its ``minimize_*`` function plus one
+:func:`register_solver` call in ``_solvers.py`` that adapts the estimator's options to it.
 
 Training losses are named by family (:data:`LOSS_FAMILIES`), which :func:`loss_family`
 reads from a training loss object.
 """
 
+from collections.abc import Set
 from dataclasses import dataclass
 from typing import Callable
+
+import numpy as np
 
 from ..utils._parallel import n_jobs_threads
 
 __all__ = [
     "LOSS_FAMILIES",
+    "SolverNames",
     "SolverSpec",
     "check_solver",
     "get_solver",
@@ -80,6 +86,21 @@ class SolverSpec:
         continues from that state and returns the state to pass to the next call in
         ``extra["state"]``. ``options["shuffle"]`` (default True) says whether a pass
         visits the examples in a random order.
+    initial_state : callable or None, default=None
+        With ``partial_fit``: ``initial_state(w, t, seen_weight) -> dict``, the
+        ``options["state"]`` that continues from the coefficients ``w`` (a fresh float64
+        array the state may keep) and the step counter ``t`` without the solver's own
+        history, as after ``fit`` or another solver's calls; ``seen_weight`` is the total
+        sample weight trained on so far. None without ``partial_fit``.
+    parameters : frozenset of str, default=frozenset()
+        The estimator parameters of its own that it reads from ``options`` (e.g.
+        ``"learning_rate"``, ``"smoothing"``): an estimator passes those of them it has
+        (:meth:`options_from`), besides the settings every solver is given.
+    stops_on_duality_gap : bool, default=False
+        Whether its stopping rule bounds the distance to the optimum (a duality gap at
+        most ``tol``), so that stopping at ``max_iter`` is worth a convergence warning
+        even with ``tol=0``; a rule on the progress of the iterates is not met at
+        ``tol=0``, where running ``max_iter`` iterations is what was asked.
     """
 
     name: str
@@ -89,13 +110,37 @@ class SolverSpec:
     description: str
     l1: bool = False
     partial_fit: bool = False
+    initial_state: Callable = None
+    parameters: frozenset = frozenset()
+    stops_on_duality_gap: bool = False
+
+    def options_from(self, params):
+        """The solver's own options among an estimator's parameters.
+
+        Parameters
+        ----------
+        params : dict
+            The estimator's parameters (``estimator.get_params(deep=False)``).
+
+        Returns
+        -------
+        dict
+            ``params`` restricted to :attr:`parameters`.
+        """
+        return {name: params[name] for name in sorted(self.parameters) if name in params}
+
+    def continue_from(self, w, t, seen_weight):
+        """The ``partial_fit`` state that continues from coefficients ``w`` and step
+        counter ``t`` (see :attr:`initial_state`)."""
+        return self.initial_state(np.array(w, dtype=np.float64), t, seen_weight)
 
 
 _REGISTRY = {}
 
 
 def register_solver(name, run, *, losses, warm_start, description, l1=False,
-                    partial_fit=False, replace=False):
+                    partial_fit=False, initial_state=None, parameters=(),
+                    stops_on_duality_gap=False, replace=False):
     """Add a solver to the registry.
 
     Parameters
@@ -112,6 +157,13 @@ def register_solver(name, run, *, losses, warm_start, description, l1=False,
     partial_fit : bool, default=False
         Whether ``run`` continues from ``options["state"]`` on new data (see
         :class:`SolverSpec`).
+    initial_state : callable, default=None
+        ``initial_state(w, t, seen_weight) -> dict``, the state that continues from
+        coefficients alone; required with ``partial_fit=True`` (see :class:`SolverSpec`).
+    parameters : iterable of str, default=()
+        The estimator parameters ``run`` reads from ``options`` beyond the common ones.
+    stops_on_duality_gap : bool, default=False
+        Whether its stopping rule is a duality gap (see :class:`SolverSpec`).
     replace : bool, default=False
         Allow replacing a solver registered under the same name.
 
@@ -143,11 +195,29 @@ def register_solver(name, run, *, losses, warm_start, description, l1=False,
         raise TypeError(f"l1 must be True or False; got {l1!r}.")
     if partial_fit not in (True, False):
         raise TypeError(f"partial_fit must be True or False; got {partial_fit!r}.")
+    if partial_fit and not callable(initial_state):
+        raise TypeError(
+            f"A solver with partial_fit=True declares initial_state(w, t, seen_weight), "
+            f"the state that continues from coefficients alone; got {initial_state!r}.")
+    if not partial_fit and initial_state is not None:
+        raise TypeError("initial_state is the state of partial_fit; pass partial_fit=True "
+                        "with it, or no initial_state.")
+    if isinstance(parameters, str) or not hasattr(parameters, "__iter__"):
+        raise TypeError(f"parameters must be a collection of parameter names; got "
+                        f"{parameters!r}.")
+    parameters = frozenset(parameters)
+    if not all(isinstance(p, str) for p in parameters):
+        raise TypeError(f"parameters must be a collection of parameter names; got "
+                        f"{sorted(map(repr, parameters))}.")
+    if stops_on_duality_gap not in (True, False):
+        raise TypeError(f"stops_on_duality_gap must be True or False; got "
+                        f"{stops_on_duality_gap!r}.")
     if name in _REGISTRY and not replace:
         raise ValueError(f"A solver named {name!r} is registered already; pass "
                          "replace=True to replace it.")
     spec = SolverSpec(name, run, losses, bool(warm_start), str(description), bool(l1),
-                      bool(partial_fit))
+                      bool(partial_fit), initial_state, parameters,
+                      bool(stops_on_duality_gap))
     _REGISTRY[spec.name] = spec
     return spec
 
@@ -196,6 +266,46 @@ def solver_names(*families):
     if unknown:
         raise ValueError(f"Unknown loss families {sorted(unknown)}; known: {LOSS_FAMILIES}.")
     return {name for name, spec in _REGISTRY.items() if spec.losses & set(families)}
+
+
+class SolverNames(Set):
+    """The names of the solvers of some loss families, read from the registry when asked.
+
+    The choices of an estimator's ``solver`` parameter,
+    ``StrOptions(SolverNames("smooth"))``: a solver registered after the estimator class
+    was defined is one of them.
+
+    Parameters
+    ----------
+    *families : str
+        Loss families from :data:`LOSS_FAMILIES`.
+
+    Examples
+    --------
+    >>> "lbfgs" in SolverNames("smooth"), "bcfw" in SolverNames("smooth")
+    (True, False)
+    """
+
+    def __init__(self, *families):
+        solver_names(*families)  # unknown families are the error, now
+        self.families = families
+
+    def __contains__(self, name):
+        return name in solver_names(*self.families)
+
+    def __iter__(self):
+        return iter(sorted(solver_names(*self.families)))
+
+    def __len__(self):
+        return len(solver_names(*self.families))
+
+    def __repr__(self):
+        return f"SolverNames{self.families!r}"
+
+    @classmethod
+    def _from_iterable(cls, names):
+        # the results of set operations are plain sets
+        return set(names)
 
 
 def loss_family(loss):

@@ -93,7 +93,7 @@ def cutting_plane_cache_size(loss):
     otherwise (count-statistic losses, slack rescaling, losses without a declared
     decomposition).
     """
-    cheap = (getattr(loss.task_loss, "decomposition", None) == "parts"
+    cheap = (loss.task_loss.decomposition == "parts"
              and loss.rescaling == "margin")
     return 0 if cheap else CUTTING_PLANE_CACHE_SIZE
 
@@ -163,13 +163,41 @@ def _run_perturbed_ascent(risk, w0, options):
         "callback"))
 
 
+# The partial_fit states that continue from coefficients w and step counter t alone
+# (see SolverSpec.initial_state); each is the layout its solver's ``state`` reads.
+
+def _bcfw_state(w, t, seen_weight):
+    return {"w": w, "lazy": None, "step": t, "dual_sums": (0.0, 0.0),
+            "seen_weight": seen_weight}
+
+
+def _subgradient_state(w, t, seen_weight):
+    return {"w": w, "w_avg": w.copy(), "step": t, "first_step": t}
+
+
+def _svrg_state(w, t, seen_weight):
+    return {"w": w, "t": t}
+
+
+def _casimir_state(w, t, seen_weight):
+    return {"w_prev": w, "t": t}
+
+
+def _perceptron_state(w, t, seen_weight):
+    return {"w": w, "step": 0, "acc": None}
+
+
+#: The estimator parameters the smoothed solvers read beyond the common ones.
+_SVRG_PARAMETERS = ("learning_rate", "random_state", "smoothing", "mu", "top_k")
+
 register_solver(
-    "bcfw", _run_bcfw, losses={"hinge_margin"}, partial_fit=True, warm_start=False,
+    "bcfw", _run_bcfw, losses={"hinge_margin"}, partial_fit=True,
+    initial_state=_bcfw_state, warm_start=False, stops_on_duality_gap=True,
     description="block-coordinate Frank-Wolfe on the dual, exact line search, the duality "
                 "gap after every pass")
 register_solver(
     "subgradient", _run_subgradient, losses={"hinge_margin", "hinge_slack"},
-    partial_fit=True, warm_start=True,
+    partial_fit=True, initial_state=_subgradient_state, warm_start=True,
     description="stochastic subgradient with Pegasos steps and averaging")
 register_solver(
     "cutting_plane", _run_cutting_plane, losses={"hinge_margin", "hinge_slack"},
@@ -178,16 +206,20 @@ register_solver(
                 "cache when inference is costly")
 register_solver(
     "svrg", _run_svrg, losses={"hinge_margin", "smooth"}, partial_fit=True,
-    warm_start=False,
+    initial_state=_svrg_state, parameters=_SVRG_PARAMETERS, warm_start=False,
     description="SVRG on the smoothed structured hinge (entropy or top-K l2 smoothing) or "
                 "on the CRF loss, lazy dense updates, the training objective after every "
                 "epoch")
 register_solver(
-    "casimir", _run_casimir, losses={"hinge_margin"}, partial_fit=True, warm_start=False,
+    "casimir", _run_casimir, losses={"hinge_margin"}, partial_fit=True,
+    initial_state=_casimir_state,
+    parameters=_SVRG_PARAMETERS + ("schedule", "kappa", "warm_start_rule"),
+    warm_start=False,
     description="Casimir-SVRG: Catalyst extrapolation around SVRG epochs on the smoothed "
                 "hinge, constant or decreasing smoothing")
 register_solver(
-    "perceptron", _run_perceptron, losses={"perceptron"}, partial_fit=True, warm_start=True,
+    "perceptron", _run_perceptron, losses={"perceptron"}, partial_fit=True,
+    initial_state=_perceptron_state, warm_start=True,
     description="the (averaged) structured perceptron")
 register_solver(
     "lbfgs", _quasi_newton(minimize_lbfgs, l1_fallback=_run_owlqn), losses={"smooth"},

@@ -45,7 +45,7 @@ def smoothed_problem(risk, smoothing, top_k, solver):
     """
     if smoothing not in SMOOTHINGS:
         raise ValueError(f"smoothing must be one of {sorted(SMOOTHINGS)}, got {smoothing!r}.")
-    if getattr(risk.loss, "rescaling", None) != "margin":
+    if risk.loss.rescaling != "margin":
         raise ValueError(f"solver={solver!r} smooths the structured hinge under margin "
                          "rescaling only.")
     if risk.alpha <= 0:
@@ -54,7 +54,7 @@ def smoothed_problem(risk, smoothing, top_k, solver):
     problem = compiled_problem(risk, rescaling) if known else None
     if problem is None or not _supports(problem.oracle, smoothing):
         decoder = type(risk.decoder).__name__
-        task_loss = type(getattr(risk.loss, "task_loss", None)).__name__
+        task_loss = type(risk.loss.task_loss).__name__
         raise ValueError(
             f"solver={solver!r} needs a compiled smoothed oracle ({smoothing} smoothing), "
             f"which {decoder} with the task loss {task_loss} does not offer. Smoothed "

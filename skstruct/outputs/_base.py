@@ -1,6 +1,7 @@
 """The output-kind interface and the registry the estimators consult."""
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..losses import CountingLoss, check_task_loss
 from ..losses._base import check_task_loss_values
@@ -46,6 +47,21 @@ class OutputKind:
     #: Decoder operations that no decoder of this kind can provide, with the reason
     #: (an estimator whose training needs one of them rejects the kind saying why).
     intractable_operations = {}
+    #: Whether ``classes_`` holds the labels found in ``y`` (sorted), which
+    #: :meth:`read_labels` reads as given: ``partial_fit`` then needs every label of the
+    #: stream on its first call. False for kinds without classes (trees) and for kinds
+    #: whose classes the form of ``y`` fixes (multilabel: the label columns).
+    classes_are_labels = False
+    #: Whether the unary weights are one per (feature, label) pair (``coef_`` of shape
+    #: (n_outputs, n_features)), so that ``feature_label_pairs="seen"`` can keep only the
+    #: pairs that occur in training (:meth:`row_labels`, :meth:`pack_unary`).
+    has_label_pairs = False
+    #: Whether the marginals of the unary parts form one (n_samples, n_outputs) array,
+    #: the form of scikit-learn's ``predict_proba`` (tabular kinds); otherwise they are
+    #: one array per example (``predict_marginals``).
+    tabular_probabilities = False
+    #: What one example of this kind is called in messages, plural ("sequences").
+    example_noun = "examples"
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -93,6 +109,23 @@ class OutputKind:
             The encoded outputs, as the decoder reads them.
         """
         raise NotImplementedError
+
+    def read_labels(self, X, y, estimator):
+        """Validate training data of a kind whose classes are labels, without encoding it.
+
+        Called instead of :meth:`check_training_data` where the classes come from
+        elsewhere (``partial_fit``'s ``classes``), so that ``y`` may hold a single class.
+        Only kinds with :attr:`classes_are_labels` implement it.
+
+        Returns
+        -------
+        batch : SequenceBatch
+        labels : ndarray of shape (n_rows,)
+            The label of every row of ``batch.X``, as given in ``y``.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} has no labels to read: its classes_are_labels is False."
+        )
 
     def check_prediction_data(self, X, fitted):
         """Validate ``X`` against the fitted estimator ``fitted``; return the batch."""
@@ -144,6 +177,45 @@ class OutputKind:
         ``features.scores_of_parts`` (prediction without forming w); None when the kind
         has no such reading (the default)."""
         return None
+
+    def row_labels(self, y_encoded, n_outputs):
+        """Which outputs every feature row carries, for the kinds with
+        :attr:`has_label_pairs`.
+
+        Parameters
+        ----------
+        y_encoded : ndarray
+            The encoded outputs of the training data.
+        n_outputs : int
+            Number of classes or labels.
+
+        Returns
+        -------
+        scipy.sparse matrix of shape (n_rows, n_outputs)
+            Entry [r, k] is 1 when row r of ``batch.X`` has label k, else 0.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} has no (feature, label) pairs: its has_label_pairs is "
+            "False."
+        )
+
+    def pack_unary(self, features, unary):
+        """The flat parameters of ``features`` with unary weights ``unary``
+        (n_features, n_outputs) and every other part (transitions, intercepts) zero,
+        for the kinds with :attr:`has_label_pairs`."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no (feature, label) pairs: its has_label_pairs is "
+            "False."
+        )
+
+    def log_marginals(self, decoder, scores):
+        """The logarithm of the unary marginals (``predict_log_proba``).
+
+        The default takes the log of ``decoder.marginals``; a kind overrides it where a
+        closed form avoids the underflow (multiclass: θ_k − log Z).
+        """
+        with np.errstate(divide="ignore"):
+            return np.log(decoder.marginals(scores)[1].unary)
 
     # -- task losses and scoring -----------------------------------------------------
 
@@ -273,6 +345,15 @@ def encode_labels(y_flat, estimator):
             f"contains only one class: {classes.tolist()}."
         )
     return classes, y_encoded.astype(np.int64)
+
+
+def class_index_rows(y_encoded, n_outputs):
+    """The (n_rows, n_outputs) sparse one-hot matrix of class indices, one per row
+    (:meth:`OutputKind.row_labels` of the kinds with one class per token or sample)."""
+    y_encoded = np.asarray(y_encoded, dtype=np.int64)
+    n_rows = y_encoded.shape[0]
+    return sp.csr_matrix((np.ones(n_rows), (np.arange(n_rows), y_encoded)),
+                         shape=(n_rows, n_outputs))
 
 
 def check_task_loss_on_gold(task_loss, y, offsets, n_states):

@@ -162,6 +162,7 @@ class DAGKind(PairScoredKind):
     form = ("X a list of (n * n, n_features) arc feature matrices, y a list of (n, n) 0/1 "
             "adjacency matrices")
     chosen_by_decoder = True
+    example_noun = "graphs"
 
     def recognizes(self, X, y):
         if not isinstance(X, (list, tuple)) or not isinstance(y, (list, tuple)) or not X:

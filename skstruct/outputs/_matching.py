@@ -40,6 +40,7 @@ class MatchingKind(PairScoredKind):
     form = ("X a list of (n_rows, n_cols, n_features) pair feature arrays, y a list of "
             "matched-column arrays (-1: unmatched row)")
     chosen_by_decoder = True
+    example_noun = "instances"
     intractable_operations = {"marginals": _PERMANENT, "log_partition": _PERMANENT}
 
     def recognizes(self, X, y):

@@ -7,7 +7,7 @@ from sklearn.utils.validation import column_or_1d
 from ..decoders import MulticlassDecoder, MulticlassScores
 from ..features import LinearFeatures
 from ..utils._labels import check_label_types
-from ._base import OutputKind, check_task_loss_on_gold, encode_labels
+from ._base import OutputKind, check_task_loss_on_gold, class_index_rows, encode_labels
 from ._sequence import is_sequence_input
 from ._tabular import TabularKind, tabular_batch
 
@@ -28,12 +28,18 @@ class MulticlassKind(TabularKind, OutputKind):
     name = "multiclass"
     form = "X a 2-D (n_samples, n_features) matrix, y 1-D labels"
 
+    classes_are_labels = True
+
     def recognizes(self, X, y):
         return not is_sequence_input(X)
 
-    def check_training_data(self, X, y, estimator):
+    def read_labels(self, X, y, estimator):
         batch = tabular_batch(X, estimator)
-        classes, y_encoded = encode_labels(_check_target(y, batch, estimator), estimator)
+        return batch, _check_target(y, batch, estimator)
+
+    def check_training_data(self, X, y, estimator):
+        batch, y_flat = self.read_labels(X, y, estimator)
+        classes, y_encoded = encode_labels(y_flat, estimator)
         return batch, classes, y_encoded
 
     def decode(self, encoded, batch, classes):
@@ -50,6 +56,13 @@ class MulticlassKind(TabularKind, OutputKind):
         if scores.ndim == 2 and scores.shape[1] == 2:
             return scores[:, 1] - scores[:, 0]
         return scores
+
+    def row_labels(self, y_encoded, n_outputs):
+        return class_index_rows(y_encoded, n_outputs)
+
+    def log_marginals(self, decoder, scores):
+        """θ_k − log Z: the class probabilities are the marginals of the unary parts."""
+        return scores.unary - decoder.log_partition(scores)[:, None]
 
     def default_decoder(self):
         return MulticlassDecoder()

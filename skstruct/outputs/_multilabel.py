@@ -6,6 +6,7 @@ from sklearn.metrics import accuracy_score
 from sklearn.utils.validation import check_array
 
 from ..decoders import MultilabelDecoder, MultilabelScores
+from ..decoders._core.checks import keeps_operations
 from ..features import LinearFeatures
 from ..losses import CountingLoss, check_task_loss
 from ._base import OutputKind
@@ -56,6 +57,16 @@ class MultilabelKind(TabularKind, OutputKind):
 
     def decode_one(self, encoded, classes):
         return np.asarray(encoded).reshape(-1).astype(np.int64)
+
+    def row_labels(self, y_encoded, n_outputs):
+        return sp.csr_matrix((np.asarray(y_encoded) != 0).astype(np.float64))
+
+    def log_marginals(self, decoder, scores):
+        """log σ(θ_j) = −log(1 + exp(−θ_j)) with independent labels; the log of the
+        marginals when the decoder couples them (e.g. ``SubsetDecoder``)."""
+        if keeps_operations(decoder, MultilabelDecoder, ("marginals",)):
+            return -np.logaddexp(0.0, -scores.unary)
+        return super().log_marginals(decoder, scores)
 
     def default_decoder(self):
         return MultilabelDecoder()

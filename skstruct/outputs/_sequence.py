@@ -8,7 +8,7 @@ from ..decoders._chain.counting import check_training_table_memory
 from ..features import LinearChainFeatures
 from ..metrics import token_accuracy
 from ..utils._sequences import check_sequence_feature_names, check_sequences, split_sequences
-from ._base import OutputKind, check_task_loss_on_gold, encode_labels
+from ._base import OutputKind, check_task_loss_on_gold, class_index_rows, encode_labels
 
 __all__ = ["SequenceKind", "is_sequence_input"]
 
@@ -49,12 +49,18 @@ class SequenceKind(OutputKind):
 
     name = "sequence"
     form = "X a list of (n_tokens, n_features) matrices, y a list of label arrays"
+    classes_are_labels = True
+    has_label_pairs = True
+    example_noun = "sequences"
 
     def recognizes(self, X, y):
         return is_sequence_input(X)
 
+    def read_labels(self, X, y, estimator):
+        return check_sequences(X, y, estimator=estimator)
+
     def check_training_data(self, X, y, estimator):
-        batch, y_flat = check_sequences(X, y, estimator=estimator)
+        batch, y_flat = self.read_labels(X, y, estimator)
         classes, y_encoded = encode_labels(y_flat, estimator)
         return batch, classes, y_encoded
 
@@ -92,6 +98,14 @@ class SequenceKind(OutputKind):
     def coefficient_parts(self, fitted):
         return (fitted.coef_.T, fitted.transition_, fitted.start_transition_,
                 fitted.end_transition_)
+
+    def row_labels(self, y_encoded, n_outputs):
+        return class_index_rows(y_encoded, n_outputs)
+
+    def pack_unary(self, features, unary):
+        n_outputs = np.shape(unary)[1]
+        zeros = np.zeros(n_outputs)
+        return features.pack(unary, np.zeros((n_outputs, n_outputs)), zeros, zeros)
 
     def check_task_loss(self, task_loss, y, batch, classes):
         check_task_loss_on_gold(task_loss, y, batch.offsets, len(classes))

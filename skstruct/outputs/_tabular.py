@@ -49,8 +49,13 @@ class TabularKind:
     Fitted attributes: ``coef_`` (n_outputs, n_features) and ``intercept_``
     (n_outputs,); ``decision_function`` returns the (n_samples, n_outputs) unary scores
     (multiclass with two classes: one (n_samples,) score, see
-    :class:`~skstruct.outputs.MulticlassKind`).
+    :class:`~skstruct.outputs.MulticlassKind`), and the marginals are the
+    (n_samples, n_outputs) probabilities of ``predict_proba``.
     """
+
+    has_label_pairs = True
+    tabular_probabilities = True
+    example_noun = "samples"
 
     def check_prediction_data(self, X, fitted):
         return check_tabular_prediction(X, fitted)
@@ -65,6 +70,9 @@ class TabularKind:
 
     def coefficients(self, fitted, features):
         return features.pack(*self.coefficient_parts(fitted))
+
+    def pack_unary(self, features, unary):
+        return features.pack(unary, np.zeros(np.shape(unary)[1]))
 
     def coefficient_parts(self, fitted):
         return fitted.coef_.T, fitted.intercept_

@@ -27,6 +27,7 @@ class TreeKind(PairScoredKind):
     name = "tree"
     form = "X a list of (n * n, n_features) arc feature matrices, y a list of head arrays"
     chosen_by_decoder = True
+    example_noun = "sentences"
 
     def check_training_data(self, X, y, estimator):
         batch, heads = check_trees(X, y, estimator=estimator)

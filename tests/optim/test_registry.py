@@ -226,3 +226,80 @@ def test_svrg_adapter_on_smooth_losses(rng):
         run_solver("svrg", _chain_risk(rng, SparseMAPLoss()), w0, OPTIONS)
     with pytest.raises(ValueError, match="feature_label_pairs='all'"):
         run_solver("svrg", risk, w0, dict(OPTIONS, fixed=np.zeros(risk.n_params, bool)))
+
+
+# -- what a registration declares -----------------------------------------------------
+
+def test_partial_fit_solvers_declare_their_initial_state():
+    for name in solver_names(*LOSS_FAMILIES):
+        spec = get_solver(name)
+        assert callable(spec.initial_state) == spec.partial_fit, name
+    run = get_solver("subgradient").run
+    with pytest.raises(TypeError, match="partial_fit=True declares initial_state"):
+        register_solver("x", run, losses={"smooth"}, warm_start=False, description="",
+                        partial_fit=True)
+    with pytest.raises(TypeError, match="initial_state is the state of partial_fit"):
+        register_solver("x", run, losses={"smooth"}, warm_start=False, description="",
+                        initial_state=lambda w, t, seen: {})
+    assert "x" not in solver_names("smooth")
+
+
+@pytest.mark.parametrize("name", ["bcfw", "subgradient", "svrg", "casimir", "perceptron"])
+def test_the_initial_state_of_a_solver_is_what_its_pass_continues_from(rng, name):
+    """The declared state of coefficients w has the layout of the state the solver
+    returns, and a pass from it starts at w (it differs from a pass from w = 0)."""
+    loss = PerceptronLoss() if name == "perceptron" else StructuredHingeLoss()
+    risk = _chain_risk(rng, loss)
+    spec = get_solver(name)
+    options = dict(OPTIONS, max_iter=1, shuffle=False, state={})
+    first = spec.run(risk, np.zeros(risk.n_params), options)
+    w = first.extra["state"].get("w", first.extra["state"].get("w_prev"))
+    state = spec.continue_from(w, 7, 3.0)
+    assert state is not first.extra["state"]
+    assert set(state) <= set(first.extra["state"]) | {"first_step", "seen_weight"}
+    np.testing.assert_array_equal(state.get("w", state.get("w_prev")), w)
+    again = spec.run(risk, np.zeros(risk.n_params), dict(options, state=state))
+    from_zero = spec.run(risk, np.zeros(risk.n_params), dict(
+        options, state=spec.continue_from(np.zeros_like(w), 7, 3.0)))
+    assert np.all(np.isfinite(again.w)) and not np.array_equal(again.w, from_zero.w)
+
+
+def test_solver_parameters_are_declared_in_the_registration():
+    assert get_solver("bcfw").parameters == frozenset()
+    assert get_solver("svrg").parameters == {"learning_rate", "random_state", "smoothing",
+                                             "mu", "top_k"}
+    assert get_solver("casimir").parameters == get_solver("svrg").parameters | {
+        "schedule", "kappa", "warm_start_rule"}
+    params = {"learning_rate": 0.1, "random_state": 0, "alpha": 1.0, "smoothing": "l2"}
+    assert get_solver("svrg").options_from(params) == {
+        "learning_rate": 0.1, "random_state": 0, "smoothing": "l2"}
+    assert get_solver("lbfgs").options_from(params) == {}
+    assert [name for name in sorted(solver_names(*LOSS_FAMILIES))
+            if get_solver(name).stops_on_duality_gap] == ["bcfw"]
+    with pytest.raises(TypeError, match="parameters must be a collection"):
+        register_solver("x", get_solver("lbfgs").run, losses={"smooth"}, warm_start=True,
+                        description="", parameters="learning_rate")
+
+
+def test_the_estimators_pass_the_parameters_their_solver_declares():
+    from skstruct import StructuredSVM
+
+    casimir = StructuredSVM(solver="casimir", schedule="adapt", kappa=2.0)._solver_options()
+    assert casimir["schedule"] == "adapt" and casimir["kappa"] == 2.0
+    assert "schedule" not in StructuredSVM(solver="svrg")._solver_options()
+    assert "smoothing" not in StructuredSVM(solver="bcfw")._solver_options()
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_solver_choices_follow_the_registry(monkeypatch):
+    from skstruct.optim import SolverNames, _registry
+
+    monkeypatch.setattr(_registry, "_REGISTRY", dict(_registry._REGISTRY))
+    names = SolverNames("smooth")
+    assert "late" not in names
+    register_solver("late", get_solver("lbfgs").run, losses={"smooth"}, warm_start=True,
+                    description="registered after the estimators")
+    assert "late" in names and list(names) == sorted(solver_names("smooth"))
+    from skstruct import CRF
+
+    CRF(solver="late", max_iter=3).fit(np.eye(4), np.array([0, 1, 0, 1]))
