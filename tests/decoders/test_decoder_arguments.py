@@ -377,3 +377,12 @@ def test_brute_force_limit_is_a_parameter():
         BruteForceDecoder(max_outputs=1000).map(scores)
     np.testing.assert_array_equal(BruteForceDecoder(max_outputs=6561).map(scores),
                                   ChainDecoder().map(scores))
+
+
+@pytest.mark.parametrize("kind", ["tree", "matching"])
+def test_losses_defined_on_classes_are_refused_by_trees_and_matchings(kind):
+    decoder, scores, y = _family(kind)
+    loss = HammingLoss(class_costs=[1.0, 2.0, 3.0])
+    assert loss.n_classes == 3
+    with pytest.raises(ValueError, match="defined on 3 classes .* Use a loss without classes"):
+        decoder.loss_augmented_map(scores, y, loss)

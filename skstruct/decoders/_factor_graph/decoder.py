@@ -642,8 +642,7 @@ class FactorGraphDecoder(Decoder):
         margin rescaling, a loss with ``unary_costs``)."""
         return (self.loss_augmented == "relaxed" and self.map_method == "admm"
                 and rescaling == "margin"
-                and getattr(task_loss, "decomposition", None) == "parts"
-                and hasattr(task_loss, "unary_costs"))
+                and task_loss is not None and task_loss.decomposition == "parts")
 
     def relaxed_loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
         """The LP solution of the cost-augmented scores and its linearly extended task

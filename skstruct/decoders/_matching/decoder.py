@@ -541,11 +541,12 @@ class MatchingDecoder(Decoder):
                 "MatchingDecoder has no exact loss-augmented MAP with rescaling="
                 f"{rescaling!r}; use rescaling='margin' with HammingLoss."
             )
-        if getattr(task_loss, "class_costs", None) is not None:
+        if task_loss.n_classes is not None:
             return ValueError(
-                f"{type(task_loss).__name__}(class_costs=...) is not supported for "
-                "matchings: columns are not classes shared across examples. Use "
-                f"{type(task_loss).__name__}(class_costs=None)."
+                f"{task_loss!r} is defined on {task_loss.n_classes} classes (class costs "
+                "or positive classes), which matchings do not have: columns are not "
+                "classes shared across examples. Use a loss without classes "
+                "(HammingLoss(class_costs=None))."
             )
         return ValueError(
             f"MatchingDecoder has cost-augmented scores (and exact loss-augmented MAP) "

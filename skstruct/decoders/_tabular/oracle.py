@@ -148,11 +148,8 @@ def _multiclass_loss(task_loss, y):
     if task_loss.zero_one or task_loss.mismatch_weights(np.array([0, 1])) is not None:
         values = task_loss(np.array([0, 0]), np.array([0, 1]), np.array([0, 1, 2]))
         return MISMATCH, 0, np.asarray(values, dtype=np.float64)
-    if getattr(task_loss, "class_costs", None) is not None:
-        n_classes = len(task_loss.class_costs)
-    elif getattr(task_loss, "positive_states_", None) is not None:
-        n_classes = task_loss.positive_states_.shape[0]
-    else:
+    n_classes = task_loss.n_classes
+    if n_classes is None:
         n_classes = int(np.max(y, initial=0)) + 1
     gold = np.repeat(np.arange(n_classes), n_classes)
     pred = np.tile(np.arange(n_classes), n_classes)

@@ -866,11 +866,12 @@ class TreeDecoder(Decoder):
                               np.repeat(lengths, lengths))
             costs[_arc_positions(y_true, scores.offsets)] = 0.0
             return scores.replace(unary=scores.unary + costs)
-        if getattr(task_loss, "class_costs", None) is not None:
+        if task_loss.n_classes is not None:
             raise ValueError(
-                f"{type(task_loss).__name__}(class_costs=...) is not supported for trees: "
-                "states are head positions, not classes shared across sentences. Use "
-                f"{type(task_loss).__name__}(class_costs=None)."
+                f"{task_loss!r} is defined on {task_loss.n_classes} classes (class costs "
+                "or positive classes), which trees do not have: states are head "
+                "positions, not classes shared across sentences. Use a loss without "
+                "classes (HammingLoss(class_costs=None))."
             )
         if task_loss.decomposition != "parts":
             raise self._unsupported_loss(task_loss, "margin")

@@ -157,7 +157,7 @@ def _margin_costs(task_loss, y, offsets):
         starts = np.concatenate(([0], np.cumsum(lengths**2)))
         costs[starts[sentence] + local * lengths[sentence] + y] = 0.0
         return ARC_COSTS, costs[:, None]
-    if getattr(task_loss, "class_costs", None) is not None:
+    if task_loss.n_classes is not None:  # costs of classes, which heads are not
         return None
     width = int(lengths.max()) if lengths.size else 0
     token_costs = np.asarray(task_loss.unary_costs(y, offsets, width), dtype=np.float64)
