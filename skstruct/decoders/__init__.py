@@ -27,6 +27,7 @@ from ._chain import registration as _chain_registration  # noqa: F401
 from ._core.checks import InfeasibleOutputError, check_capability
 from ._core.decoder import Decoder
 from ._dag import registration as _dag_registration  # noqa: F401
+from ._factor_graph import registration as _factor_graph_registration  # noqa: F401
 from ._matching import registration as _matching_registration  # noqa: F401
 from ._reference.brute_force import BruteForceDecoder
 from ._tabular import registration as _tabular_registration  # noqa: F401

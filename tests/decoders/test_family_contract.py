@@ -6,6 +6,8 @@ slow reference (``enumeration``, through BruteForceDecoder) where it has one. A 
 registered later, a user's included, gets these tests from its registration alone.
 """
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -16,8 +18,11 @@ SEEDS = (0, 1, 2)
 
 
 def _case_id(family_name, decoder):
-    changed = {k: v for k, v in decoder.get_params().items()
-               if v != type(decoder)().get_params()[k]}
+    defaults = {name: p.default for name, p in
+                inspect.signature(type(decoder).__init__).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+    changed = {k: v for k, v in decoder.get_params(deep=False).items()
+               if k in defaults and v != defaults[k]}
     shown = ",".join(f"{k}={v}" for k, v in changed.items())
     return f"{family_name}-{type(decoder).__name__}({shown})"
 

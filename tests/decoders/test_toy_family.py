@@ -113,7 +113,8 @@ def _run_contract_with_the_toy(pytester, broken):
     pytester.makeconftest(TOY.format(broken=broken))
     pytester.makepyfile(
         _families=(HERE.parent / "_families.py").read_text(),
-        test_family_contract=(HERE / "test_family_contract.py").read_text())
+        # another module name: the suite may have imported test_family_contract already
+        test_registered_contract=(HERE / "test_family_contract.py").read_text())
     return pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider",
                                         "-k", "toy", "-q")
 

@@ -6,5 +6,7 @@
 - ``neighbour_kernels.py``: the best Hamming-1 neighbour;
 - ``counting.py`` and ``counting_kernels.py``: exact loss-augmented inference of
   count-statistic losses (F-beta, recall, label counts) by statistic-augmented Viterbi;
-- ``oracle.py``: the chain family of the compiled per-example engine.
+- ``oracle.py`` and ``smoothed.py``: the chain family of the compiled per-example
+  engine (loss-augmented and smoothed oracles);
+- ``enumeration.py``: its slow reference; ``registration.py``: its registration.
 """

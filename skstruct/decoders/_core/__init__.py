@@ -9,5 +9,7 @@
 - ``best_neighbour.py``: the best neighbour by listing the neighbourhood (any decoder);
 - ``statistic_table.py``: count-statistic tables and their memory limit;
 - ``engine_protocol.py``: what a decoder offers the compiled engine (codes,
-  ``CompiledOracle``).
+  ``CompiledOracle``); ``smoothing.py``: what the smoothed oracles share;
+- ``enumeration.py``: the base of the families' slow references;
+- ``registry.py``: the family registry (``DecoderFamily``, ``register_family``).
 """

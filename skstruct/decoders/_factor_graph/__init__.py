@@ -8,5 +8,6 @@
 - ``admm.py``, ``admm_compiled.py``: the ADMM solver, its batched compiled loop and the
   backward pass;
 - ``exact.py``: exact MAP of small pairwise graphs;
-- ``relaxed.py``: fractional outputs of loss-augmented LP-MAP.
+- ``relaxed.py``: fractional outputs of loss-augmented LP-MAP;
+- ``registration.py``: the family's registration.
 """

@@ -5,5 +5,7 @@ subsets of exactly k labels.
 - ``multilabel.py``: :class:`MultilabelDecoder` and its containers;
 - ``subset.py`` and ``subset_kernels.py``: :class:`SubsetDecoder` (k-subsets);
 - ``kernels.py``: k-best enumeration and sampling of independent examples;
-- ``oracle.py``: the multiclass and multilabel families of the compiled engine.
+- ``oracle.py`` and ``smoothed.py``: the multiclass and multilabel families of the
+  compiled engine;
+- ``enumeration.py``: their slow references; ``registration.py``: their registrations.
 """
