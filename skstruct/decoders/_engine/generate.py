@@ -214,6 +214,5 @@ def write_dispatch(path=PATH):
 
 
 if __name__ == "__main__":  # pragma: no cover
-    import skstruct.decoders  # noqa: F401  (registers the families)
-
+    # running this module imported skstruct.decoders first, which registered the families
     write_dispatch(sys.argv[1] if len(sys.argv) > 1 else PATH)
