@@ -31,7 +31,7 @@ def decoder_feature_map(decoder, n_features, classes):
     feature map or None
     """
     offer = getattr(decoder, "shared_pair_parts", None)
-    shared = None if offer is None else offer(len(classes))
+    shared = None if offer is None else offer(classes)
     if shared is not None:
         return FactorGraphFeatures(n_features, len(classes), shared["n_pairs"],
                                    shared["scores_type"], n_extra=shared["n_extra"])

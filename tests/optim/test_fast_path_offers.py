@@ -133,12 +133,13 @@ def test_decoders_offer_the_fused_crf_and_the_shared_pairs():
             return super()._forward_backward(*args, **kwargs)
 
     assert OwnForwardBackward().fused_crf_constraints(3) is NotImplemented
-    assert Decoder().shared_pair_parts(3) is None and Decoder().shared_pair_map() is None
+    assert Decoder().shared_pair_parts(None) is None
+    assert Decoder().shared_pair_map() is None
     pairwise = FactorGraphDecoder(FactorGraph.pairwise(3))
-    assert pairwise.shared_pair_parts(3)["n_pairs"] == 3
+    assert pairwise.shared_pair_parts(np.arange(3))["n_pairs"] == 3
     assert pairwise.shared_pair_map() is not None
     with pytest.raises(ValueError, match="variables"):
-        pairwise.shared_pair_parts(4)
+        pairwise.shared_pair_parts(np.arange(4))
 
 
 class _BareChainFeatures:

@@ -356,7 +356,7 @@ class Decoder(BaseEstimator):
         """
         return None
 
-    def shared_pair_parts(self, n_labels):
+    def shared_pair_parts(self, classes):
         """The parts this decoder scores beyond one per label, shared by every example,
         or None (the default).
 
@@ -366,7 +366,8 @@ class Decoder(BaseEstimator):
 
         Parameters
         ----------
-        n_labels : int
+        classes : ndarray or None
+            The labels, one per variable.
 
         Returns
         -------

@@ -589,7 +589,7 @@ class FactorGraphDecoder(Decoder):
             u, (scores.unary, scores.pair, scores.extra), caller=type(self).__name__,
             example="example")
 
-    def shared_pair_parts(self, n_labels):
+    def shared_pair_parts(self, classes):
         """The parts this decoder scores beyond one per label, shared by every example
         (see :meth:`Decoder.shared_pair_parts`): one per PAIR factor and one per extra
         part of the structure factors.
@@ -597,12 +597,12 @@ class FactorGraphDecoder(Decoder):
         Raises
         ------
         ValueError
-            When ``n_labels`` is not the graph's number of variables.
+            When ``classes`` does not hold one label per variable of the graph.
         """
         graph = self.graph
-        if n_labels != graph.n_vars:
+        if len(classes) != graph.n_vars:
             raise ValueError(
-                f"y has {n_labels} labels but the factor graph has {graph.n_vars} "
+                f"y has {len(classes)} labels but the factor graph has {graph.n_vars} "
                 "variables; a model with a FactorGraphDecoder learns one label per variable."
             )
         return dict(n_pairs=graph.n_pairs, n_extra=graph.n_extra,
