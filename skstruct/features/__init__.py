@@ -1,5 +1,6 @@
 """Feature maps: linear maps from inputs and weights to part scores, and their transposes."""
 
+from ._base import FeatureMap, feature_map_hook
 from ._compiled import CompiledFeatures
 from ._factor_graph import FactorGraphFeatures, decoder_feature_map
 from ._linear import LinearFeatures
@@ -10,10 +11,12 @@ from ._sparse import csr_matmul, csr_transpose_matmul
 __all__ = [
     "CompiledFeatures",
     "FactorGraphFeatures",
+    "FeatureMap",
     "LinearArcFeatures",
     "LinearChainFeatures",
     "LinearFeatures",
     "csr_matmul",
     "csr_transpose_matmul",
     "decoder_feature_map",
+    "feature_map_hook",
 ]

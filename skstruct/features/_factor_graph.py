@@ -13,9 +13,10 @@ __all__ = ["FactorGraphFeatures", "decoder_feature_map"]
 def decoder_feature_map(decoder, n_features, classes):
     """The feature map a decoder needs beyond its output kind's, or None.
 
-    A :class:`~skstruct.decoders.FactorGraphDecoder` scores a part per PAIR factor:
-    its models learn one score per PAIR factor beside the per-label weights
-    (:class:`FactorGraphFeatures`). Any other decoder may bring its own map with a
+    A decoder that scores parts shared by every example beside one per label (its
+    ``shared_pair_parts``: a :class:`~skstruct.decoders.FactorGraphDecoder`'s PAIR
+    factors) gets a :class:`FactorGraphFeatures` that learns one score per such part
+    beside the per-label weights. Any other decoder may bring its own map with a
     ``feature_map(n_features, classes)`` method; otherwise None (the output kind's map).
 
     Parameters
@@ -29,17 +30,11 @@ def decoder_feature_map(decoder, n_features, classes):
     -------
     feature map or None
     """
-    from ..decoders import FactorGraphDecoder, FactorGraphScores
-
-    if isinstance(decoder, FactorGraphDecoder):
-        graph = decoder.graph
-        if len(classes) != graph.n_vars:
-            raise ValueError(
-                f"y has {len(classes)} labels but the factor graph has {graph.n_vars} "
-                "variables; a model with a FactorGraphDecoder learns one label per variable."
-            )
-        return FactorGraphFeatures(n_features, graph.n_vars, graph.n_pairs,
-                                   FactorGraphScores, n_extra=graph.n_extra)
+    offer = getattr(decoder, "shared_pair_parts", None)
+    shared = None if offer is None else offer(classes)
+    if shared is not None:
+        return FactorGraphFeatures(n_features, len(classes), shared["n_pairs"],
+                                   shared["scores_type"], n_extra=shared["n_extra"])
     own = getattr(decoder, "feature_map", None)
     return None if own is None else own(n_features, classes)
 
@@ -137,6 +132,12 @@ class FactorGraphFeatures(LinearFeatures):
                                         _extra(grad, self.n_extra).sum(axis=0)])
 
     # fitted attributes: coef_, intercept_, coupling_ and structure_coef_
+
+    def shared_pair_layout(self):
+        """True: the layout of the cutting plane's batched constraints (see
+        :meth:`FeatureMap.shared_pair_layout`); False for a subclass, which may
+        compute its scores its own way."""
+        return type(self) is FactorGraphFeatures
 
     def store_coefficients(self, fitted, w):
         """Set ``coef_`` (n_vars, n_features), ``intercept_``, ``coupling_``

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from ._base import FeatureMap
 from ._compiled import compiled_rows
 from ._linear_chain import _float_parts, _present_columns
 from ._sparse import matmul, transpose_matmul
@@ -9,7 +10,7 @@ from ._sparse import matmul, transpose_matmul
 __all__ = ["LinearFeatures"]
 
 
-class LinearFeatures:
+class LinearFeatures(FeatureMap):
     """Part scores X @ W + b for multiclass or multilabel outputs, and the transpose.
 
     The parameter vector w concatenates W (n_features, n_outputs) and the bias b

@@ -5,12 +5,13 @@ import scipy.sparse as sp
 
 from ..utils._trees import ArcRows
 from ._arc_products import arc_matvec, arc_rmatvec
+from ._base import FeatureMap
 from ._compiled import compiled_rows
 
 __all__ = ["LinearArcFeatures"]
 
 
-class LinearArcFeatures:
+class LinearArcFeatures(FeatureMap):
     """Arc scores X @ w for arc-factored outputs, and the transpose.
 
     Every arc of every sentence has a feature row (see :class:`~skstruct.utils._trees.TreeBatch`

@@ -3,10 +3,8 @@
 import numpy as np
 import scipy.sparse as sp
 
-from ..decoders._core.checks import keeps_operations
-from ..decoders._chain.decoder import ChainDecoder, ChainScores
-from ..decoders._chain.constraints import resolve_constraints
-from ..losses._training import CRFLoss
+from ..decoders._chain.decoder import ChainScores
+from ._base import FeatureMap
 from ._chain_crf import ChainCRFObjective
 from ._compiled import compiled_rows
 from ._sparse import matmul, transpose_matmul
@@ -14,7 +12,7 @@ from ._sparse import matmul, transpose_matmul
 __all__ = ["LinearChainFeatures"]
 
 
-class LinearChainFeatures:
+class LinearChainFeatures(FeatureMap):
     """Part scores of a linear-chain model, and the transpose of the map.
 
     The parameter vector w concatenates the unary weights W (n_features, n_states), the
@@ -150,10 +148,10 @@ class LinearChainFeatures:
 
     def compiled_objective(self, batch, y, decoder, loss, weights):
         """The CRF objective of ``batch`` in two compiled passes, when it is exactly what
-        ``loss`` and ``decoder`` compute: the plain CRF log loss (:class:`CRFLoss`
-        without a cost, not overridden), :class:`ChainDecoder`'s own forward-backward with
-        ``log_space`` "auto" or False (and its constraints, if any), and sparse token
-        features.
+        ``loss`` and ``decoder`` compute: the loss is the plain CRF log-likelihood (its
+        ``is_log_likelihood``), the decoder offers the rescaled chain forward-backward
+        (its ``fused_crf_constraints``, which gives the constraints it applies), and the
+        token features are sparse.
 
         Parameters
         ----------
@@ -170,21 +168,12 @@ class LinearChainFeatures:
         ChainCRFObjective or None
             None when the generic evaluation is needed.
         """
-        plain_crf = (isinstance(loss, CRFLoss) and type(loss).__call__ is CRFLoss.__call__
-                     and loss.cost is None)
-        scaled = (isinstance(decoder, ChainDecoder) and keeps_operations(decoder, ChainDecoder)
-                  and type(decoder)._forward_backward is ChainDecoder._forward_backward
-                  and (decoder.log_space == "auto" or decoder.log_space is False))
-        if not (plain_crf and scaled and sp.issparse(batch.X)):
+        if not (getattr(loss, "is_log_likelihood", False) and sp.issparse(batch.X)):
             return None
-        allowed = None
-        if decoder.constraints is not None:
-            # the masks the decoder applies (raises as the decoder would, e.g. for a
-            # scheme name without the tag names)
-            constraints = resolve_constraints(decoder.constraints)
-            if constraints.n_states != self.n_states:
-                return None  # the generic path raises the decoder's own error
-            allowed = (constraints.transition, constraints.start, constraints.end)
+        offer = getattr(decoder, "fused_crf_constraints", None)
+        allowed = NotImplemented if offer is None else offer(self.n_states)
+        if allowed is NotImplemented:
+            return None
         pairs = None if self.pairs is None else (self.pair_offsets, self.pair_labels)
         return ChainCRFObjective(batch.X, batch.offsets, y, self.n_states, weights, pairs,
                                  allowed)

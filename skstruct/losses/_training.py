@@ -28,6 +28,11 @@ class TrainingLoss:
 
     The solvers and the objective ask a training loss what it is through the attributes
     below, whose defaults describe a loss with none of these traits.
+
+    Fast paths are offered by the loss, never inferred from its type: :meth:`engine_form`
+    tells the compiled per-example engine what the loss maximizes, and
+    :attr:`is_log_likelihood` lets a feature map's fused CRF objective stand in for it.
+    The defaults offer nothing.
     """
 
     required_capability = None
@@ -45,6 +50,26 @@ class TrainingLoss:
     def check_decoder(self, decoder):
         """Raise a clear error when ``decoder`` lacks the operation this loss calls."""
         check_capability(decoder, self.required_capability, type(self).__name__)
+
+    def engine_form(self):
+        """How the compiled per-example engine reads this loss.
+
+        Returns
+        -------
+        known : bool
+            Whether the engine computes this loss: plain MAP (the perceptron loss) or a
+            loss-augmented MAP (the structured hinge). False by default.
+        rescaling : {None, "margin", "slack"}
+            None for plain MAP, else the rescaling of the task loss ``self.task_loss``.
+        """
+        return False, None
+
+    @property
+    def is_log_likelihood(self):
+        """Whether this loss is exactly the CRF negative log-likelihood log Z − θ_ȳ
+        (no cost): a fused objective of the log-likelihood may then evaluate it. False
+        by default."""
+        return False
 
     def __call__(self, decoder, scores, y_true, gold=None):
         raise NotImplementedError
@@ -100,6 +125,11 @@ class CRFLoss(TrainingLoss):
         expected -= gold
         return values, expected
 
+    @property
+    def is_log_likelihood(self):
+        """True without a cost, unless a subclass redefines the loss (``__call__``)."""
+        return type(self).__call__ is CRFLoss.__call__ and self.cost is None
+
 
 class PerceptronLoss(TrainingLoss):
     """Structured perceptron loss max_y θ_y − θ_ȳ, with gradient a_ŷ − a_ȳ (ŷ the MAP).
@@ -123,6 +153,11 @@ class PerceptronLoss(TrainingLoss):
         values = predicted.dot(scores) - gold.dot(scores)
         predicted -= gold
         return values, predicted
+
+    def engine_form(self):
+        """Plain MAP: ``(True, None)``; a subclass, which may change the math, ``(False,
+        None)``."""
+        return (True, None) if type(self) is PerceptronLoss else (False, None)
 
 
 class StructuredHingeLoss(TrainingLoss):
@@ -151,6 +186,11 @@ class StructuredHingeLoss(TrainingLoss):
             raise ValueError(f"rescaling must be 'margin' or 'slack'; got {rescaling!r}.")
         self.task_loss = check_task_loss(task_loss, "task_loss")
         self.rescaling = rescaling
+
+    def engine_form(self):
+        """Loss-augmented MAP: ``(True, self.rescaling)``; a subclass, which may change
+        the math, ``(False, None)``."""
+        return (True, self.rescaling) if type(self) is StructuredHingeLoss else (False, None)
 
     def loss_augmented(self, decoder, scores, y_true):
         """ŷ and Δ(ȳ, ŷ) of every example.

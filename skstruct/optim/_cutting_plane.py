@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from ..features._base import feature_map_hook
 from ..features._sparse import matmul, transpose_matmul
 from ..losses._base import binary_linear_costs, check_task_loss_values
 from ..utils._parallel import dynamic_schedule, single_threaded_blas
@@ -254,15 +255,15 @@ class _PairwiseConstraints:
 
     @classmethod
     def offer(cls, risk, cache_size):
-        from ..decoders import FactorGraphDecoder
-        from ..features._factor_graph import FactorGraphFeatures
-
+        """The batched constraints when the feature map offers the shared pair layout
+        and the decoder its MAP with shared pair scores, under margin rescaling of a
+        loss that decomposes over the variables; else None."""
         loss = risk.loss
-        if (cache_size or type(risk.features) is not FactorGraphFeatures
-                or not isinstance(risk.decoder, FactorGraphDecoder)
-                or not risk.decoder.graph.pairs_only
+        offer_map = getattr(risk.decoder, "shared_pair_map", None)
+        if (cache_size or not feature_map_hook(risk.features, "shared_pair_layout")()
+                or offer_map is None or offer_map() is None
                 or loss.rescaling != "margin"
-                or loss.task_loss.decomposition != "parts"
+                or loss.task_loss is None or loss.task_loss.decomposition != "parts"
                 or np.ndim(risk.y) != 2):
             return None
         return cls(risk)
@@ -274,6 +275,7 @@ class _PairwiseConstraints:
         n, n_vars = self.y.shape
         self.offsets = np.arange(n + 1) * n_vars
         self.pairs = decoder.graph.pairs
+        self.map_shared = decoder.shared_pair_map()
         # Δ(ȳ, y) = base + ⟨on_minus_off, y⟩, for 0/1 y and (relaxed) fractional y
         self.base, self.on_minus_off = binary_linear_costs(risk.loss.task_loss, self.y,
                                                            self.offsets)
@@ -295,7 +297,7 @@ class _PairwiseConstraints:
         W, b = features.unpack(w)
         coupling = np.array(features.coupling(w))
         unary = matmul(risk.batch.X, W) + b
-        found = risk.decoder._map_shared_pairs(
+        found = self.map_shared(
             unary + self.on_minus_off, coupling, warm_start=self.warm_start,
             relaxed=self.relaxed)
         if self.relaxed:

@@ -10,14 +10,15 @@ offers ``compiled_features(batch)`` (a :class:`~skstruct.features.CompiledFeatur
 the decoder offers ``compiled_oracle(task_loss, rescaling, y, y_offsets)`` (a
 :class:`~skstruct.decoders._core.engine_protocol.CompiledOracle`); :func:`compiled_problem`
 asks both and returns None when either has nothing to offer, and the solver then runs its
-Python loop. The training loss is read by its math: the structured perceptron loss is
-plain MAP, the structured hinge has a task loss and a rescaling.
+Python loop. The training loss says what it maximizes (its ``engine_form``): the
+structured perceptron loss is plain MAP, the structured hinge has a task loss and a
+rescaling.
 """
 
 import numba
 import numpy as np
 
-from ..losses import PerceptronLoss, StructuredHingeLoss
+from ..features._base import feature_map_hook
 from . import _engine_kernels as kernels
 
 __all__ = ["CompiledProblem", "compiled_problem", "loss_rescaling"]
@@ -26,15 +27,13 @@ __all__ = ["CompiledProblem", "compiled_problem", "loss_rescaling"]
 def loss_rescaling(loss):
     """How the engine reads a training loss: (True, rescaling) or (False, None).
 
-    The structured perceptron loss is plain MAP (rescaling None); the structured hinge
-    gives its ``rescaling``; any other loss (or a subclass, which may change the math) has
-    no compiled form.
+    The loss offers it (:meth:`~skstruct.losses.TrainingLoss.engine_form`): the
+    structured perceptron loss is plain MAP (rescaling None); the structured hinge gives
+    its ``rescaling``; any other loss (or a subclass, which may change the math) has no
+    compiled form.
     """
-    if type(loss) is PerceptronLoss:
-        return True, None
-    if type(loss) is StructuredHingeLoss:
-        return True, loss.rescaling
-    return False, None
+    offer = getattr(loss, "engine_form", None)
+    return (False, None) if offer is None else offer()
 
 
 def compiled_problem(risk, rescaling):
@@ -51,18 +50,18 @@ def compiled_problem(risk, rescaling):
     CompiledProblem or None
         None when the feature map has no ``compiled_features``, the decoder no
         ``compiled_oracle``, or the decoder has no compiled form for this task loss and
-        rescaling.
+        rescaling. The decoder is told the features' ``n_unary``.
     """
-    offer_features = getattr(risk.features, "compiled_features", None)
     offer_oracle = getattr(risk.decoder, "compiled_oracle", None)
-    if offer_features is None or offer_oracle is None:
+    if offer_oracle is None:
+        return None
+    features = feature_map_hook(risk.features, "compiled_features")(risk.batch)
+    if features is None or features.n_params != risk.features.n_params:
         return None
     task_loss = None if rescaling is None else risk.loss.task_loss
-    oracle = offer_oracle(task_loss, rescaling, risk.y, risk.batch.output_offsets)
+    oracle = offer_oracle(task_loss, rescaling, risk.y, risk.batch.output_offsets,
+                          n_unary=features.n_unary)
     if oracle is None:
-        return None
-    features = offer_features(risk.batch)
-    if features.n_params != risk.features.n_params:
         return None
     return CompiledProblem(features, oracle)
 

@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from ..features._base import feature_map_hook
+
 __all__ = ["RegularizedRisk"]
 
 
@@ -76,11 +78,7 @@ class RegularizedRisk:
             the part of example ``i``.
         """
         if self._gold is None:
-            zero_scores = getattr(self.features, "zero_scores", None)
-            if zero_scores is not None:
-                scores = zero_scores(self.batch)
-            else:
-                scores = self.features.scores(self.batch, np.zeros(self.n_params))
+            scores = feature_map_hook(self.features, "zero_scores")(self.batch)
             self._gold = self.decoder.parts(scores, self.y)
         return self._gold
 
@@ -167,10 +165,9 @@ class RegularizedRisk:
         (the generic composition then runs). Built on the first evaluation, kept after.
         """
         if not self._compiled_checked:
-            factory = getattr(self.features, "compiled_objective", None)
-            if factory is not None:
-                self._compiled = factory(self.batch, self.y, self.decoder, self.loss,
-                                         self._weights)
+            factory = feature_map_hook(self.features, "compiled_objective")
+            self._compiled = factory(self.batch, self.y, self.decoder, self.loss,
+                                     self._weights)
             self._compiled_checked = True
         return self._compiled
 

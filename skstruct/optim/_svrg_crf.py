@@ -14,6 +14,7 @@ cost no oracle call beyond the 2n of an epoch.
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ..features._base import feature_map_hook
 from ._engine import CompiledProblem
 from ._progress import Progress
 from ._result import OptimizeResult
@@ -43,7 +44,7 @@ def crf_problem(risk, fixed=None):
         raise ValueError(f"solver='svrg' minimizes the CRF loss (CRF) among smooth losses; "
                          f"{type(risk.loss).__name__} has no compiled oracle for it: use "
                          "solver='lbfgs'.")
-    if fixed is not None or getattr(risk.features, "pairs", None) is not None:
+    if fixed is not None or feature_map_hook(risk.features, "pairs") is not None:
         raise ValueError("solver='svrg' trains the weights of all (feature, label) pairs; "
                          "use feature_label_pairs='all', or solver='lbfgs' for "
                          "feature_label_pairs='seen'.")
@@ -51,15 +52,15 @@ def crf_problem(risk, fixed=None):
         raise ValueError("solver='svrg' needs a positive L2 strength (alpha > 0 and "
                          "l1_ratio < 1).")
     cost = risk.loss.cost
-    offer_features = getattr(risk.features, "compiled_features", None)
+    offer_features = feature_map_hook(risk.features, "compiled_features")
     offer_oracle = getattr(risk.decoder, "compiled_oracle", None)
     problem = None
-    if offer_features is not None and offer_oracle is not None:
+    if offer_oracle is not None:
         oracle = offer_oracle(cost, None if cost is None else "margin", risk.y,
                               risk.batch.output_offsets)
         if oracle is not None and _supports(oracle, "entropy"):
             features = offer_features(risk.batch)
-            if features.n_params == risk.features.n_params:
+            if features is not None and features.n_params == risk.features.n_params:
                 problem = CompiledProblem(features, oracle)
     if problem is None:
         what = "" if cost is None else f" with the cost {type(cost).__name__}"

@@ -894,13 +894,34 @@ class ChainDecoder(Decoder):
             "CountingLoss.",
         )
 
-    def compiled_oracle(self, task_loss, rescaling, y, y_offsets):
-        """The compiled per-sequence oracle of chains (see :meth:`Decoder.compiled_oracle`)."""
+    def compiled_oracle(self, task_loss, rescaling, y, y_offsets, n_unary=None):
+        """The compiled per-sequence oracle of chains (see :meth:`Decoder.compiled_oracle`):
+        ``n_unary`` is the number of states, which a loss that declares
+        ``decomposition="parts"`` beyond Hamming needs for its ``unary_costs``."""
         if not keeps_operations(self, ChainDecoder):
             return None
         from .oracle import compiled_chain_oracle
 
-        return compiled_chain_oracle(self, task_loss, rescaling, y, y_offsets)
+        return compiled_chain_oracle(self, task_loss, rescaling, y, y_offsets, n_unary)
+
+    def fused_crf_constraints(self, n_states):
+        """The constraints a fused CRF objective applies (see
+        :meth:`Decoder.fused_crf_constraints`): this decoder keeps the chain's own
+        forward-backward and rescales (``log_space`` "auto" or False); NotImplemented
+        otherwise, and for constraints over another number of states (the generic path
+        raises the decoder's own error)."""
+        if not (keeps_operations(self, ChainDecoder)
+                and type(self)._forward_backward is ChainDecoder._forward_backward
+                and (self.log_space == "auto" or self.log_space is False)):
+            return NotImplemented
+        if self.constraints is None:
+            return None
+        # the masks the decoder applies (raises as the decoder would, e.g. for a scheme
+        # name without the tag names)
+        constraints = resolve_constraints(self.constraints)
+        if constraints.n_states != n_states:
+            return NotImplemented
+        return constraints.transition, constraints.start, constraints.end
 
     def map_with_label_count(self, scores, count, positive_states):
         """Best labeling with exactly ``count`` tokens in ``positive_states``.

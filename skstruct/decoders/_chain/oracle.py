@@ -7,12 +7,17 @@ computes for a task loss and a rescaling as a
 of ``_engine/dispatch.py``. They share their per-sequence programs with the batched decoder, so
 both break ties alike:
 
-* plain MAP and margin rescaling with per-token costs (Hamming, with class costs or
-  normalized): :func:`~skstruct.decoders._chain.kernels.viterbi_one` on unary + costs;
+* plain MAP and margin rescaling of a loss that declares ``decomposition="parts"``:
+  :func:`~skstruct.decoders._chain.kernels.viterbi_one` on unary + costs, the costs of
+  a loss that only counts mismatches (its ``mismatch_weights``: Hamming, normalized or
+  not) and of Hamming's class costs computed in the kernel, those of any other such loss
+  (its ``unary_costs``) read from the oracle's ``costs`` rows;
 * the 0/1 loss with margin rescaling: the better of the gold labeling and the best other
   one, from :func:`~skstruct.decoders._chain.kernels.top_k_one` with k = 2;
-* count-statistic losses (F_β, IoU, precision, recall, label count) under either
-  rescaling, and unweighted Hamming and 0/1 under slack rescaling: constrained message
+* count-statistic losses whose η the kernel knows (F_β, IoU, precision, recall, label
+  count, and their subclasses that keep ``eta``) under either rescaling, and the
+  mismatch-count form of unweighted Hamming and 0/1 under slack rescaling
+  (:func:`~skstruct.losses._counting.mismatch_count_form`): constrained message
   passing, :func:`~skstruct.decoders._chain.counting_kernels.best_per_statistic_one` then
   :func:`~skstruct.decoders._chain.counting_kernels.best_with_statistic_one`.
 
@@ -37,8 +42,9 @@ from ...losses import (
     LabelCountLoss,
     PrecisionLoss,
     RecallLoss,
-    ZeroOneLoss,
 )
+from ...losses._base import check_task_loss_values
+from ...losses._counting import mismatch_count_form
 from .constraints import resolve_constraints
 from .kernels import top_k_one, viterbi_one
 from .counting_kernels import best_per_statistic_one, best_with_statistic_one
@@ -51,7 +57,7 @@ _NJIT = dict(cache=True, nogil=True)
 # How the maximizer is searched (ints[SEARCH]).
 VITERBI, TOP_TWO, STATISTIC = 0, 1, 2
 # What Δ of the maximizer is (ints[LOSS]).
-NO_LOSS, HAMMING, ZERO_ONE, COUNTING = 0, 1, 2, 3
+NO_LOSS, HAMMING, ZERO_ONE, COUNTING, COSTS = 0, 1, 2, 3, 4
 # η of a count statistic (ints[ETA]).
 RECALL, PRECISION, F_BETA, IOU, LABEL_COUNT, MISMATCH, ANY_MISMATCH = range(7)
 # Counters (ints[STATS:STATS + N_STATS]).
@@ -63,12 +69,17 @@ HEADER = 8
 # Bit of ints[LOSS]: floats ends with the (S² + 2S,) mask of the decoder's constraints.
 CONSTRAINED = 16
 
-_ETA_OF = {RecallLoss: RECALL, PrecisionLoss: PRECISION, FBetaLoss: F_BETA, IoULoss: IOU,
-           LabelCountLoss: LABEL_COUNT}
+# The η the kernel computes, by the count-statistic loss method that defines it.
+_ETA_OF = {RecallLoss.eta: RECALL, PrecisionLoss.eta: PRECISION, FBetaLoss.eta: F_BETA,
+           IoULoss.eta: IOU, LabelCountLoss.eta: LABEL_COUNT}
 
 
-def compiled_chain_oracle(decoder, task_loss, rescaling, y, y_offsets):
+def compiled_chain_oracle(decoder, task_loss, rescaling, y, y_offsets, n_states=None):
     """What ``decoder.loss_augmented_map`` (or ``map``) computes, for compiled code.
+
+    The task loss is read by what it declares, in the order of
+    :meth:`~skstruct.decoders.Decoder.loss_augmented_map`: its ``decomposition``, its
+    ``mismatch_weights``, ``unary_costs`` and count statistics, and ``zero_one``.
 
     Parameters
     ----------
@@ -81,13 +92,18 @@ def compiled_chain_oracle(decoder, task_loss, rescaling, y, y_offsets):
     y : ndarray of shape (n_tokens,), int
         Encoded gold labels, stacked.
     y_offsets : ndarray of shape (n_sequences + 1,)
+    n_states : int, default=None
+        The number of states of the scores the oracle will see; a loss whose per-token
+        costs are read from its ``unary_costs`` needs it.
 
     Returns
     -------
     CompiledOracle or None
-        None when the combination has no compiled form: a task loss that is not one of the built-in ones
-        (or a subclass of one), a count-statistic loss not bound to its positive states,
-        weighted Hamming under slack rescaling (the decoder rejects it too).
+        None when the combination has no compiled form: a loss that declares none of
+        the forms above (or one that is not computed in the kernel: a count-statistic
+        loss with its own η, one not bound to its positive states), per-token costs
+        without ``n_states`` or that the decoder would reject, weighted Hamming under
+        slack rescaling (the decoder rejects it too).
     """
     code = rescaling_code(rescaling)
     if code is None or (code == MAP) != (task_loss is None and rescaling is None):
@@ -97,36 +113,14 @@ def compiled_chain_oracle(decoder, task_loss, rescaling, y, y_offsets):
     header = np.zeros(HEADER, dtype=np.int64)
     floats = np.zeros(0)
     mask = np.zeros(0, dtype=np.int64)
-    kind = type(task_loss)
+    costs = np.zeros((0, 0))
     if code == MAP:
         header[SEARCH], header[LOSS] = VITERBI, NO_LOSS
-    elif kind is HammingLoss:
-        header[LOSS], header[NORMALIZE] = HAMMING, bool(task_loss.normalize)
-        if task_loss.class_costs is not None:
-            if code == SLACK:
-                return None
-            n_classes = np.shape(task_loss.class_costs)[0]
-            floats = np.ascontiguousarray(task_loss._cost_matrix(n_classes).ravel())
-            header[CLASS_COSTS] = n_classes
-        header[SEARCH] = VITERBI if code == MARGIN else STATISTIC
-        header[ETA], header[N_STATS], header[STATS] = MISMATCH, 1, ERR
-    elif kind is ZeroOneLoss:
-        header[LOSS] = ZERO_ONE
-        header[SEARCH] = TOP_TWO if code == MARGIN else STATISTIC
-        header[ETA], header[N_STATS], header[STATS] = ANY_MISMATCH, 1, ERR
-    elif kind in _ETA_OF:
-        positive = getattr(task_loss, "positive_states_", None)
-        if positive is None:
-            return None
-        header[SEARCH], header[LOSS], header[ETA] = STATISTIC, COUNTING, _ETA_OF[kind]
-        names = task_loss.statistic_names
-        header[N_STATS] = len(names)
-        for k, name in enumerate(names):
-            header[STATS + k] = _COUNTER_CODES[name]
-        mask = np.asarray(positive, dtype=np.int64)
-        floats = np.array([float(task_loss.beta) ** 2 if kind is FBetaLoss else 0.0])
     else:
-        return None
+        found = _loss_parameters(task_loss, code, y, y_offsets, n_states, header)
+        if found is None:
+            return None
+        floats, mask, costs = found
     constraints = resolve_constraints(decoder.constraints)
     if constraints is not None and not constraints._free:
         header[LOSS] |= CONSTRAINED
@@ -135,10 +129,96 @@ def compiled_chain_oracle(decoder, task_loss, rescaling, y, y_offsets):
         floats = np.concatenate([floats] + [p.ravel() for p in constraints._penalty])
     lengths = np.diff(y_offsets)
     return CompiledOracle(
-        code=CHAIN, rescaling=code, y=y, y_offsets=y_offsets, costs=np.zeros((0, 0)),
+        code=CHAIN, rescaling=code, y=y, y_offsets=y_offsets, costs=costs,
         ints=np.concatenate([header, mask]), floats=floats,
         max_output=int(lengths.max(initial=1)),
     )
+
+
+def _loss_parameters(task_loss, code, y, offsets, n_states, header):
+    """Fill ``header`` for a task loss under rescaling ``code``; (floats, mask, costs),
+    or None when the loss has no compiled form."""
+    nothing = np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros((0, 0))
+    if code == MARGIN and task_loss.decomposition == "parts":
+        header[SEARCH] = VITERBI
+        header[ETA], header[N_STATS], header[STATS] = MISMATCH, 1, ERR
+        normalize = _mismatch_scale(task_loss, offsets)
+        if normalize is not None:
+            header[LOSS], header[NORMALIZE] = HAMMING, normalize
+            return nothing
+        if type(task_loss).unary_costs is HammingLoss.unary_costs:
+            # the class-cost matrix of Hamming's own unary_costs, read in the kernel
+            n_classes = np.shape(task_loss.class_costs)[0]
+            header[LOSS], header[NORMALIZE] = HAMMING, bool(task_loss.normalize)
+            header[CLASS_COSTS] = n_classes
+            return (np.ascontiguousarray(task_loss._cost_matrix(n_classes).ravel()),
+                    nothing[1], nothing[2])
+        token_costs = _token_costs(task_loss, y, offsets, n_states)
+        if token_costs is None:
+            return None
+        header[LOSS] = COSTS
+        return nothing[0], nothing[1], token_costs
+    counting = task_loss if task_loss.decomposition == "counts" else None
+    if counting is None and code == SLACK:
+        counting = mismatch_count_form(task_loss, offsets)
+        if counting is not None:
+            header[SEARCH] = STATISTIC
+            header[ETA], header[N_STATS], header[STATS] = (
+                ANY_MISMATCH if counting.zero_one else MISMATCH), 1, ERR
+            if task_loss.zero_one:
+                header[LOSS] = ZERO_ONE
+                return nothing
+            normalize = _mismatch_scale(task_loss, offsets)
+            if normalize is None:
+                return None
+            header[LOSS], header[NORMALIZE] = HAMMING, normalize
+            return nothing
+    if counting is not None:
+        eta = _ETA_OF.get(getattr(type(counting), "eta", None))
+        positive = getattr(counting, "positive_states_", None)
+        names = counting.statistic_names
+        if eta is None or positive is None or not set(names) <= set(_COUNTER_CODES):
+            return None
+        header[SEARCH], header[LOSS], header[ETA] = STATISTIC, COUNTING, eta
+        header[N_STATS] = len(names)
+        for k, name in enumerate(names):
+            header[STATS + k] = _COUNTER_CODES[name]
+        beta2 = float(counting.beta) ** 2 if eta == F_BETA else 0.0
+        return np.array([beta2]), np.asarray(positive, dtype=np.int64), nothing[2]
+    if code == MARGIN and task_loss.zero_one:
+        header[SEARCH], header[LOSS] = TOP_TWO, ZERO_ONE
+        header[ETA], header[N_STATS], header[STATS] = ANY_MISMATCH, 1, ERR
+        return nothing
+    return None
+
+
+def _mismatch_scale(task_loss, offsets):
+    """0 when the loss's ``mismatch_weights`` are 1 per token, 1 when they are 1 / length
+    (the per-token scales of Hamming, plain and normalized), else None."""
+    weights = task_loss.mismatch_weights(offsets)
+    if weights is None:
+        return None
+    weights = np.asarray(weights, dtype=np.float64)
+    lengths = np.diff(offsets)
+    if np.array_equal(weights, np.ones(offsets[-1])):
+        return 0
+    if np.array_equal(weights, np.repeat(1.0 / lengths, lengths)):
+        return 1
+    return None
+
+
+def _token_costs(task_loss, y, offsets, n_states):
+    """The loss's ``unary_costs`` of every state, (n_tokens, n_states), or None without
+    ``n_states`` or when the decoder would reject them (it then raises its error)."""
+    if n_states is None:
+        return None
+    try:
+        costs = task_loss.unary_costs(y, offsets, int(n_states))
+        check_task_loss_values(costs, task_loss, "unary_costs",
+                               shape=(y.shape[0], int(n_states)))
+    except ValueError:
+        return None
+    return np.ascontiguousarray(costs, dtype=np.float64)
 
 
 @njit(**_NJIT)
@@ -358,6 +438,12 @@ def chain_oracle(rescaling, unary, pair, y_i, costs_i, ints, floats, yhat):
                     augmented[t, s] = unary[t, s] + _hamming_cost(ints, floats, y_i[t], s,
                                                                    scale)
             viterbi_one(augmented, trans, start, end, delta, back, out)
+        elif loss == COSTS:
+            augmented = np.empty((length, n_states))
+            for t in range(length):
+                for s in range(n_states):
+                    augmented[t, s] = unary[t, s] + costs_i[t, s]
+            viterbi_one(augmented, trans, start, end, delta, back, out)
         else:
             viterbi_one(unary, trans, start, end, delta, back, out)
     elif search == TOP_TWO:
@@ -370,6 +456,11 @@ def chain_oracle(rescaling, unary, pair, y_i, costs_i, ints, floats, yhat):
         total = 0.0
         for t in range(length):
             total += _hamming_cost(ints, floats, y_i[t], out[t], scale)
+        return total
+    if loss == COSTS:
+        total = 0.0
+        for t in range(length):
+            total += costs_i[t, out[t]]
         return total
     if loss == ZERO_ONE:
         for t in range(length):

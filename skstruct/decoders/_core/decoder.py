@@ -325,7 +325,7 @@ class Decoder(BaseEstimator):
         return active_set_sparsemap(self, scores, max_iter=max_iter, tol=tol, init=init,
                                     **options)
 
-    def compiled_oracle(self, task_loss, rescaling, y, y_offsets):
+    def compiled_oracle(self, task_loss, rescaling, y, y_offsets, n_unary=None):
         """This decoder's compiled fast path for per-example solvers, or None.
 
         A built-in decoder returns a ``CompiledOracle`` (see
@@ -345,12 +345,73 @@ class Decoder(BaseEstimator):
             Encoded gold outputs of the training set, stacked.
         y_offsets : ndarray of shape (n_examples + 1,)
             Example ``i`` owns ``y[y_offsets[i]:y_offsets[i + 1]]``.
+        n_unary : int, default=None
+            K, the unary scores of a feature row the oracle will be called with (the
+            ``n_unary`` of the feature map's ``CompiledFeatures``), when the caller knows
+            it: a family whose task-loss costs depend on it (a chain's states) reads it.
 
         Returns
         -------
         CompiledOracle or None
         """
         return None
+
+    def shared_pair_parts(self, classes):
+        """The parts this decoder scores beyond one per label, shared by every example,
+        or None (the default).
+
+        A decoder of multilabel outputs that scores pairs of labels (a factor graph's
+        PAIR factors) asks for a feature map that learns one score per such part
+        (:func:`~skstruct.features.decoder_feature_map`).
+
+        Parameters
+        ----------
+        classes : ndarray or None
+            The labels, one per variable.
+
+        Returns
+        -------
+        dict or None
+            ``n_pairs`` (the pair scores), ``n_extra`` (further shared scores) and
+            ``scores_type`` (the container, built as ``scores_type(unary, pair,
+            extra)``).
+        """
+        return None
+
+    def shared_pair_map(self):
+        """MAP of unary scores with pair scores shared by every example, as whole-batch
+        arrays, or None (the default).
+
+        Returns
+        -------
+        callable or None
+            ``map_shared(unary, coupling, warm_start=None, relaxed=False)``, used by the
+            cutting plane's batched constraints with a feature map that offers the
+            shared pair layout (:meth:`~skstruct.features.FeatureMap.shared_pair_layout`).
+        """
+        return None
+
+    def fused_crf_constraints(self, n_states):
+        """What a fused chain CRF objective must apply to compute what this decoder
+        computes, or NotImplemented.
+
+        A chain feature map evaluates the CRF log-likelihood in compiled passes of the
+        rescaled forward-backward when the decoder computes exactly that (see
+        :meth:`~skstruct.features.LinearChainFeatures.compiled_objective`).
+
+        Parameters
+        ----------
+        n_states : int
+            The number of states of the feature map.
+
+        Returns
+        -------
+        None, tuple of ndarray or NotImplemented
+            None when every label sequence is allowed; the boolean masks
+            ``(transition, start, end)`` of the allowed transitions, first and last
+            states; NotImplemented (the default) when the decoder has no such form.
+        """
+        return NotImplemented
 
     def parts(self, scores, y):
         """Part indicators a_y of the outputs ``y`` (laid out like ``scores``)."""

@@ -589,6 +589,31 @@ class FactorGraphDecoder(Decoder):
             u, (scores.unary, scores.pair, scores.extra), caller=type(self).__name__,
             example="example")
 
+    def shared_pair_parts(self, classes):
+        """The parts this decoder scores beyond one per label, shared by every example
+        (see :meth:`Decoder.shared_pair_parts`): one per PAIR factor and one per extra
+        part of the structure factors.
+
+        Raises
+        ------
+        ValueError
+            When ``classes`` does not hold one label per variable of the graph.
+        """
+        graph = self.graph
+        if len(classes) != graph.n_vars:
+            raise ValueError(
+                f"y has {len(classes)} labels but the factor graph has {graph.n_vars} "
+                "variables; a model with a FactorGraphDecoder learns one label per variable."
+            )
+        return dict(n_pairs=graph.n_pairs, n_extra=graph.n_extra,
+                    scores_type=FactorGraphScores)
+
+    def shared_pair_map(self):
+        """MAP of unary scores (n, n_vars) with one coupling row shared by every example,
+        ``map_shared(unary, coupling, warm_start=None, relaxed=False)``, when the graph
+        has PAIR factors only; else None (see :meth:`Decoder.shared_pair_map`)."""
+        return self._map_shared_pairs if self.graph.pairs_only else None
+
     def _map_shared_pairs(self, unary, coupling, warm_start=None, relaxed=False):
         """The MAP outputs of unary scores with one row of PAIR scores shared by every
         example, without the checks of :meth:`map`: the cutting plane's fast path.

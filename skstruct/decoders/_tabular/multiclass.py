@@ -279,7 +279,7 @@ class MulticlassDecoder(Decoder):
 
         return sparsemax_sparsemap(self, scores, max_iter=max_iter, tol=tol, init=init, **options)
 
-    def compiled_oracle(self, task_loss, rescaling, y, y_offsets):
+    def compiled_oracle(self, task_loss, rescaling, y, y_offsets, n_unary=None):
         """The compiled per-example oracle of multiclass outputs (see
         :meth:`Decoder.compiled_oracle`)."""
         if not keeps_operations(self, MulticlassDecoder):

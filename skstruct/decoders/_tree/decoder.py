@@ -929,7 +929,7 @@ class TreeDecoder(Decoder):
         """
         return super().loss_augmented_map(scores, y_true, task_loss, rescaling)
 
-    def compiled_oracle(self, task_loss, rescaling, y, y_offsets):
+    def compiled_oracle(self, task_loss, rescaling, y, y_offsets, n_unary=None):
         """The compiled per-sentence oracle of trees (see
         :meth:`Decoder.compiled_oracle`)."""
         if not keeps_operations(self, TreeDecoder):
