@@ -6,7 +6,6 @@ through the Python loop that remains for user decoders (forced by making
 ``compiled_problem`` offer nothing). The final weights must agree to 1e-9.
 """
 
-import importlib.util
 import warnings
 
 import numpy as np
@@ -48,14 +47,6 @@ CHAIN_SLACK = ["hamming", "normalized_hamming", "zero_one", "f1", "iou", "precis
                "recall", "label_count"]
 
 
-def _family_delivered(module):
-    return importlib.util.find_spec(f"skstruct.decoders.{module}") is not None
-
-
-needs_tabular = pytest.mark.skipif(not _family_delivered("_tabular_oracles"),
-                                   reason="the multiclass/multilabel oracles are not built yet")
-needs_tree = pytest.mark.skipif(not _family_delivered("_tree_oracles"),
-                                reason="the tree oracle is not built yet")
 
 
 class _Spy:
@@ -142,7 +133,6 @@ def test_chain_perceptron_averaging_off_and_warm_start(monkeypatch, sequences):
     _assert_same_model(*models)
 
 
-@needs_tabular
 @pytest.mark.parametrize("solver,rescaling", [("subgradient", "margin"),
                                               ("subgradient", "slack"), ("bcfw", "margin")])
 @pytest.mark.parametrize("loss", ["hamming", "zero_one", "weighted_hamming"])
@@ -158,7 +148,6 @@ def test_multiclass_compiled_equals_python(monkeypatch, tabular, loss, solver, r
     _assert_same_model(*_fit_both_ways(monkeypatch, make_model, X, classes, weights))
 
 
-@needs_tabular
 @pytest.mark.parametrize("solver,rescaling", [("subgradient", "margin"),
                                               ("subgradient", "slack"), ("bcfw", "margin")])
 @pytest.mark.parametrize("loss", ["hamming", "zero_one", "f1", "recall"])
@@ -172,7 +161,6 @@ def test_multilabel_compiled_equals_python(monkeypatch, tabular, loss, solver, r
     _assert_same_model(*_fit_both_ways(monkeypatch, make_model, X, labels, weights))
 
 
-@needs_tabular
 @pytest.mark.parametrize("decoder", [MulticlassDecoder, MultilabelDecoder])
 def test_tabular_perceptron_compiled_equals_python(monkeypatch, tabular, decoder):
     X, classes, labels, weights = tabular
@@ -196,7 +184,6 @@ def treebank():
     return X, y, rng.uniform(0.5, 2.0, size=len(X))
 
 
-@needs_tree
 @pytest.mark.parametrize("solver", ["subgradient", "bcfw"])
 def test_tree_compiled_equals_python(monkeypatch, treebank, solver):
     X, y, weights = treebank
@@ -208,7 +195,6 @@ def test_tree_compiled_equals_python(monkeypatch, treebank, solver):
     _assert_same_model(*_fit_both_ways(monkeypatch, make_model, X, y, weights))
 
 
-@needs_tree
 def test_tree_perceptron_compiled_equals_python(monkeypatch, treebank):
     X, y, weights = treebank
 
@@ -230,7 +216,6 @@ def skewed_treebank(treebank):
     return X, y, weights
 
 
-@needs_tree
 @pytest.mark.parametrize("solver", ["subgradient", "bcfw", "cutting_plane", "perceptron"])
 def test_tree_engine_order_of_w_is_invisible(monkeypatch, skewed_treebank, solver):
     """Every solver returns, in column order, the model of the Python loop when the
@@ -255,7 +240,6 @@ def indicator_treebank(treebank):
     return [sp.csr_matrix((x > 0.0).astype(np.float64)) for x in X], y, weights
 
 
-@needs_tree
 @pytest.mark.parametrize("solver", ["subgradient", "bcfw"])
 def test_tree_indicator_features_compiled_equals_python(monkeypatch, indicator_treebank,
                                                         solver):
@@ -279,7 +263,6 @@ def test_compiled_rows_are_binary_only_when_every_value_is_one():
     assert not compiled_rows(X, offsets, 3, 1, False, 0).binary
 
 
-@needs_tree
 @pytest.mark.parametrize("kind", ["values", "indicators"])
 def test_hinge_values_do_not_depend_on_the_chunks(treebank, indicator_treebank, kind):
     from skstruct.optim import _engine_kernels as kernels
@@ -412,7 +395,6 @@ def test_column_dictionary_scores_bit_identical_to_plain_rows():
                 np.testing.assert_array_equal(through[:n], plain[:n])
 
 
-@needs_tree
 @pytest.mark.parametrize("kind", ["values", "indicators"])
 def test_bcfw_pass_through_the_column_dictionary_is_bit_identical(treebank, kind):
     """A BCFW pass that gathers A_iᵀ d by local slot (column dictionary, W in the
