@@ -102,6 +102,8 @@ class RandomizedLikelihoodLoss(TrainingLoss):
 
     required_capability = "parts"
 
+    solver_family = "randomized_likelihood"
+
     def __init__(self, candidates, beta):
         self.candidates = candidates
         self.beta = beta

@@ -71,6 +71,19 @@ class TrainingLoss:
         by default."""
         return False
 
+    @property
+    def is_softmax_margin(self):
+        """Whether this loss is log Σ_y exp(θ_y + Δ(ȳ, y)) − θ_ȳ with Δ its ``cost`` (or
+        0): the CRF loss, which the smoothed solvers compute with entropy smoothing at
+        μ = 1. False by default."""
+        return False
+
+    @property
+    def solver_family(self):
+        """The family of losses a solver must solve to train this loss (the keys of
+        :data:`~skstruct.optim.LOSS_FAMILIES`): ``"smooth"`` by default."""
+        return "smooth"
+
     def __call__(self, decoder, scores, y_true, gold=None):
         raise NotImplementedError
 
@@ -128,7 +141,12 @@ class CRFLoss(TrainingLoss):
     @property
     def is_log_likelihood(self):
         """True without a cost, unless a subclass redefines the loss (``__call__``)."""
-        return type(self).__call__ is CRFLoss.__call__ and self.cost is None
+        return self.is_softmax_margin and self.cost is None
+
+    @property
+    def is_softmax_margin(self):
+        """True unless a subclass redefines the loss (``__call__``)."""
+        return type(self).__call__ is CRFLoss.__call__
 
 
 class PerceptronLoss(TrainingLoss):
@@ -153,6 +171,8 @@ class PerceptronLoss(TrainingLoss):
         values = predicted.dot(scores) - gold.dot(scores)
         predicted -= gold
         return values, predicted
+
+    solver_family = "perceptron"
 
     def engine_form(self):
         """Plain MAP: ``(True, None)``; a subclass, which may change the math, ``(False,
@@ -186,6 +206,11 @@ class StructuredHingeLoss(TrainingLoss):
             raise ValueError(f"rescaling must be 'margin' or 'slack'; got {rescaling!r}.")
         self.task_loss = check_task_loss(task_loss, "task_loss")
         self.rescaling = rescaling
+
+    @property
+    def solver_family(self):
+        """``"hinge_margin"`` or ``"hinge_slack"``."""
+        return f"hinge_{self.rescaling}"
 
     def engine_form(self):
         """Loss-augmented MAP: ``(True, self.rescaling)``; a subclass, which may change

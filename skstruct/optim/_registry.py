@@ -311,20 +311,12 @@ class SolverNames(Set):
 def loss_family(loss):
     """The family of a training loss object (see :data:`LOSS_FAMILIES`).
 
-    The structured hinge gives ``"hinge_" + rescaling``; a loss with ``plain_map``
-    semantics (the perceptron) ``"perceptron"``; the randomized likelihood of candidate
-    sets ``"randomized_likelihood"``; anything else ``"smooth"``.
+    The loss declares it (:attr:`~skstruct.losses.TrainingLoss.solver_family`): the
+    structured hinge gives ``"hinge_" + rescaling``, the perceptron loss
+    ``"perceptron"``, the randomized likelihood of candidate sets
+    ``"randomized_likelihood"``, any other loss ``"smooth"``.
     """
-    from ..losses import PerceptronLoss, StructuredHingeLoss
-    from ..losses._randomized import RandomizedLikelihoodLoss
-
-    if isinstance(loss, StructuredHingeLoss):
-        return f"hinge_{loss.rescaling}"
-    if isinstance(loss, PerceptronLoss):
-        return "perceptron"
-    if isinstance(loss, RandomizedLikelihoodLoss):
-        return "randomized_likelihood"
-    return "smooth"
+    return loss.solver_family
 
 
 def check_solver(name, family, *, warm_start=False, l1=False, partial_fit=False):

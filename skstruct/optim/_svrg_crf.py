@@ -38,9 +38,7 @@ def crf_problem(risk, fixed=None):
     -------
     SmoothedProblem
     """
-    from ..losses import CRFLoss
-
-    if type(risk.loss) is not CRFLoss:
+    if not risk.loss.is_softmax_margin:
         raise ValueError(f"solver='svrg' minimizes the CRF loss (CRF) among smooth losses; "
                          f"{type(risk.loss).__name__} has no compiled oracle for it: use "
                          "solver='lbfgs'.")

@@ -93,3 +93,35 @@ def test_task_losses_declare_the_classes_they_are_defined_on():
     assert bound.n_classes == 3 and bound.positive_states_.tolist() == [True, True, False]
     with pytest.raises(ValueError, match="does not know which labels are positive"):
         unbound(np.array([0]), np.array([0]), np.array([0, 1]))
+
+
+def test_training_losses_declare_their_solver_family():
+    from skstruct.losses import CRFLoss, PerceptronLoss, StructuredHingeLoss
+    from skstruct.losses._randomized import RandomizedLikelihoodLoss
+    from skstruct.optim import LOSS_FAMILIES
+    from skstruct.optim._registry import loss_family
+
+    class Mine(StructuredHingeLoss):
+        pass
+
+    assert loss_family(CRFLoss()) == "smooth"
+    assert loss_family(StructuredHingeLoss(rescaling="slack")) == "hinge_slack"
+    assert loss_family(Mine()) == "hinge_margin"
+    assert loss_family(PerceptronLoss()) == "perceptron"
+    assert RandomizedLikelihoodLoss.solver_family == "randomized_likelihood"
+    for family in ("smooth", "hinge_margin", "hinge_slack", "perceptron",
+                   "randomized_likelihood"):
+        assert family in LOSS_FAMILIES
+
+
+def test_the_crf_loss_offers_the_softmax_margin_form_unless_redefined():
+    from skstruct.losses import CRFLoss, HammingLoss, TrainingLoss
+
+    class Redefined(CRFLoss):
+        def __call__(self, decoder, scores, y_true, gold=None):
+            return super().__call__(decoder, scores, y_true, gold)
+
+    assert CRFLoss().is_softmax_margin and CRFLoss(HammingLoss()).is_softmax_margin
+    assert CRFLoss().is_log_likelihood and not CRFLoss(HammingLoss()).is_log_likelihood
+    assert not Redefined().is_softmax_margin and not Redefined().is_log_likelihood
+    assert not TrainingLoss.is_softmax_margin.fget(CRFLoss())
