@@ -163,7 +163,8 @@ class LinearStructuredModel(StructuredEstimator):
             _check_cost_enters_scores(loss.cost, run)
         if partial_fit:
             run.state = self._solver_state(run.solver, run.features, run)
-            run.w0 = np.zeros(run.features.n_params)  # a first call's; else the state's
+            # a first call starts at zero, a later one from run.state
+            run.w0 = np.zeros(run.features.n_params)
         else:
             run.w0 = self._initial_params(run.features, run.kind, run.classes,
                                           run.batch.n_features)
