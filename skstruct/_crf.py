@@ -294,10 +294,10 @@ or (n_samples, n_labels)
         -------
         self : CRF
         """
-        return self._fit_quasi_newton(
-            X, y, sample_weight, CRFLoss(cost=self.cost),
-            [("marginals", "CRF training"), ("map", "CRF prediction")],
-        )
+        return self._fit_sequence(X, y, sample_weight, loss=CRFLoss(cost=self.cost))
+
+    def _decoder_needs(self):
+        return [("marginals", "CRF training"), ("map", "CRF prediction")]
 
     def predict_marginals(self, X):
         """Per-token label probabilities p(y_t = k | x).

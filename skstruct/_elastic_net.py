@@ -92,7 +92,10 @@ def unseen_pairs_mask(kind, features, batch, y_encoded, classes):
 class ElasticNetQuasiNewtonMixin:
     """``l1_ratio`` and ``feature_label_pairs`` for the quasi-Newton estimators.
 
-    Through the hooks of :class:`~skstruct._linear_model.LinearStructuredModel`: with
+    Through the hooks of the fit sequence
+    (:meth:`~skstruct._linear_model.LinearStructuredModel._fit_sequence`): the solver
+    checked for the L1 strength and warm start before the data are read
+    (``_check_fit_parameters``); with
     ``feature_label_pairs="seen"``, the feature map restricted to the seen pairs when it
     can be (``_training_features``), else the unseen pairs held by the solver; the L2
     strength ``alpha * (1 - l1_ratio)`` in the risk and the L1 strength
@@ -101,10 +104,9 @@ class ElasticNetQuasiNewtonMixin:
     Sets ``n_nonzero_`` besides the base class's fitted attributes.
     """
 
-    def _fit_quasi_newton(self, X, y, sample_weight, loss, needs):
+    def _check_fit_parameters(self, partial_fit):
         check_solver(self.solver, "smooth", warm_start=self.warm_start,
                      l1=self.alpha * self.l1_ratio > 0)
-        return super()._fit_quasi_newton(X, y, sample_weight, loss, needs)
 
     def _training_features(self, kind, batch, y_encoded, classes, decoder):
         features = super()._training_features(kind, batch, y_encoded, classes, decoder)

@@ -13,7 +13,51 @@ from .decoders._core.checks import check_k
 from .features import decoder_feature_map
 from .optim import RegularizedRisk, get_solver, run_solver
 
-__all__ = ["LinearStructuredModel"]
+__all__ = ["LinearStructuredModel", "TrainingRun"]
+
+
+class TrainingRun:
+    """One call of :meth:`LinearStructuredModel._fit_sequence`: its data and the pieces
+    built from them, which the hooks read.
+
+    It has the attributes of :class:`~skstruct._partial_fit.PartialBatch`, so that the
+    helpers of ``partial_fit`` take it as their batch. A hook may keep on it what a later
+    hook reads.
+
+    Attributes
+    ----------
+    partial_fit : bool
+        Whether the call is one ``partial_fit`` pass.
+    first : bool
+        Whether the call starts the model (``fit``, or the first ``partial_fit``).
+    kind : OutputKind
+    batch : SequenceBatch
+    classes : ndarray or None
+    y_encoded : ndarray
+    sample_weight : ndarray of shape (n_examples,)
+    solver : str
+        The registered solver's name.
+    task_loss : TaskLoss or None
+    loss : TrainingLoss
+        The training loss (None until it is built).
+    decoder : Decoder
+        The decoder the model keeps (``decoder_``).
+    training_decoder : Decoder
+        The decoder the risk calls: ``decoder``, or a hook's wrapper of it.
+    features : feature map
+    w0 : ndarray of shape (n_params,)
+        The solver's start.
+    state : dict
+        ``partial_fit``: the solver state the call continues from.
+    """
+
+    def __init__(self, partial_fit, first, kind, batch, classes, y_encoded, sample_weight):
+        self.partial_fit, self.first = partial_fit, first
+        self.kind, self.batch, self.classes = kind, batch, classes
+        self.y_encoded, self.sample_weight = y_encoded, sample_weight
+        self.solver = self.task_loss = self.loss = None
+        self.decoder = self.training_decoder = self.features = None
+        self.w0 = self.state = None
 
 
 class LinearStructuredModel(StructuredEstimator):
@@ -48,41 +92,166 @@ class LinearStructuredModel(StructuredEstimator):
         self._training_classes = data[2]  # for _make_decoder, which every fit calls next
         return data
 
-    def _fit_quasi_newton(self, X, y, sample_weight, loss, needs):
-        """Minimize the regularized mean ``loss`` with (L-)BFGS, for any output kind.
+    def _fit_sequence(self, X, y, sample_weight, classes=None, *, partial_fit=False,
+                      loss=None):
+        """Train on ``X`` and ``y``: the sequence every ``fit`` and ``partial_fit`` runs.
 
-        ``needs`` lists the (capability, use) pairs the decoder must provide. Uses the
-        estimator's ``alpha``, ``solver``, ``max_iter``, ``tol``, ``warm_start``,
-        ``verbose`` and ``callback``, and the parameters the solver declares
-        (``learning_rate`` and ``random_state`` for ``"svrg"``).
+        The steps, and the hooks through which an estimator says what differs:
+
+        1. the parameters are checked before the data are read
+           (:meth:`_check_fit_parameters`);
+        2. the data are validated and encoded (:meth:`_validate_training_data`;
+           ``partial_fit``: :meth:`_check_partial_fit_data`, against the model of the
+           previous calls) and the task loss is bound to the classes (:meth:`_task_loss`);
+        3. the decoder, cloned and checked for :meth:`_decoder_needs`, and the feature map
+           (:meth:`_training_features`; ``partial_fit``: those of the first call); a
+           training loss with a cost is checked to enter the decoder's scores;
+        4. the start ``w0`` (:meth:`_initial_params`; ``partial_fit``: the solver state
+           the previous call left, :meth:`_solver_state`), then the checks and set-up
+           the training needs once the model and its start are known
+           (:meth:`_prepare_training`);
+        5. :class:`~skstruct.optim.RegularizedRisk` of the training loss
+           (:meth:`_training_loss`) with the L2 strength of :meth:`_penalty`, minimized by
+           the solver :meth:`_solver_name` with :meth:`_training_options` and the
+           penalty's options (:meth:`_run_solver`);
+        6. ``fit`` only: warnings on the run (:meth:`_warn_after_training`, by default
+           that it did not converge);
+        7. the fitted attributes (:meth:`_finish_fit`, then :meth:`_store_results`) and
+           the state a later ``partial_fit`` continues from
+           (:meth:`_keep_training_state`).
+
+        Nothing is stored before step 7, so a fit that fails leaves a fitted model as
+        it was.
+
+        Parameters
+        ----------
+        X, y, sample_weight
+            As given to ``fit`` or ``partial_fit``.
+        classes : array-like or None, default=None
+            ``partial_fit``'s ``classes``.
+        partial_fit : bool, default=False
+            Run one ``partial_fit`` call: one pass of the solver over the batch,
+            continuing from the previous calls
+            (:class:`~skstruct._partial_fit.PartialFitMixin`).
+        loss : TrainingLoss, default=None
+            The training loss when the parameters alone fix it (built by ``fit`` before
+            anything is checked); None: :meth:`_training_loss` builds it at step 5.
+
+        Returns
+        -------
+        self
         """
-        kind, batch, classes, y_encoded, weights = self._validate_training_data(
-            X, y, sample_weight
-        )
-        decoder = self._make_decoder(kind, needs, y_encoded, batch)
-        features = self._training_features(kind, batch, y_encoded, classes, decoder)
-        cost = loss.cost
-        if cost is not None:
-            # Fail now, with the decoder's message, if the cost cannot enter the scores.
-            first = slice(batch.output_offsets[0], batch.output_offsets[1])
-            probe = features.scores(batch.take([0]), np.zeros(features.n_params))
-            decoder.cost_augmented(probe, y_encoded[first], cost)
-        w0 = self._initial_params(features, kind, classes, batch.n_features)
-        l2_strength, solver_options = self._penalty(kind, features, batch, y_encoded, classes)
-        risk = RegularizedRisk(features, batch, y_encoded, decoder, loss, l2_strength, weights)
+        self._check_fit_parameters(partial_fit)
+        if partial_fit:
+            part = self._check_partial_fit_data(X, y, classes, sample_weight)
+            run = TrainingRun(True, part.first, part.kind, part.batch, part.classes,
+                              part.y_encoded, part.sample_weight)
+        else:
+            data = self._validate_training_data(X, y, sample_weight)
+            run = TrainingRun(False, True, *data)
+        run.solver = self._solver_name()
+        run.loss = loss
+        run.task_loss = self._task_loss(run)
+        needs = self._decoder_needs()
+        if partial_fit:
+            run.decoder, run.features = self._partial_model(run, needs)
+        else:
+            run.decoder = self._make_decoder(run.kind, needs, run.y_encoded, run.batch)
+            run.features = self._training_features(run.kind, run.batch, run.y_encoded,
+                                                   run.classes, run.decoder)
+        if loss is not None and loss.cost is not None:
+            _check_cost_enters_scores(loss.cost, run)
+        if partial_fit:
+            run.state = self._solver_state(run.solver, run.features, run)
+            # a first call starts at zero, a later one from run.state
+            run.w0 = np.zeros(run.features.n_params)
+        else:
+            run.w0 = self._initial_params(run.features, run.kind, run.classes,
+                                          run.batch.n_features)
+        run.training_decoder = run.decoder
+        self._prepare_training(run)
+        l2_strength, penalty_options = self._penalty(run.kind, run.features, run.batch,
+                                                     run.y_encoded, run.classes)
+        if run.loss is None:
+            run.loss = self._training_loss(run)
+        risk = RegularizedRisk(run.features, run.batch, run.y_encoded, run.training_decoder,
+                               run.loss, l2_strength, run.sample_weight)
+        options = self._training_options(run)
+        options.update(penalty_options)
+        result = self._run_solver(run, risk, options)
+        if not partial_fit:
+            self._warn_after_training(run, result)
+        self._finish_fit(run.kind, run.classes, run.batch, run.features, run.decoder,
+                         result)
+        self._store_results(run, result)
+        self._keep_training_state(run, result)
+        return self
+
+    # -- the hooks of _fit_sequence; the defaults train as the quasi-Newton estimators do
+
+    def _check_fit_parameters(self, partial_fit):
+        """Checks of the parameters before the data are read (the solver registry's:
+        :func:`~skstruct.optim.check_solver`): none here."""
+
+    def _solver_name(self):
+        """The registered solver that trains the model: ``solver`` here."""
+        return self.solver
+
+    def _decoder_needs(self):
+        """The (capability, use) pairs the decoder must provide, for
+        :func:`~skstruct.decoders.check_capability` and its messages."""
+        raise NotImplementedError(f"{type(self).__name__} does not say what its decoder "
+                                  "needs (_decoder_needs).")
+
+    def _task_loss(self, run):
+        """The task loss, bound to ``run.classes`` and checked against the outputs, or
+        None (no task loss): None here."""
+        return None
+
+    def _prepare_training(self, run):
+        """What the training needs once ``run.decoder``, ``run.features`` and ``run.w0``
+        are set, before the risk is built: checks (the memory a fit takes), or a set-up
+        the training loss reads (kept on ``run``; ``run.training_decoder`` may be
+        replaced by a wrapper of ``run.decoder``). Nothing here."""
+
+    def _training_loss(self, run):
+        """The training loss :class:`~skstruct.optim.RegularizedRisk` averages, when
+        ``fit`` did not pass one."""
+        raise NotImplementedError(f"{type(self).__name__} has no training loss "
+                                  "(_training_loss).")
+
+    def _training_options(self, run):
+        """The solver options of the run (:class:`~skstruct.optim._registry.SolverSpec`),
+        before the penalty's: ``max_iter``, ``tol``, ``verbose``, ``callback`` and the
+        parameters the solver declares (``learning_rate`` and ``random_state`` for
+        ``"svrg"``) here."""
         options = dict(max_iter=self.max_iter, tol=self.tol, verbose=self.verbose,
                        callback=self.callback)
-        options.update(get_solver(self.solver).options_from(self.get_params(deep=False)))
-        options.update(solver_options)
-        result = run_solver(self.solver, risk, w0, options)
+        options.update(get_solver(run.solver).options_from(self.get_params(deep=False)))
+        return options
+
+    def _run_solver(self, run, risk, options):
+        """The solver's result on ``risk`` from ``run.w0``, on the threads of the
+        estimator's ``n_jobs`` when it has one."""
+        n_jobs = self.get_params(deep=False).get("n_jobs")
+        return run_solver(run.solver, risk, run.w0, options, n_jobs=n_jobs)
+
+    def _warn_after_training(self, run, result):
+        """Warn about a finished ``fit``: here a ConvergenceWarning when the solver did
+        not converge."""
         if not result.converged:
             warnings.warn(
                 f"{type(self).__name__} did not converge in {self.max_iter} iterations "
                 f"({result.message}); increase max_iter or tol.",
                 ConvergenceWarning,
             )
-        self._finish_fit(kind, classes, batch, features, decoder, result)
-        return self
+
+    def _store_results(self, run, result):
+        """Fitted attributes besides :meth:`_finish_fit`'s: none here."""
+
+    def _keep_training_state(self, run, result):
+        """Keep what a later call continues from (``partial_fit``'s state): nothing
+        here."""
 
     def _training_features(self, kind, batch, y_encoded, classes, decoder):
         """The feature map the solver trains (its ``n_params`` is the solver's vector):
@@ -245,6 +414,14 @@ class LinearStructuredModel(StructuredEstimator):
         """
         batch = self._validate_prediction_data(X)
         return self._fitted_kind().unary_to_decision(self._scores(batch).unary, batch)
+
+
+def _check_cost_enters_scores(cost, run):
+    """Fail now, with the decoder's message, if ``cost`` cannot enter the scores."""
+    batch = run.batch
+    first = slice(batch.output_offsets[0], batch.output_offsets[1])
+    probe = run.features.scores(batch.take([0]), np.zeros(run.features.n_params))
+    run.decoder.cost_augmented(probe, run.y_encoded[first], cost)
 
 
 def _owns_coefficients(features):

@@ -164,12 +164,19 @@ class PartialFitMixin:
         self._partial_state = {"solver": solver, "state": result.extra["state"],
                                "seen_weight": seen + float(part.sample_weight.sum())}
 
-    def _reset_partial_state(self, sample_weight, n_examples):
+    def _reset_partial_state(self, sample_weight):
         """After ``fit``: a later ``partial_fit`` continues from the fitted
         coefficients, weighing the fit's examples by their total weight."""
-        total = (float(n_examples) if sample_weight is None else
-                 float(check_sample_weight_sequences(sample_weight, n_examples).sum()))
-        self._partial_state = {"solver": None, "state": None, "seen_weight": total}
+        self._partial_state = {"solver": None, "state": None,
+                               "seen_weight": float(sample_weight.sum())}
+
+    def _keep_training_state(self, run, result):
+        """The hook of the fit sequence: ``partial_fit`` keeps the solver's state for the
+        next call; ``fit`` starts the bookkeeping over."""
+        if run.partial_fit:
+            self._keep_partial_state(run.solver, result, run)
+        else:
+            self._reset_partial_state(run.sample_weight)
 
 
 def _check_same_classes(classes, model_classes, name):

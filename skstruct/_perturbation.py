@@ -14,7 +14,6 @@ from .decoders import Decoder
 from .decoders._core.best_neighbour import best_neighbour_by_scan
 from .decoders._core.unary import PartsArithmetic
 from .losses._randomized import RandomizedLikelihoodLoss, softmax_over_candidates
-from .optim import RegularizedRisk, run_solver
 from .optim._perturbed_ascent import TrainingDivergedError
 from .utils._parallel import n_jobs_threads
 from .utils._params import N_JOBS_CONSTRAINT
@@ -430,43 +429,67 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         -------
         self : PerturbedMAPClassifier
         """
+        return self._fit_sequence(X, y, sample_weight)
+
+    def _check_fit_parameters(self, partial_fit):
         if self.alpha != "deprecated":
             warnings.warn("'alpha' was renamed 'uniform_start' in version 0.1 and will be "
                           "removed in 0.2; pass uniform_start instead.", FutureWarning)
-        kind, batch, classes, y_encoded, weights = self._validate_training_data(
-            X, y, sample_weight)
+
+    def _solver_name(self):
+        return "perturbed_ascent"
+
+    def _decoder_needs(self):
         needs = ([("top_k", "PerturbedMAPClassifier(candidates='all')")]
                  if self.candidates == "all" else
                  [("sample_uniform", "PerturbedMAPClassifier's proposal"),
                   ("neighbours", "PerturbedMAPClassifier's proposal")])
-        decoder = self._make_decoder(kind, needs + [("parts", "PerturbedMAPClassifier")],
-                                     y_encoded, batch)
-        features = self._feature_map(kind, batch.n_features, classes, decoder)
-        w = np.array(self._initial_params(features, kind, classes, batch.n_features),
-                     dtype=np.float64)
-        counting = _CountingDecoder(decoder)
-        rng = check_random_state(self.random_state)
+        return needs + [("parts", "PerturbedMAPClassifier")]
+
+    def _initial_params(self, features, kind, classes, n_features):
+        # float64, and never a view of the fitted attributes that a warm start reads
+        return np.array(super()._initial_params(features, kind, classes, n_features),
+                        dtype=np.float64)
+
+    def _prepare_training(self, run):
+        """The decoder seen through a counter (``decoder_calls_``), the random generator
+        of the run and the candidate-set state drawn at ``run.w0``."""
+        run.training_decoder = _CountingDecoder(run.decoder)
+        run.rng = check_random_state(self.random_state)
         with n_jobs_threads(self.n_jobs):
-            state = self._training_state(counting, features, batch, y_encoded, w, rng)
-        loss = RandomizedLikelihoodLoss(_CandidateSampler(self, state), state["beta"])
-        risk = RegularizedRisk(features, batch, y_encoded, counting, loss, 0.0, weights)
-        options = dict(max_iter=self.max_iter, learning_rate=self.learning_rate,
-                       step_scale=self._step_scale(batch), l1=self.l1, random_state=rng,
-                       verbose=self.verbose, callback=self.callback)
+            run.candidate_state = self._training_state(
+                run.training_decoder, run.features, run.batch, run.y_encoded, run.w0,
+                run.rng)
+
+    def _penalty(self, kind, features, batch, y_encoded, classes):
+        return 0.0, {}
+
+    def _training_loss(self, run):
+        state = run.candidate_state
+        return RandomizedLikelihoodLoss(_CandidateSampler(self, state), state["beta"])
+
+    def _training_options(self, run):
+        return dict(max_iter=self.max_iter, learning_rate=self.learning_rate,
+                    step_scale=self._step_scale(run.batch), l1=self.l1,
+                    random_state=run.rng, verbose=self.verbose, callback=self.callback)
+
+    def _run_solver(self, run, risk, options):
         try:
-            result = run_solver("perturbed_ascent", risk, w, options, n_jobs=self.n_jobs)
+            return super()._run_solver(run, risk, options)
         except TrainingDivergedError as error:
             raise ValueError(f"{type(self).__name__}: {error}") from error
+
+    def _warn_after_training(self, run, result):
         if self.candidates == "proposal" and result.extra["largest_candidate_set"] == 1:
             warnings.warn(
                 f"Every candidate set held the gold output alone: no output lies within "
                 f"Hamming distance k={self.k} of the gold ones (a k-subset changes in two "
                 "positions per swap: use k >= 2), so the gradient was zero and the model "
                 "did not learn.", UserWarning)
-        self._finish_fit(kind, classes, batch, features, decoder, result)
-        self.beta_ = state["beta"]
-        self.decoder_calls_ = dict(counting.calls)
-        return self
+
+    def _store_results(self, run, result):
+        self.beta_ = run.candidate_state["beta"]
+        self.decoder_calls_ = dict(run.training_decoder.calls)
 
     def _uniform_start(self):
         """``uniform_start``, or the deprecated ``alpha`` when it is given."""

@@ -193,10 +193,10 @@ class SparseMAPClassifier(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         """
         loss = SparseMAPLoss(self.cost, max_iter=self.sparsemap_max_iter,
                              tol=self.sparsemap_tol)
-        return self._fit_quasi_newton(
-            X, y, sample_weight, loss,
-            [("map", "SparseMAP training"), ("parts", "SparseMAP training")],
-        )
+        return self._fit_sequence(X, y, sample_weight, loss=loss)
+
+    def _decoder_needs(self):
+        return [("map", "SparseMAP training"), ("parts", "SparseMAP training")]
 
     def _solve(self, X):
         batch = self._validate_prediction_data(X)

@@ -14,14 +14,7 @@ from .decoders import Decoder
 from .utils._available import available_if_with_reason
 from .utils._params import N_JOBS_CONSTRAINT
 from .losses import PerceptronLoss, StructuredHingeLoss, TaskLoss
-from .optim import (
-    RegularizedRisk,
-    SolverNames,
-    check_solver,
-    get_solver,
-    loss_family,
-    run_solver,
-)
+from .optim import SolverNames, check_solver, get_solver, loss_family
 
 __all__ = ["StructuredSVM", "StructuredPerceptron"]
 
@@ -298,37 +291,7 @@ TaskLoss, default="hamming"
         -------
         self : StructuredSVM
         """
-        check_solver(self.solver, loss_family(StructuredHingeLoss(rescaling=self.rescaling)),
-                     warm_start=self.warm_start)
-        kind, batch, classes, y_encoded, weights = self._validate_training_data(
-            X, y, sample_weight
-        )
-        task_loss = kind.bind_task_loss(self.loss, classes)
-        kind.check_task_loss(task_loss, y_encoded, batch, classes)
-        decoder = self._make_decoder(kind, [("loss_augmented_map", "StructuredSVM training"),
-                                            ("map", "StructuredSVM prediction")],
-                                     y_encoded, batch)
-        features = self._feature_map(kind, batch.n_features, classes, decoder)
-        w0 = self._initial_params(features, kind, classes, batch.n_features)
-        kind.check_training_memory(task_loss, decoder, features, batch, y_encoded, w0)
-        risk = RegularizedRisk(features, batch, y_encoded, decoder,
-                               StructuredHingeLoss(task_loss, self.rescaling), self.alpha,
-                               weights)
-        first_step = getattr(self, "t_", 0) if self.warm_start else 0
-        options = self._solver_options(max_iter=self.max_iter, tol=self.tol,
-                                       first_step=first_step)
-        result = run_solver(self.solver, risk, w0, options, n_jobs=self.n_jobs)
-        if not result.converged and (get_solver(self.solver).stops_on_duality_gap
-                                     or self.tol > 0):
-            warnings.warn(
-                f"StructuredSVM did not converge in {self.max_iter} passes "
-                f"({result.message}); increase max_iter or tol.",
-                ConvergenceWarning,
-            )
-        self._finish_fit(kind, classes, batch, features, decoder, result)
-        self._store_results(task_loss, result, result.duality_gaps)
-        self._reset_partial_state(sample_weight, batch.n_sequences)
-        return self
+        return self._fit_sequence(X, y, sample_weight)
 
     @available_if_with_reason(_solver_continues_on_new_data)
     @_fit_context(prefer_skip_nested_validation=True)
@@ -360,28 +323,48 @@ TaskLoss, default="hamming"
         -------
         self : StructuredSVM
         """
-        check_solver(self.solver, loss_family(StructuredHingeLoss(rescaling=self.rescaling)),
-                     partial_fit=True)
-        part = self._check_partial_fit_data(X, y, classes, sample_weight)
-        kind, batch, classes = part.kind, part.batch, part.classes
-        task_loss = kind.bind_task_loss(self.loss, classes) if part.first else self.loss_
-        kind.check_task_loss(task_loss, part.y_encoded, batch, classes)
-        decoder, features = self._partial_model(part, [
-            ("loss_augmented_map", "StructuredSVM training"),
-            ("map", "StructuredSVM prediction")])
-        state = self._solver_state(self.solver, features, part)
-        w0 = np.zeros(features.n_params)  # the start of a first call; else the state's
-        kind.check_training_memory(task_loss, decoder, features, batch, part.y_encoded, w0)
-        risk = RegularizedRisk(features, batch, part.y_encoded, decoder,
-                               StructuredHingeLoss(task_loss, self.rescaling), self.alpha,
-                               part.sample_weight)
-        options = self._solver_options(max_iter=1, tol=0.0, state=state,
-                                       batch_weight=float(part.sample_weight.sum()))
-        result = run_solver(self.solver, risk, w0, options, n_jobs=self.n_jobs)
-        self._finish_fit(kind, classes, batch, features, decoder, result)
-        self._store_results(task_loss, result, None)
-        self._keep_partial_state(self.solver, result, part)
-        return self
+        return self._fit_sequence(X, y, sample_weight, classes, partial_fit=True)
+
+    def _check_fit_parameters(self, partial_fit):
+        family = loss_family(StructuredHingeLoss(rescaling=self.rescaling))
+        if partial_fit:
+            check_solver(self.solver, family, partial_fit=True)
+        else:
+            check_solver(self.solver, family, warm_start=self.warm_start)
+
+    def _decoder_needs(self):
+        return [("loss_augmented_map", "StructuredSVM training"),
+                ("map", "StructuredSVM prediction")]
+
+    def _task_loss(self, run):
+        kind = run.kind
+        task_loss = kind.bind_task_loss(self.loss, run.classes) if run.first else self.loss_
+        kind.check_task_loss(task_loss, run.y_encoded, run.batch, run.classes)
+        return task_loss
+
+    def _prepare_training(self, run):
+        run.kind.check_training_memory(run.task_loss, run.decoder, run.features, run.batch,
+                                       run.y_encoded, run.w0)
+
+    def _training_loss(self, run):
+        return StructuredHingeLoss(run.task_loss, self.rescaling)
+
+    def _training_options(self, run):
+        if run.partial_fit:
+            return self._solver_options(max_iter=1, tol=0.0, state=run.state,
+                                        batch_weight=float(run.sample_weight.sum()))
+        first_step = getattr(self, "t_", 0) if self.warm_start else 0
+        return self._solver_options(max_iter=self.max_iter, tol=self.tol,
+                                    first_step=first_step)
+
+    def _warn_after_training(self, run, result):
+        if not result.converged and (get_solver(self.solver).stops_on_duality_gap
+                                     or self.tol > 0):
+            warnings.warn(
+                f"StructuredSVM did not converge in {self.max_iter} passes "
+                f"({result.message}); increase max_iter or tol.",
+                ConvergenceWarning,
+            )
 
     def _solver_options(self, **options):
         """The solver options of the estimator's parameters (the common ones and those the
@@ -392,10 +375,10 @@ TaskLoss, default="hamming"
         base.update(options)
         return base
 
-    def _store_results(self, task_loss, result, gaps):
-        self.loss_ = task_loss
-        if gaps is not None:
-            self.duality_gaps_ = np.asarray(gaps)
+    def _store_results(self, run, result):
+        self.loss_ = run.task_loss
+        if not run.partial_fit and result.duality_gaps is not None:
+            self.duality_gaps_ = np.asarray(result.duality_gaps)
         elif hasattr(self, "duality_gaps_"):
             del self.duality_gaps_
         self.t_ = result.extra["t"]
@@ -498,21 +481,7 @@ class StructuredPerceptron(PartialFitMixin, LinearStructuredModel):
         -------
         self : StructuredPerceptron
         """
-        kind, batch, classes, y_encoded, weights = self._validate_training_data(
-            X, y, sample_weight
-        )
-        decoder = self._make_decoder(kind, [("map", "StructuredPerceptron")], y_encoded, batch)
-        features = self._feature_map(kind, batch.n_features, classes, decoder)
-        w0 = self._initial_params(features, kind, classes, batch.n_features)
-        risk = RegularizedRisk(features, batch, y_encoded, decoder, PerceptronLoss(), 0.0,
-                               weights)
-        options = dict(max_iter=self.max_iter, averaging=self.averaging,
-                       random_state=self.random_state, verbose=self.verbose,
-                       callback=self.callback, shuffle=self.shuffle)
-        result = run_solver("perceptron", risk, w0, options, n_jobs=self.n_jobs)
-        self._finish_fit(kind, classes, batch, features, decoder, result)
-        self._reset_partial_state(sample_weight, batch.n_sequences)
-        return self
+        return self._fit_sequence(X, y, sample_weight)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
@@ -530,16 +499,29 @@ class StructuredPerceptron(PartialFitMixin, LinearStructuredModel):
         -------
         self : StructuredPerceptron
         """
-        part = self._check_partial_fit_data(X, y, classes, sample_weight)
-        decoder, features = self._partial_model(part, [("map", "StructuredPerceptron")])
-        state = self._solver_state("perceptron", features, part)
-        w0 = np.zeros(features.n_params)  # the start of a first call; else the state's
-        risk = RegularizedRisk(features, part.batch, part.y_encoded, decoder,
-                               PerceptronLoss(), 0.0, part.sample_weight)
-        options = dict(max_iter=1, averaging=self.averaging, random_state=self.random_state,
-                       verbose=self.verbose, callback=self.callback, shuffle=self.shuffle,
-                       state=state)
-        result = run_solver("perceptron", risk, w0, options, n_jobs=self.n_jobs)
-        self._finish_fit(part.kind, part.classes, part.batch, features, decoder, result)
-        self._keep_partial_state("perceptron", result, part)
-        return self
+        return self._fit_sequence(X, y, sample_weight, classes, partial_fit=True)
+
+    def _solver_name(self):
+        return "perceptron"
+
+    def _decoder_needs(self):
+        return [("map", "StructuredPerceptron")]
+
+    def _penalty(self, kind, features, batch, y_encoded, classes):
+        return 0.0, {}
+
+    def _training_loss(self, run):
+        return PerceptronLoss()
+
+    def _training_options(self, run):
+        if run.partial_fit:
+            return dict(max_iter=1, averaging=self.averaging, random_state=self.random_state,
+                        verbose=self.verbose, callback=self.callback, shuffle=self.shuffle,
+                        state=run.state)
+        return dict(max_iter=self.max_iter, averaging=self.averaging,
+                    random_state=self.random_state, verbose=self.verbose,
+                    callback=self.callback, shuffle=self.shuffle)
+
+    def _warn_after_training(self, run, result):
+        """None: the perceptron stops early after a pass without mistakes, else after
+        ``max_iter`` passes, by design."""
