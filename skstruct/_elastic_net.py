@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .features import feature_map_hook
 from .optim import check_solver
 from .outputs import get_output_kind
 
@@ -110,7 +111,8 @@ class ElasticNetQuasiNewtonMixin:
 
     def _training_features(self, kind, batch, y_encoded, classes, decoder):
         features = super()._training_features(kind, batch, y_encoded, classes, decoder)
-        if self.feature_label_pairs == "seen" and hasattr(features, "restricted"):
+        if (self.feature_label_pairs == "seen"
+                and feature_map_hook(features, "restricted") is not None):
             check_label_pairs(kind)
             features = features.restricted(
                 seen_pairs(batch.X, y_encoded, len(classes), kind))
@@ -120,7 +122,8 @@ class ElasticNetQuasiNewtonMixin:
         options = {}
         if self.alpha * self.l1_ratio > 0:
             options["l1"] = self.alpha * self.l1_ratio
-        if self.feature_label_pairs == "seen" and getattr(features, "pairs", None) is None:
+        if (self.feature_label_pairs == "seen"
+                and feature_map_hook(features, "pairs") is None):
             options["fixed"] = unseen_pairs_mask(kind, features, batch, y_encoded, classes)
         l2_strength = self.alpha if self.l1_ratio == 0 else self.alpha * (1 - self.l1_ratio)
         return l2_strength, options

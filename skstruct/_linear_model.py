@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ._structured_base import StructuredEstimator
 from .decoders import check_capability
 from .decoders._core.checks import check_k
-from .features import decoder_feature_map
+from .features import decoder_feature_map, feature_map_hook
 from .optim import RegularizedRisk, get_solver, run_solver
 
 __all__ = ["LinearStructuredModel", "TrainingRun"]
@@ -78,9 +78,7 @@ class LinearStructuredModel(StructuredEstimator):
         """
         decoder = kind.default_decoder() if self.decoder is None else clone(self.decoder)
         decoder._validate_params()
-        bind = getattr(decoder, "bind_classes", None)
-        if bind is not None:  # decoders that read the class names (chain constraints)
-            decoder = bind(getattr(self, "_training_classes", None))
+        decoder = decoder.bind_classes(getattr(self, "_training_classes", None))
         for capability, use in needs:
             check_capability(decoder, capability, use)
         if y is not None:
@@ -271,7 +269,7 @@ class LinearStructuredModel(StructuredEstimator):
     def _store_coefficients(self, kind, features, w):
         """Fitted attributes from ``w``: through the feature map when it stores its own
         (``coupling_`` of factor graphs), else through the output kind."""
-        store = getattr(features, "store_coefficients", None)
+        store = feature_map_hook(features, "store_coefficients")
         if store is not None:
             store(self, w)
             return
@@ -333,10 +331,10 @@ class LinearStructuredModel(StructuredEstimator):
         map's parts when both the kind and the map can (no copy of W per call), else
         from the packed parameter vector."""
         features = self._features()
-        score_parts = getattr(features, "scores_of_parts", None)
-        if score_parts is not None and not _owns_coefficients(features):
+        if not _owns_coefficients(features):
             parts = self._fitted_kind().coefficient_parts(self)
-            scores = None if parts is None else score_parts(batch, *parts)
+            scores = (None if parts is None else
+                      feature_map_hook(features, "scores_of_parts")(batch, *parts))
             if scores is not None:
                 return scores
         return features.scores(batch, self._params())
@@ -427,5 +425,5 @@ def _check_cost_enters_scores(cost, run):
 def _owns_coefficients(features):
     """Whether the feature map stores and reads its fitted attributes itself (a factor
     graph's ``coupling_``), rather than through the output kind."""
-    return callable(getattr(features, "coefficients", None)) and hasattr(
-        features, "store_coefficients")
+    return (callable(feature_map_hook(features, "coefficients"))
+            and feature_map_hook(features, "store_coefficients") is not None)

@@ -13,6 +13,7 @@ from ._linear_model import LinearStructuredModel
 from .decoders import Decoder
 from .decoders._core.best_neighbour import best_neighbour_by_scan
 from .decoders._core.unary import PartsArithmetic
+from .features import feature_map_hook
 from .losses._randomized import RandomizedLikelihoodLoss, softmax_over_candidates
 from .optim._perturbed_ascent import TrainingDivergedError
 from .utils._parallel import n_jobs_threads
@@ -618,8 +619,7 @@ class PerturbedMAPClassifier(LinearStructuredModel):
     def _log_largest_output_count(self, decoder, features, batch, w):
         """log max_i |Y(x_i)|: the log-partition at zero scores when the decoder has one
         (log Σ_y e⁰), else by enumeration up to ``max_outputs`` (then the cap)."""
-        zero = getattr(features, "zero_scores", None)
-        scores = zero(batch) if zero is not None else features.scores(batch, 0.0 * w)
+        scores = feature_map_hook(features, "zero_scores")(batch)
         if "marginals" in decoder.capabilities:
             return float(np.max(decoder.log_partition(scores)))
         if "top_k" in decoder.capabilities:

@@ -39,7 +39,7 @@ class FeatureMap:
     - :attr:`pairs`: the (feature, label) pairs that have a weight;
     - :meth:`shared_pair_layout`: the shared-coupling layout of a pairwise factor graph.
 
-    Hooks whose presence alone is read, and which the base therefore does not define:
+    Hooks that a map offers by defining them (None on the base: not offered):
 
     ``restricted(pairs)``
         The map with weights for the (feature, label) pairs ``pairs`` only (the
@@ -53,6 +53,12 @@ class FeatureMap:
     #: The (feature, label) pairs that have a weight (bool, (n_features, n_states)), or
     #: None (the default) when every pair has one.
     pairs = None
+    #: ``restricted(pairs)``, or None: the map cannot leave pairs out (class docstring).
+    restricted = None
+    #: ``store_coefficients(fitted, w)`` and ``coefficients(fitted)``, or None: the output
+    #: kind stores and reads the fitted attributes (class docstring).
+    store_coefficients = None
+    coefficients = None
 
     def zero_scores(self, batch):
         """The part scores at w = 0.

@@ -494,6 +494,13 @@ class Decoder(BaseEstimator):
         """Scores θ_y = ⟨η, a_y⟩ of the outputs ``y``, one per example."""
         return self.parts(scores, y).dot(scores)
 
+    def bind_classes(self, classes):
+        """This decoder for the states ``classes`` (the labels of a fitted model, in
+        state order, or None): ``self`` by default; a decoder that reads class names
+        (the chain decoder's constraints given by tag names) returns a bound copy.
+        Estimators call it at ``fit`` (the fitted ``decoder_`` holds the result)."""
+        return self
+
     def check_outputs(self, y, offsets):
         """Raise a clear ``ValueError`` if the encoded outputs ``y`` (stacked over
         ``offsets``) are not outputs this decoder can produce; estimators call it on the
