@@ -218,29 +218,6 @@ def test_nan_and_posinf_scores_are_rejected_by_every_operation(family, decoder, 
         assert spec.example in message  # the example holding the bad score
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("value", [np.nan, np.inf], ids=["nan", "posinf"])
-def test_replace_rejects_nan_and_posinf(family, value):
-    spec = FAMILIES[family]
-    scores = spec.build(spec.arrays())
-    unary = scores.unary.copy()
-    unary.reshape(-1)[0] = value
-    with pytest.raises(ValueError, match="NaN|\\+inf"):
-        scores.replace(unary=unary)
-
-
-@pytest.mark.parametrize("family", FAMILIES)
-def test_a_sub_batch_holds_the_scores_of_its_examples(family):
-    # take() does not check the scores a second time; it must copy the right ones
-    scores = FAMILIES[family].build(FAMILIES[family].arrays())
-    last = scores.n_examples - 1
-    sub = scores.take([last, 0])
-    flat, offsets = scores.unary.reshape(-1), scores.unary_offsets
-    expected = np.concatenate((flat[offsets[last]:offsets[last + 1]], flat[: offsets[1]]))
-    np.testing.assert_array_equal(sub.unary.reshape(-1), expected)
-    assert sub.n_examples == 2 and np.array_equal(sub.unary_offsets[-1], expected.size)
-
-
 def test_minus_inf_scores_are_rejected_by_tree_scores():
     with pytest.raises(ValueError, match="arc scores of sentence 1 contain -inf.*finite"):
         TreeScores(np.array([0.0, 0.0, 0.0, 0.0, -np.inf]), [0, 1, 3])

@@ -121,3 +121,24 @@ def test_a_container_of_another_family_is_a_type_error(name, decoder):
         decoder.map(other_scores(scores))
     with pytest.raises(TypeError, match=f"{type(decoder).__name__} takes"):
         decoder.map(scores.unary)
+
+
+@pytest.mark.parametrize("name", sorted({name for name, _ in decoder_cases()}))
+@pytest.mark.parametrize("value", [np.nan, np.inf], ids=["nan", "posinf"])
+def test_replace_rejects_nan_and_posinf(name, value):
+    scores = family(name).tiny_batch(np.random.default_rng(0)).scores
+    unary = scores.unary.copy()
+    unary.reshape(-1)[0] = value
+    with pytest.raises(ValueError, match="NaN|\\+inf"):
+        scores.replace(unary=unary)
+
+
+@pytest.mark.parametrize("name", sorted({name for name, _ in decoder_cases()}))
+def test_a_sub_batch_holds_the_unary_scores_of_its_examples(name):
+    scores = family(name).tiny_batch(np.random.default_rng(0)).scores
+    part = scores.take([2, 0])
+    assert part.n_examples == 2
+    flat, own = np.ravel(scores.unary), np.ravel(part.unary)
+    starts, ends = scores.unary_offsets[[2, 0]], scores.unary_offsets[[3, 1]]
+    expected = np.concatenate([flat[a:b] for a, b in zip(starts, ends)])
+    np.testing.assert_array_equal(own, expected)
