@@ -386,3 +386,10 @@ def test_losses_defined_on_classes_are_refused_by_trees_and_matchings(kind):
     assert loss.n_classes == 3
     with pytest.raises(ValueError, match="defined on 3 classes .* Use a loss without classes"):
         decoder.loss_augmented_map(scores, y, loss)
+
+
+def test_brute_force_lists_the_labelings_of_chains_only():
+    _, scores, _ = _family("chain")
+    assert sum(len(outputs) for _, outputs, *_ in BruteForceDecoder()._enumerate(scores)) > 0
+    with pytest.raises(TypeError, match="BruteForceDecoder does not know TreeScores"):
+        BruteForceDecoder()._enumerate(_family("tree")[1])

@@ -53,6 +53,10 @@ class ChainEnumeration(Enumeration):
         return (scores.n_states**n, i, f"labelings ({n} tokens, {scores.n_states} states)",
                 "sequence")
 
+    def labelings(self, scores):
+        """(i, outputs, unary parts, pairwise parts, scores) of every sequence."""
+        return self._examples(scores)
+
     def _examples(self, scores):
         for i in range(scores.n_sequences):
             outputs, unary, pairwise = chain_outputs(scores, i)

@@ -84,6 +84,11 @@ class Enumeration:
         or None for an empty batch."""
         raise NotImplementedError
 
+    def labelings(self, scores):
+        """Every labeling of every sequence with its parts and score, for tests: only
+        the chain family lists them (a TypeError otherwise)."""
+        raise TypeError(f"BruteForceDecoder does not know {type(scores).__name__}.")
+
     def stack(self, outputs):
         """The per-example outputs of a batch, stacked like the family's outputs."""
         return np.concatenate(outputs)

@@ -76,10 +76,7 @@ class BruteForceDecoder(Decoder):
     def _enumerate(self, scores):
         """Every labeling of every chain of ``scores``: (i, outputs, unary parts,
         pairwise parts, scores) per sequence, for tests that need the outputs."""
-        family = family_of_scores(scores)
-        if family is None or family.name != "chain":
-            raise TypeError(f"BruteForceDecoder does not know {type(scores).__name__}.")
-        return self._enumeration(scores)._examples(scores)
+        return self._enumeration(scores).labelings(scores)
 
     def _arc_factored(self, scores):
         """Every tree or matching of ``scores``: (i, outputs, indicator rows) per
