@@ -5,7 +5,8 @@ import math
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._svrg import EpochLog, _check_common, epoch_order, smoothed_problem, smoothness_estimate
+from ._svrg import (EpochLog, _check_common, epoch_order, smoothed_problem,
+                    smoothness_estimate, starting_point)
 
 __all__ = ["SCHEDULES", "WARM_START_RULES", "catalyst_alpha_beta", "minimize_casimir"]
 
@@ -156,7 +157,7 @@ def minimize_casimir(
     q = lam / (lam + kappa)
     decay = math.sqrt(1.0 - 0.5 * math.sqrt(q))
 
-    w = problem.to_engine(np.zeros(problem.n_params) if w0 is None else w0)
+    w = problem.to_engine(starting_point(w0, problem.n_params))
     w_prev = w.copy()       # w_{k−1}
     z = w.copy()            # z_{k−1}
     z_prev = w.copy()       # z_{k−2}

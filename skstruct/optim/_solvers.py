@@ -76,12 +76,12 @@ def _run_svrg(risk, w0, options):
             **_pick(options, "max_iter", "tol", "learning_rate", "random_state", "verbose",
                     "callback"))
     mu = options.get("mu")
-    return minimize_svrg(risk, **_pick(options, *_SMOOTHED_OPTIONS),
+    return minimize_svrg(risk, w0, **_pick(options, *_SMOOTHED_OPTIONS),
                          **({} if mu is None else {"mu": mu}))
 
 
 def _run_casimir(risk, w0, options):
-    return minimize_casimir(risk, **_pick(options, *_SMOOTHED_OPTIONS, "mu", "schedule",
+    return minimize_casimir(risk, w0, **_pick(options, *_SMOOTHED_OPTIONS, "mu", "schedule",
                                           "kappa", "warm_start_rule"))
 
 

@@ -291,7 +291,7 @@ def minimize_svrg(
     problem = sp.problem
     if state:
         w0 = state["w"]
-    w = problem.to_engine(np.zeros(problem.n_params) if w0 is None else w0)
+    w = problem.to_engine(starting_point(w0, problem.n_params))
     log = EpochLog(sp, risk, tol, verbose, callback, printer, max_iter)
     next_order = epoch_order(rng, n, shuffle)
     for _ in range(max_iter):
@@ -304,6 +304,17 @@ def minimize_svrg(
     if state is not None:
         kept["t"] = kept["state"]["t"]
     return log.result(w, learning_rate=eta, **kept)
+
+
+def starting_point(w0, n_params):
+    """``w0`` as a float64 vector of length ``n_params`` (zeros when None), or a
+    ValueError: the compiled epochs read w by the problem's layout."""
+    if w0 is None:
+        return np.zeros(n_params)
+    w0 = np.asarray(w0, dtype=np.float64)
+    if w0.shape != (n_params,):
+        raise ValueError(f"w0 has shape {w0.shape}; the problem has {n_params} parameters.")
+    return w0
 
 
 def epoch_order(rng, n, shuffle):

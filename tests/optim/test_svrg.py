@@ -313,3 +313,17 @@ def test_unsupported_loss_names_what_is_supported(sequences):
 def test_step_size_too_large_raises(chain_risk):
     with pytest.raises(ValueError, match=r"needs 0 < learning_rate < 1 / alpha"):
         minimize_svrg(chain_risk, max_iter=1, learning_rate=1.0 / ALPHA)
+
+
+@pytest.mark.parametrize("name", ["svrg", "casimir"])
+def test_smoothed_solvers_start_at_the_given_point(chain_risk, name):
+    # an epoch of negligible steps stays at w0, so its primal is P(w0), not P(0)
+    problem = _problem(chain_risk).problem
+    w0 = np.random.default_rng(5).normal(size=problem.n_params)
+    options = dict(OPTIONS, max_iter=1, learning_rate=1e-12)
+    result = run_solver(name, chain_risk, w0, options)
+    expected = problem.hinge_primal(w0, chain_risk.weights, chain_risk.alpha)
+    assert abs(expected - _primal_at_zero(chain_risk)) > 1e-3
+    assert result.objective_curve[0] == pytest.approx(expected, rel=1e-8)
+    with pytest.raises(ValueError, match="parameters"):
+        run_solver(name, chain_risk, w0[:-1], options)
