@@ -259,6 +259,7 @@ def write_report(stored):
         "(skstruct − reference, / reference), the final primals, the relative difference of",
         "the final weights, and the median time per epoch on one thread (wall; CPU for",
         "skstruct; the reference's CPU includes its logging pass, its wall does not).",
+        "BCFW starts at 0 on both sides whatever the start column says.",
         "",
         "| task | λ·n | method | start | n | params | epochs | max rel. diff | F skstruct | "
         "F reference | ‖Δw‖/‖w‖ | s/epoch skstruct (wall / CPU) | s/epoch reference (wall / CPU) |",
