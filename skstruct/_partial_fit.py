@@ -142,6 +142,7 @@ class PartialFitMixin:
                                               part.classes, decoder)
         decoder = self.decoder_
         decoder.check_outputs(part.y_encoded, part.batch.output_offsets)
+        decoder.check_training_memory(len(part.batch.output_offsets) - 1)
         return decoder, self._features()
 
     def _solver_state(self, solver, features, part):

@@ -37,6 +37,7 @@ from ._chain.constraints import ChainConstraints
 from ._core.statistic_table import TableMemoryError
 from ._dag.decoder import DAGDecoder, DAGParts, DAGScores
 from ._factor_graph.graph import FactorGraph, Variables
+from ._factor_graph.memory import FactorGraphMemoryError
 from ._factor_graph.decoder import (
     FactorGraphDecoder,
     FactorGraphParts,
@@ -75,6 +76,7 @@ __all__ = [
     "Decoder",
     "FactorGraph",
     "FactorGraphDecoder",
+    "FactorGraphMemoryError",
     "FactorGraphParts",
     "FactorGraphScores",
     "InfeasibleOutputError",

@@ -136,7 +136,12 @@ def minimize_cutting_plane(
         ``objective_curve`` holds P(w) and ``duality_gaps`` the gap after each iteration
         whose constraint came from the decoder (exact P); ``n_evaluations`` counts decoder
         calls; ``extra["n_planes"]`` is the size of the working set and
-        ``extra["compiled"]`` whether the compiled pass was used.
+        ``extra["compiled"]`` whether the compiled pass was used. A run stopped before
+        the tolerance (``max_iter``, the constraint limit or the callback) returns the
+        iterate of smallest P(w) among those evaluated by the decoder, not the last (the
+        cutting plane's iterates do not decrease P monotonically):
+        ``extra["best_iteration"]`` is its decoder call (None when converged), and
+        ``message`` says so when it is not the last.
 
     References
     ----------
@@ -163,6 +168,7 @@ def _cutting_plane(risk, w0, max_iter, tol, cache_size, verbose, callback, print
     gaps = []
     n_calls = 0
     message, converged = "maximum number of decoder calls reached", False
+    best = _BestIterate()
     while n_calls < max_iter:
         if working.size >= 10 * max_iter:
             message = "maximum number of constraints (10 * max_iter) reached"
@@ -184,18 +190,49 @@ def _cutting_plane(risk, w0, max_iter, tol, cache_size, verbose, callback, print
         if not from_cache:
             primal = 0.5 * lam * float(w @ w) + float(weights @ np.maximum(terms, 0.0))
             gaps.append(primal - working.objective)
+            best.offer(w, primal, n_calls)
             if progress.report(w, primal, gap=gaps[-1], planes=working.size):
                 message, converged = "stopped by callback", True
                 break
             if violation <= working.slack + tol:
                 message, converged = "no constraint violated by more than tol", True
-                break
+                return _result(w, progress, True, message, n_calls, gaps, working,
+                               source)
         w = working.add(plane, plane_loss)
+    # stopped before the tolerance: the iterates of the cutting plane do not decrease P
+    # monotonically (it minimizes a model of P), so the last one need not be the best
+    w, message = best.instead_of(w, message)
+    return _result(w, progress, converged, message, n_calls, gaps, working, source,
+                   best_iteration=best.iteration)
+
+
+def _result(w, progress, converged, message, n_calls, gaps, working, source,
+            best_iteration=None):
     return OptimizeResult(w=w, n_iter=progress.n_iter, converged=converged,
                           objective_curve=progress.curve, message=message,
                           n_evaluations=n_calls, duality_gaps=gaps,
                           extra={"n_planes": working.size,
-                                 "compiled": isinstance(source, _CompiledConstraints)})
+                                 "compiled": isinstance(source, _CompiledConstraints),
+                                 "best_iteration": best_iteration})
+
+
+class _BestIterate:
+    """The iterate of smallest exact objective P(w) seen (evaluated with the decoder)."""
+
+    def __init__(self):
+        self.w, self.objective, self.iteration = None, np.inf, None
+
+    def offer(self, w, objective, iteration):
+        if objective < self.objective:
+            self.w, self.objective, self.iteration = w.copy(), objective, iteration
+
+    def instead_of(self, w, message):
+        """The best iterate and a message that says it was returned (``w`` and
+        ``message`` when none was evaluated or ``w`` is it)."""
+        if self.w is None or self.w is w or np.array_equal(self.w, w):
+            return w, message
+        return self.w, (f"{message}; returned the best iterate (decoder call "
+                        f"{self.iteration}, objective {self.objective:.6g}), not the last")
 
 
 class _BatchedConstraints:

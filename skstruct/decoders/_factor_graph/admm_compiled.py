@@ -68,10 +68,12 @@ def _local_problems(eta_k, u_k, lam_k, entry_var, inv_degree, rho, kappa, a_k, w
 @njit(cache=True, nogil=True)
 def _solve_one(k, eta_u, eta_pair, entry_var, inv_degree, lin_offsets, lin_kind, lin_coef,
                lin_bound, lin_negated, orout_offsets, kappa, max_iter, tol, adapt,
-               rho_min, rho_max, u, lam, rho, a, w, q, v, n_iter, primal, dual,
+               rho_min, rho_max, u, lam, rho, a_k, w_k, q_k, v, n_iter, primal, dual,
                converged, total, state, role, keys):
     """Run example k's ADMM from (u[k], lam[k], rho[k]) to its stop; write its final state
-    into row k of u, lam, rho, a, w, q, v and its n_iter, residuals and convergence.
+    into row k of u, lam, rho, v, its local problems and solutions into ``a_k``, ``w_k``,
+    ``q_k`` (n_entries,: row k of the batch's state, or the caller's scratch when the
+    state is not kept) and its n_iter, residuals and convergence.
 
     ``total`` (n_vars,), ``state`` (4, longest linear factor), ``role`` and ``keys``
     (longest OROut factor): the caller's scratch.
@@ -80,9 +82,6 @@ def _solve_one(k, eta_u, eta_pair, entry_var, inv_degree, lin_offsets, lin_kind,
     s_k = eta_pair[k]
     u_k = u[k]
     lam_k = lam[k]
-    a_k = a[k]
-    w_k = w[k]
-    q_k = q[k]
     v_k = v[k]
     n_vars = u_k.shape[0]
     n_entries = entry_var.shape[0]
@@ -154,32 +153,44 @@ def _longest(offsets):
 
 
 @njit(cache=True, nogil=True)
-def _solve_chunk(first, last, eta_u, eta_pair, entry_var, inv_degree, lin_offsets,
+def _solve_chunk(first, last, order, eta_u, eta_pair, entry_var, inv_degree, lin_offsets,
                  lin_kind, lin_coef, lin_bound, lin_negated, orout_offsets, kappa,
                  max_iter, tol, adapt, rho_min, rho_max, u, lam, rho, a, w, q, v, n_iter,
                  primal, dual, converged):
-    """Examples first..last − 1, one after the other, with one scratch."""
+    """Examples order[first..last − 1], one after the other, with one scratch.
+
+    When ``a`` has no rows (the state is not kept), the local problems and solutions of
+    every example live in three scratch rows of the chunk.
+    """
     total = np.empty(u.shape[1])
     state = np.empty((4, _longest(lin_offsets)))
     longest_orout = _longest(orout_offsets)
     role = np.empty(longest_orout, dtype=np.int8)
     keys = np.empty(longest_orout)
-    for k in range(first, last):
+    keep = a.shape[0] > 0
+    n_entries = entry_var.shape[0]
+    scratch = np.empty((0 if keep else 3, n_entries))
+    for t in range(first, last):
+        k = order[t]
+        if keep:
+            a_k, w_k, q_k = a[k], w[k], q[k]
+        else:
+            a_k, w_k, q_k = scratch[0], scratch[1], scratch[2]
         _solve_one(k, eta_u, eta_pair, entry_var, inv_degree, lin_offsets, lin_kind,
                    lin_coef, lin_bound, lin_negated, orout_offsets, kappa, max_iter, tol,
-                   adapt, rho_min, rho_max, u, lam, rho, a, w, q, v, n_iter, primal, dual,
-                   converged, total, state, role, keys)
+                   adapt, rho_min, rho_max, u, lam, rho, a_k, w_k, q_k, v, n_iter, primal,
+                   dual, converged, total, state, role, keys)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _solve_examples(bounds, eta_u, eta_pair, entry_var, inv_degree, lin_offsets, lin_kind,
-                    lin_coef, lin_bound, lin_negated, orout_offsets, kappa, max_iter, tol,
-                    adapt, rho_min, rho_max, u, lam, rho, a, w, q, v, n_iter, primal, dual,
-                    converged):
-    """Every example's ADMM (:func:`_solve_one`), in parallel over the chunks of examples
-    ``bounds[c]:bounds[c + 1]``."""
+def _solve_examples(bounds, order, eta_u, eta_pair, entry_var, inv_degree, lin_offsets,
+                    lin_kind, lin_coef, lin_bound, lin_negated, orout_offsets, kappa,
+                    max_iter, tol, adapt, rho_min, rho_max, u, lam, rho, a, w, q, v, n_iter,
+                    primal, dual, converged):
+    """The ADMM (:func:`_solve_one`) of examples ``order``, in parallel over the chunks
+    ``order[bounds[c]:bounds[c + 1]]``."""
     for c in prange(bounds.shape[0] - 1):
-        _solve_chunk(bounds[c], bounds[c + 1], eta_u, eta_pair, entry_var, inv_degree,
+        _solve_chunk(bounds[c], bounds[c + 1], order, eta_u, eta_pair, entry_var, inv_degree,
                      lin_offsets, lin_kind, lin_coef, lin_bound, lin_negated,
                      orout_offsets, kappa, max_iter, tol, adapt, rho_min, rho_max, u, lam,
                      rho, a, w, q, v, n_iter, primal, dual, converged)
@@ -195,7 +206,8 @@ def _even_bounds(n, per_chunk):
 
 
 def admm_batch_compiled(graph, eta_u, eta_pair, *, max_iter=1000, tol=1e-6, rho=1.0,
-                        adapt=True, warm_start=None, map_mode=False):
+                        adapt=True, warm_start=None, map_mode=False, keep_state=True,
+                        retry_cold=False):
     """:func:`~skstruct.decoders._factor_graph.admm.admm_batch` with the iteration loop compiled (module docstring).
 
     Solve LP-SparseMAP (or LP-MAP) of many examples on one graph structure by ADMM, every
@@ -223,6 +235,16 @@ def admm_batch_compiled(graph, eta_u, eta_pair, *, max_iter=1000, tol=1e-6, rho=
         Start from its u, multipliers and ρ (same template and number of examples).
     map_mode : bool, default=False
         Solve LP-MAP (no ½‖u‖² term) instead of LP-SparseMAP.
+    keep_state : bool, default=True
+        Return the final local problems and solutions a, w, q and the scores s (what
+        :func:`~skstruct.decoders._factor_graph.admm.admm_batch_backward` reads). When
+        False they are returned with no columns and every parallel chunk of examples
+        solves in three scratch rows instead: three n_examples × n_entries arrays fewer
+        (u, λ' and ρ, all a warm start reads, are returned either way). Same u, v, λ'.
+    retry_cold : bool, default=False
+        With a ``warm_start``: solve the examples that did not converge from it again
+        from the cold start, in place (their iteration counts add up), as if the hint
+        had not been given them. No second batch of arrays is allocated.
 
     Returns
     -------
@@ -255,7 +277,8 @@ def admm_batch_compiled(graph, eta_u, eta_pair, *, max_iter=1000, tol=1e-6, rho=
     inv_degree = np.zeros(n_vars)
     inv_degree[~alone] = 1.0 / degree[~alone]
     scale = _mean_degree(graph)
-    a, w, q = (np.zeros((n, n_entries)) for _ in range(3))
+    rows = n if keep_state else 0
+    a, w, q = (np.zeros((rows, n_entries)) for _ in range(3))
     v = np.zeros((n, n_pair))
     n_iter = np.zeros(n, dtype=np.int64)
     primal = np.zeros(n)
@@ -268,9 +291,23 @@ def admm_batch_compiled(graph, eta_u, eta_pair, *, max_iter=1000, tol=1e-6, rho=
                    RHO_MAX * scale)
         outputs = (u, lam, rho_out, a, w, q, v, n_iter, primal, dual, converged)
         per_chunk = max(1, ENTRIES_PER_CHUNK // n_entries)
+        order = np.arange(n, dtype=np.int64)
         with dynamic_schedule():
-            _solve_examples(_even_bounds(n, per_chunk), eta_u, eta_pair, graph.entry_var,
-                            inv_degree, *common, graph.orout_offsets, *options, *outputs)
+            _solve_examples(_even_bounds(n, per_chunk), order, eta_u, eta_pair,
+                            graph.entry_var, inv_degree, *common, graph.orout_offsets,
+                            *options, *outputs)
+        stuck = (np.flatnonzero(~converged) if retry_cold and warm_start is not None
+                 else order[:0])
+        if stuck.size:
+            warm_iter = n_iter[stuck]
+            u[stuck] = 0.5
+            lam[stuck] = 0.0
+            rho_out[stuck] = float(rho) * scale
+            with dynamic_schedule():
+                _solve_examples(_even_bounds(stuck.size, per_chunk), stuck, eta_u,
+                                eta_pair, graph.entry_var, inv_degree, *common,
+                                graph.orout_offsets, *options, *outputs)
+            n_iter[stuck] += warm_iter
     else:
         converged[:] = True
     eta_alone = eta_u[:, alone]
@@ -284,4 +321,4 @@ def admm_batch_compiled(graph, eta_u, eta_pair, *, max_iter=1000, tol=1e-6, rho=
     return BatchADMMResult(u=u, v=v, n_iter=n_iter, primal_residual=primal,
                            dual_residual=dual, converged=converged, rho=rho_out,
                            map_mode=bool(map_mode), integral=integral, lam=lam, a=a, w=w,
-                           q=q, s=eta_pair.copy())
+                           q=q, s=eta_pair.copy() if keep_state else np.zeros((n, 0)))

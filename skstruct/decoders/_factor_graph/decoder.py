@@ -43,6 +43,7 @@ from .._core.checks import (
     no_exact_loss_augmented_map,
 )
 from .graph import MAX_ENUMERATED_VARS, FactorGraph
+from .memory import DEFAULT_MAX_MEMORY, check_memory, fit_bytes, memory_report, solve_bytes
 from .relaxed import RelaxedOutputs
 
 __all__ = ["FactorGraphScores", "FactorGraphParts", "FactorGraphDecoder",
@@ -286,6 +287,20 @@ class LPSparseMAPResult:
     def n_examples(self):
         return self.unary.shape[0]
 
+    def _backward_state(self):
+        """The ADMM state the backward pass reads (local problems and solutions a, w, q
+        and the scores s). Training solves do not keep it (three n_examples × n_entries
+        arrays): the first backward pass recomputes it by the ADMM warm-started from the
+        solution, which stops after one iteration at a converged example, and keeps it.
+        """
+        admm = self.admm
+        if admm.a.shape[1] == self._graph.n_entries and admm.s.shape[1] == admm.v.shape[1]:
+            return admm
+        state = self._decoder._admm(self._scores, map_mode=False, warm_start=admm,
+                                    keep_state=True)
+        self.admm = state
+        return state
+
     def distribution(self, i):
         raise ValueError(
             "LP-SparseMAP solves over the local polytope of the factor graph, whose points "
@@ -312,8 +327,9 @@ class LPSparseMAPResult:
                 f"grad_unary has shape {grad_unary.shape}; expected {self.unary.shape}, "
                 "the shape of the unary marginals."
             )
+        state = self._backward_state()
         d_unary, d_pair = admm_batch_backward(
-            self._graph, self.admm, grad_unary, np.zeros_like(self.admm.v))
+            self._graph, state, grad_unary, np.zeros_like(state.v))
         n_pairs = self._graph.n_pair
         return FactorGraphParts(d_unary, d_pair[:, :n_pairs], d_pair[:, n_pairs:])
 
@@ -365,6 +381,14 @@ class FactorGraphDecoder(Decoder):
         violated constraints and training stalls. Integral LP solutions give the same
         constraint either way; slack rescaling and the exact ``map_method`` always use
         0/1 outputs.
+
+    max_memory : float or None, default=2 * 1024**3
+        Most bytes a fit with this decoder (and every ADMM solve) may hold in the arrays
+        that grow with n_examples × the graph's size (:meth:`estimate_memory`: the
+        ADMM's state, the scores and the parts the training losses build). A fit or
+        solve whose estimate is larger raises
+        :class:`~skstruct.decoders.FactorGraphMemoryError` before allocating them,
+        naming the estimate, the graph's size and what to do; None: no limit.
 
     Notes
     -----
@@ -425,16 +449,53 @@ class FactorGraphDecoder(Decoder):
         "map_method": [StrOptions({"admm", "enumerate", "exact"})],
         "decision": [StrOptions({"map", "marginals"})],
         "loss_augmented": [StrOptions({"relaxed", "rounded"})],
+        "max_memory": [Interval(Real, 0, None, closed="neither"), None],
     }
 
     def __init__(self, graph, *, max_iter=1000, tol=1e-6, map_method="admm",
-                 decision="map", loss_augmented="relaxed"):
+                 decision="map", loss_augmented="relaxed",
+                 max_memory=DEFAULT_MAX_MEMORY):
         self.graph = graph
         self.max_iter = max_iter
         self.tol = tol
         self.map_method = map_method
         self.decision = decision
         self.loss_augmented = loss_augmented
+        self.max_memory = max_memory
+
+    # -- memory --------------------------------------------------------------------
+
+    def estimate_memory(self, n_examples):
+        """Estimated peak memory of a fit on ``n_examples`` with this decoder.
+
+        Counts, per example, the arrays that grow with the graph's size at the peak of
+        either learner (the structured hinge with LP-MAP and the LP-SparseMAP loss): the
+        scores and gold parts, the ADMM state kept for the warm start, a solve's
+        arrays and the parts the loss builds from its solution
+        (:func:`~skstruct.decoders._factor_graph.memory.fit_bytes`). Nothing is
+        allocated.
+
+        Parameters
+        ----------
+        n_examples : int
+
+        Returns
+        -------
+        dict
+            ``fit_bytes`` (the estimate), ``per_example`` and ``per_factor`` (bytes per
+            example, and per example and factor), and the graph's ``n_vars``,
+            ``n_entries`` (variable copies in the factors), ``n_additional`` (PAIR and
+            extra parts) and ``n_factors``.
+        """
+        return memory_report(self.graph.flat(), int(n_examples))
+
+    def check_training_memory(self, n_examples):
+        """Raise :class:`~skstruct.decoders.FactorGraphMemoryError` when a fit on
+        ``n_examples`` would need more than ``max_memory`` (:meth:`estimate_memory`);
+        estimators call it before building anything of the fit."""
+        flat = self.graph.flat()
+        check_memory(fit_bytes(flat, n_examples), self.max_memory, flat, n_examples,
+                     f"Training with {type(self).__name__}")
 
     # -- checks --------------------------------------------------------------------
 
@@ -494,7 +555,7 @@ class FactorGraphDecoder(Decoder):
 
     # -- inference -----------------------------------------------------------------
 
-    def _admm(self, scores, map_mode, warm_start=None):
+    def _admm(self, scores, map_mode, warm_start=None, keep_state=False):
         """The batched ADMM: the compiled loop for graphs of built-in factors (same
         results, no Python per iteration), the Python loop when a structure factor calls
         a decoder.
@@ -503,14 +564,28 @@ class FactorGraphDecoder(Decoder):
         moved far since the state was kept, as at a line search's long trial steps, where
         the old multipliers and penalties mislead the ADMM) are solved again from the
         cold start, and keep that solution, the one they would have had without the hint.
+        ``keep_state``: return the local problems and solutions the backward pass reads
+        (the compiled loop leaves them out otherwise; the Python loop always returns
+        them). Raises :class:`~skstruct.decoders.FactorGraphMemoryError` before
+        allocating when the solve needs more than ``max_memory``.
         """
         flat = self.graph.flat()
-        if flat.structures:
-            from .admm import admm_batch as solve
-        else:
-            from .admm_compiled import admm_batch_compiled as solve
+        compiled = not flat.structures
+        n = scores.n_examples
+        check_memory(solve_bytes(flat, n, keep_state=keep_state,
+                                 warm_start=warm_start is not None, compiled=compiled),
+                     self.max_memory, flat, n, "The factor-graph ADMM")
         pair = (np.concatenate([scores.pair, scores.extra], axis=1)
                 if scores.extra.shape[1] else scores.pair)
+        if compiled:
+            from .admm_compiled import admm_batch_compiled
+
+            return admm_batch_compiled(flat, scores.unary, pair, max_iter=self.max_iter,
+                                       tol=self.tol, map_mode=map_mode,
+                                       warm_start=warm_start, keep_state=keep_state,
+                                       retry_cold=True)
+        from .admm import admm_batch as solve
+
         result = solve(flat, scores.unary, pair, max_iter=self.max_iter, tol=self.tol,
                        map_mode=map_mode, warm_start=warm_start)
         stuck = np.flatnonzero(~result.converged) if warm_start is not None else ()

@@ -1,0 +1,119 @@
+"""The memory estimate of factor-graph fits: it bounds the measured peak, and the limit
+raises before anything of the fit is allocated."""
+
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import skstruct.decoders._factor_graph.admm_compiled as admm_compiled
+from skstruct import SparseMAPClassifier, StructuredSVM
+from skstruct.decoders import FactorGraph, FactorGraphDecoder, FactorGraphMemoryError
+from skstruct.decoders import FactorGraphScores
+from skstruct.features import FactorGraphFeatures
+
+linux_only = pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(),
+                                reason="peak resident size from /proc (Linux)")
+
+
+def _data(n, n_labels, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 8))
+    Y = (X[:, :1] + rng.normal(size=(n, n_labels)) > 1.0).astype(np.int64)
+    return X, Y
+
+
+def _model(learner, decoder, max_iter):
+    if learner == "lp_sparsemap":
+        return SparseMAPClassifier(alpha=1e-2, decoder=decoder, max_iter=max_iter)
+    return StructuredSVM(decoder, alpha=1e-2, solver=learner, max_iter=max_iter)
+
+
+def _status(field):
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise KeyError(field)
+
+
+@linux_only
+@pytest.mark.parametrize("learner", ["cutting_plane", "lp_sparsemap"])
+def test_memory_estimate_bounds_the_measured_peak(learner):
+    X, Y = _data(1500, 60)
+    decoder = FactorGraphDecoder(FactorGraph.pairwise(60), max_iter=50, tol=1e-4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _model(learner, decoder, 2).fit(X[:20], Y[:20])        # compile first
+        Path("/proc/self/clear_refs").write_text("5")           # reset the peak
+        before = _status("VmRSS")
+        _model(learner, decoder, 3).fit(X, Y)
+    peak = _status("VmHWM") - before
+    estimate = decoder.estimate_memory(X.shape[0])["fit_bytes"]
+    # the estimate bounds the peak, and is of its size (not a bound by far)
+    assert peak <= estimate, (peak, estimate)
+    assert estimate <= 4 * peak, (peak, estimate)
+
+
+def test_memory_estimate_grows_with_the_examples_and_the_pairs():
+    small = FactorGraphDecoder(FactorGraph.pairwise(20)).estimate_memory(100)
+    assert FactorGraphDecoder(FactorGraph.pairwise(20)).estimate_memory(200)[
+        "fit_bytes"] == 2 * small["fit_bytes"]
+    large = FactorGraphDecoder(FactorGraph.pairwise(40)).estimate_memory(100)
+    # 780 pairs against 190: about four times the bytes
+    assert 3.5 * small["fit_bytes"] < large["fit_bytes"] < 4.5 * small["fit_bytes"]
+    assert large["n_factors"] == 780 and large["n_entries"] == 1560
+
+
+@pytest.mark.parametrize("learner", ["cutting_plane", "bcfw", "subgradient",
+                                     "lp_sparsemap"])
+def test_memory_limit_raises_before_the_fit_allocates(monkeypatch, learner):
+    X, Y = _data(300, 30)
+    decoder = FactorGraphDecoder(FactorGraph.pairwise(30))
+    estimate = decoder.estimate_memory(X.shape[0])["fit_bytes"]
+    decoder.set_params(max_memory=estimate / 2)
+    calls = []
+
+    def record(name, original):
+        def wrapper(*args, **kwargs):
+            calls.append(name)
+            return original(*args, **kwargs)
+        return wrapper
+
+    # what allocates the arrays that grow with the graph: the scores of the batch and
+    # the ADMM
+    monkeypatch.setattr(FactorGraphFeatures, "scores",
+                        record("scores", FactorGraphFeatures.scores))
+    monkeypatch.setattr(admm_compiled, "admm_batch_compiled",
+                        record("admm", admm_compiled.admm_batch_compiled))
+    with pytest.raises(FactorGraphMemoryError) as error:
+        _model(learner, decoder, 2).fit(X, Y)
+    assert calls == []
+    message = str(error.value)
+    from skstruct.decoders._factor_graph.memory import format_bytes
+
+    assert format_bytes(estimate) in message
+    assert "30 variables" in message and "435 PAIR" in message
+    assert "max_memory" in message and "pairs=" in message
+    assert isinstance(error.value, MemoryError) and isinstance(error.value, ValueError)
+
+
+def test_memory_limit_raises_before_a_solve_allocates(monkeypatch):
+    decoder = FactorGraphDecoder(FactorGraph.pairwise(30), max_memory=1e5)
+    scores = FactorGraphScores(np.zeros((100, 30)), np.zeros((100, 435)))
+    calls = []
+    monkeypatch.setattr(admm_compiled, "admm_batch_compiled",
+                        lambda *args, **kwargs: calls.append(1))
+    for solve in (decoder.map, decoder.sparsemap, decoder.lp_map):
+        with pytest.raises(FactorGraphMemoryError, match="The factor-graph ADMM needs"):
+            solve(scores)
+    assert calls == []
+
+
+def test_no_memory_limit():
+    X, Y = _data(60, 6)
+    decoder = FactorGraphDecoder(FactorGraph.pairwise(6), max_memory=None)
+    StructuredSVM(decoder, alpha=1e-2, solver="cutting_plane", max_iter=3).fit(X, Y)
+    with pytest.raises(ValueError):
+        FactorGraphDecoder(FactorGraph.pairwise(6), max_memory=0)._validate_params()
