@@ -1,11 +1,13 @@
 """Learning MAP-perturbation models from random candidate sets, without MAP calls."""
 
+import copy
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 
@@ -14,8 +16,11 @@ from .decoders import Decoder
 from .decoders._core.best_neighbour import best_neighbour_by_scan
 from .decoders._core.unary import PartsArithmetic
 from .features import feature_map_hook
+from .losses._neighbourhood import NeighbourhoodDifferences, NeighbourhoodLikelihoodLoss
 from .losses._randomized import RandomizedLikelihoodLoss, softmax_over_candidates
+from .optim import run_solver
 from .optim._perturbed_ascent import TrainingDivergedError
+from .optim._preconditioning import run_preconditioned
 from .utils._parallel import n_jobs_threads
 from .utils._params import N_JOBS_CONSTRAINT
 
@@ -106,6 +111,18 @@ def _largest_squared_row_norm(X):
         initial=0.0))
 
 
+def _squared_features(X):
+    """The feature rows of ``X`` with every value squared, in the container type of
+    ``X`` (rows without values, all 1.0, are their own squares)."""
+    if getattr(X, "indptr", None) is None:
+        return np.square(np.asarray(X, dtype=np.float64))
+    if getattr(X, "data", None) is None:
+        return X
+    squared = copy.copy(X)
+    squared.data = np.square(np.asarray(X.data, dtype=np.float64))
+    return squared
+
+
 def _filled(outputs, valid, y_encoded, offsets):
     """``outputs`` with the entries of the examples not ``valid`` replaced by the gold ones
     (no copy when every example is valid)."""
@@ -117,6 +134,13 @@ def _differs_from_gold(paths, y_encoded, offsets):
     shape (L, m), by exact comparison of the encoded outputs."""
     differs = (paths != y_encoded[..., None]).reshape(paths.shape[0], -1, paths.shape[-1])
     return np.logical_or.reduceat(differs.any(axis=1), offsets[:-1], axis=0).T
+
+
+#: Iterations over which a rising or collapsed objective of the stochastic ascent warns.
+RISING_WINDOW = 5
+
+#: An objective at most this small has collapsed (no competitor left in the sets).
+COLLAPSED_OBJECTIVE = 1e-12
 
 
 #: Enumerated outputs per batched ``parts`` call when the exact path builds its matrix.
@@ -376,13 +400,18 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         "decoder": [None, Decoder],
         "k": [Interval(Integral, 1, None, closed="left")],
         "n_candidates": [StrOptions({"sqrt"}), Interval(Integral, 1, None, closed="left")],
-        "candidates": [StrOptions({"proposal", "all"})],
+        "candidates": [StrOptions({"neighbourhood", "proposal", "all"})],
+        "objective": [StrOptions({"auto", "pseudo_likelihood", "log_likelihood", "pooled"})],
+        "solver": [StrOptions({"auto", "lbfgs", "perturbed_ascent"})],
         "beta": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "uniform_start": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="both")],
+        "l2": [StrOptions({"auto"}), Interval(Real, 0, None, closed="left")],
         "l1": [Interval(Real, 0, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [None, Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
         "max_outputs": [Interval(Integral, 1, None, closed="left")],
+        "max_memory": [Interval(Real, 0, None, closed="neither")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
@@ -392,19 +421,26 @@ class PerturbedMAPClassifier(LinearStructuredModel):
                   Hidden(StrOptions({"deprecated"}))],
     }
 
-    def __init__(self, decoder=None, *, k=1, n_candidates="sqrt", candidates="proposal",
-                 beta="auto", uniform_start="auto", l1=0.01, learning_rate=1.0,
-                 max_iter=20, max_outputs=100000, random_state=None, verbose=0,
-                 warm_start=False, n_jobs=None, callback=None, alpha="deprecated"):
+    def __init__(self, decoder=None, *, k=1, n_candidates="sqrt",
+                 candidates="neighbourhood", objective="auto", solver="auto",
+                 beta="auto", uniform_start="auto", l2="auto", l1=0.0, learning_rate=1.0,
+                 max_iter=None, tol=1e-4, max_outputs=100000, max_memory=2.0,
+                 random_state=None, verbose=0, warm_start=False, n_jobs=None,
+                 callback=None, alpha="deprecated"):
         self.decoder = decoder
         self.k = k
         self.n_candidates = n_candidates
         self.candidates = candidates
+        self.objective = objective
+        self.solver = solver
         self.beta = beta
         self.uniform_start = uniform_start
+        self.l2 = l2
         self.l1 = l1
         self.learning_rate = learning_rate
         self.max_iter = max_iter
+        self.tol = tol
+        self.max_memory = max_memory
         self.max_outputs = max_outputs
         self.random_state = random_state
         self.verbose = verbose
@@ -438,13 +474,45 @@ class PerturbedMAPClassifier(LinearStructuredModel):
                           "removed in 0.2; pass uniform_start instead.", FutureWarning)
 
     def _solver_name(self):
-        return "perturbed_ascent"
+        """``solver``; ``"auto"``: L-BFGS on the fixed neighbourhood sets of the
+        log-likelihood, else the stochastic ascent."""
+        objective = self._objective()
+        fixed = self.candidates == "neighbourhood" and objective != "pooled"
+        if objective == "pseudo_likelihood" and self.candidates != "neighbourhood":
+            raise ValueError(
+                "objective='pseudo_likelihood' groups the neighbours of the gold outputs "
+                "by the position they change: it needs candidates='neighbourhood'.")
+        solver = self.solver
+        if solver == "auto":
+            solver = "lbfgs" if fixed else "perturbed_ascent"
+        if solver == "lbfgs" and not fixed:
+            raise ValueError(
+                f"solver='lbfgs' minimizes the log-likelihood of the fixed candidate sets "
+                f"candidates='neighbourhood'; with candidates={self.candidates!r} and "
+                f"objective={objective!r} use solver='perturbed_ascent' (or 'auto').")
+        if solver == "perturbed_ascent" and self.candidates == "neighbourhood":
+            raise ValueError(
+                "solver='perturbed_ascent' draws candidate sets at every step: use "
+                "candidates='proposal' or 'all' with it, or solver='lbfgs' (or 'auto') "
+                "with candidates='neighbourhood'.")
+        return solver
+
+    def _objective(self):
+        """``objective``; ``"auto"``: the pseudo-likelihood with the neighbourhood
+        candidates, else the per-example log-likelihood."""
+        if self.objective != "auto":
+            return self.objective
+        return "pseudo_likelihood" if self.candidates == "neighbourhood" else \
+            "log_likelihood"
 
     def _decoder_needs(self):
-        needs = ([("top_k", "PerturbedMAPClassifier(candidates='all')")]
-                 if self.candidates == "all" else
-                 [("sample_uniform", "PerturbedMAPClassifier's proposal"),
-                  ("neighbours", "PerturbedMAPClassifier's proposal")])
+        if self.candidates == "all":
+            needs = [("top_k", "PerturbedMAPClassifier(candidates='all')")]
+        elif self.candidates == "neighbourhood":
+            needs = [("neighbours", "PerturbedMAPClassifier(candidates='neighbourhood')")]
+        else:
+            needs = [("sample_uniform", "PerturbedMAPClassifier's proposal"),
+                     ("neighbours", "PerturbedMAPClassifier's proposal")]
         return needs + [("parts", "PerturbedMAPClassifier")]
 
     def _initial_params(self, features, kind, classes, n_features):
@@ -454,39 +522,133 @@ class PerturbedMAPClassifier(LinearStructuredModel):
 
     def _prepare_training(self, run):
         """The decoder seen through a counter (``decoder_calls_``), the random generator
-        of the run and the candidate-set state drawn at ``run.w0``."""
+        of the run and the candidate-set state drawn at ``run.w0``; for
+        ``candidates="neighbourhood"`` the part differences of every gold output's
+        neighbours (:class:`~skstruct.losses._neighbourhood.NeighbourhoodDifferences`),
+        within ``max_memory``."""
         run.training_decoder = _CountingDecoder(run.decoder)
         run.rng = check_random_state(self.random_state)
         with n_jobs_threads(self.n_jobs):
             run.candidate_state = self._training_state(
                 run.training_decoder, run.features, run.batch, run.y_encoded, run.w0,
                 run.rng)
+            if self.candidates == "neighbourhood":
+                scores = run.features.scores(run.batch, run.w0)
+                try:
+                    run.differences = NeighbourhoodDifferences.build(
+                        run.training_decoder, scores, run.y_encoded,
+                        run.candidate_state["offsets"], self.k,
+                        max_bytes=self.max_memory * 1e9)
+                except TypeError as error:
+                    raise ValueError(
+                        f"{type(self).__name__}(candidates='neighbourhood') needs part "
+                        f"containers of one array ({error}); use candidates='proposal'."
+                    ) from error
+                except MemoryError as error:
+                    raise MemoryError(f"{type(self).__name__}: {error}") from error
+
+    def _l2(self, batch):
+        """The L2 strength on w / β: ``l2``, or 1 / m for ``"auto"`` (a logistic
+        regression's C = 1 as a mean over the m examples)."""
+        return 1.0 / max(1, batch.n_sequences) if self.l2 == "auto" else float(self.l2)
 
     def _penalty(self, kind, features, batch, y_encoded, classes):
+        """None here: the L2 term (l2 / 2) ‖w / β‖² needs β, drawn with the training
+        state; :meth:`_run_solver` sets it (the risk's α = l2 / β²)."""
         return 0.0, {}
 
     def _training_loss(self, run):
         state = run.candidate_state
-        return RandomizedLikelihoodLoss(_CandidateSampler(self, state), state["beta"])
+        if self.candidates == "neighbourhood":
+            return NeighbourhoodLikelihoodLoss(
+                run.differences, state["beta"],
+                grouped=self._objective() == "pseudo_likelihood")
+        return RandomizedLikelihoodLoss(_CandidateSampler(self, state), state["beta"],
+                                        pooled=self._objective() == "pooled")
 
     def _training_options(self, run):
-        return dict(max_iter=self.max_iter, learning_rate=self.learning_rate,
-                    step_scale=self._step_scale(run.batch), l1=self.l1,
+        beta = run.candidate_state["beta"]
+        if run.solver == "lbfgs":
+            return dict(max_iter=300 if self.max_iter is None else self.max_iter,
+                        tol=self.tol, verbose=self.verbose, callback=self.callback,
+                        l1=self.l1 / beta)
+        return dict(max_iter=20 if self.max_iter is None else self.max_iter,
+                    learning_rate=self.learning_rate,
+                    step_scale=self._step_scale(run.batch) / beta ** 2, l1=self.l1,
                     random_state=run.rng, verbose=self.verbose, callback=self.callback)
 
     def _run_solver(self, run, risk, options):
+        """The solver's result, with the risk's L2 strength α = l2 / β² (the penalty
+        (l2 / 2) ‖w / β‖² on the natural parameters w / β of P(y | x) ∝ exp(θ_y / β))."""
+        beta = run.candidate_state["beta"]
+        risk.alpha = self._l2(run.batch) / beta ** 2
+        if run.solver == "lbfgs" and options.get("l1", 0.0) == 0:
+            scale = self._preconditioner(run, risk.alpha)
+            return run_preconditioned(
+                lambda rescaled, v0, opts: run_solver(run.solver, rescaled, v0, opts,
+                                                      n_jobs=self.n_jobs),
+                risk, run.w0, scale, options)
         try:
             return super()._run_solver(run, risk, options)
         except TrainingDivergedError as error:
             raise ValueError(f"{type(self).__name__}: {error}") from error
 
+    def _preconditioner(self, run, alpha):
+        """D_p = 1 / sqrt(h_p), h_p = (1 / (m β²)) Σ_r Σ_{parts a changed by candidate r}
+        |d_ra| x_{a,p}² + α: the curvature of parameter p if every candidate had
+        probability one (through the feature map's transpose at the squared features),
+        plus the L2 term's. It makes L-BFGS's progress independent of each feature's
+        scale (:class:`~skstruct.optim._preconditioning.DiagonallyPreconditionedRisk`);
+        the minimizer is unchanged."""
+        parts = run.differences.changed_parts()
+        squared = copy.copy(run.batch)
+        squared.X = _squared_features(run.batch.X)
+        m = max(1, run.batch.n_sequences)
+        beta = run.candidate_state["beta"]
+        curvature = np.asarray(run.features.transpose(squared, parts), dtype=np.float64)
+        curvature = np.abs(curvature) / (m * beta ** 2) + alpha
+        if not np.all(np.isfinite(curvature)):
+            raise ValueError(
+                f"{type(self).__name__}: the squared features overflow (features of "
+                "about 1e154 or more); scale the features.")
+        return 1.0 / np.sqrt(np.maximum(curvature, np.finfo(np.float64).tiny))
+
     def _warn_after_training(self, run, result):
+        if run.solver == "lbfgs":
+            if not result.converged:
+                warnings.warn(
+                    f"{type(self).__name__} did not converge in {result.n_iter} L-BFGS "
+                    f"iterations ({result.message}); increase max_iter or tol.",
+                    ConvergenceWarning)
+            return
         if self.candidates == "proposal" and result.extra["largest_candidate_set"] == 1:
             warnings.warn(
                 f"Every candidate set held the gold output alone: no output lies within "
                 f"Hamming distance k={self.k} of the gold ones (a k-subset changes in two "
                 "positions per swap: use k >= 2), so the gradient was zero and the model "
                 "did not learn.", UserWarning)
+            return
+        self._warn_on_curve(np.asarray(result.objective_curve))
+
+    def _warn_on_curve(self, curve):
+        """A ConvergenceWarning when the stochastic ascent's objective rose over the
+        last ``RISING_WINDOW`` iterations or collapsed to 0 while the model trained."""
+        window = RISING_WINDOW
+        if curve.size > window and np.all(np.diff(curve[-window - 1:]) > 0):
+            warnings.warn(
+                f"{type(self).__name__}: the training objective rose at each of the last "
+                f"{window} iterations ({curve[-window - 1]:.4g} -> {curve[-1]:.4g}): the "
+                f"steps overshoot; lower learning_rate (now {self.learning_rate:g}) or use "
+                "the default candidates='neighbourhood'.", ConvergenceWarning)
+        collapsed = curve <= COLLAPSED_OBJECTIVE
+        if curve.size > window and np.all(collapsed[-window:]) and not collapsed[0]:
+            warnings.warn(
+                f"{type(self).__name__}: the training objective collapsed to "
+                f"{curve[-1]:.3g} for the last {window} iterations: the candidate sets no "
+                "longer hold outputs that compete with the gold ones (proposals that start "
+                "from uniform samples of a large output space end far from them), so the "
+                "gradient vanished; use candidates='neighbourhood' (the default), or "
+                "lower uniform_start.", ConvergenceWarning)
 
     def _store_results(self, run, result):
         self.beta_ = run.candidate_state["beta"]
