@@ -600,6 +600,7 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         plus the L2 term's. It makes L-BFGS's progress independent of each feature's
         scale (:class:`~skstruct.optim._preconditioning.DiagonallyPreconditionedRisk`);
         the minimizer is unchanged."""
+        self._step_scale(run.batch)  # raises for features whose squares overflow
         parts = run.differences.changed_parts()
         squared = copy.copy(run.batch)
         squared.X = _squared_features(run.batch.X)
@@ -614,6 +615,13 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         return 1.0 / np.sqrt(np.maximum(curvature, np.finfo(np.float64).tiny))
 
     def _warn_after_training(self, run, result):
+        if self.candidates == "neighbourhood" and run.differences.n_candidates == 0:
+            warnings.warn(
+                f"No output lies within Hamming distance k={self.k} of the gold ones (a "
+                "k-subset changes in two positions per swap: use k >= 2), so every "
+                "candidate set held the gold output alone, the gradient was zero and the "
+                "model did not learn.", UserWarning)
+            return
         if run.solver == "lbfgs":
             if not result.converged:
                 warnings.warn(
