@@ -18,9 +18,7 @@ from .decoders._core.unary import PartsArithmetic
 from .features import feature_map_hook
 from .losses._neighbourhood import NeighbourhoodDifferences, NeighbourhoodLikelihoodLoss
 from .losses._randomized import RandomizedLikelihoodLoss, softmax_over_candidates
-from .optim import run_solver
 from .optim._perturbed_ascent import TrainingDivergedError
-from .optim._preconditioning import run_preconditioned
 from .utils._parallel import n_jobs_threads
 from .utils._params import N_JOBS_CONSTRAINT
 
@@ -652,11 +650,7 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         beta = run.candidate_state["beta"]
         risk.alpha = self._l2(run.batch) / beta ** 2
         if run.solver == "lbfgs" and options.get("l1", 0.0) == 0:
-            scale = self._preconditioner(run, risk.alpha)
-            return run_preconditioned(
-                lambda rescaled, v0, opts: run_solver(run.solver, rescaled, v0, opts,
-                                                      n_jobs=self.n_jobs),
-                risk, run.w0, scale, options)
+            options = {**options, "preconditioner": self._preconditioner(run, risk.alpha)}
         try:
             return super()._run_solver(run, risk, options)
         except TrainingDivergedError as error:
