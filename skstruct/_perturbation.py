@@ -383,8 +383,9 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         sample of Y(x_i) rather than from the gold output (the paper's α); ``"auto"`` is
         min(1, ‖w‖₁ / √m), recomputed every iteration.
     l2 : "auto" or float, default="auto"
-        Strength of (l2 / 2) ‖w / β‖²; ``"auto"`` is 1 / m, the penalty of a logistic
-        regression with C = 1 written as a mean over the m examples.
+        Strength of (l2 / 2) ‖w / β‖²; ``"auto"`` is 1 / Σ_i s_i (1 / m without
+        ``sample_weight``), the penalty of a logistic regression with C = 1 written as
+        a mean over the examples.
     l1 : float, default=0.0
         ℓ1 strength: of the proximal step (stochastic ascent; the paper's 0.01), or of
         (l1 / β) ‖w‖₁ for L-BFGS, which then runs as OWL-QN (without the
@@ -614,10 +615,14 @@ class PerturbedMAPClassifier(LinearStructuredModel):
                 except MemoryError as error:
                     raise MemoryError(f"{type(self).__name__}: {error}") from error
 
-    def _l2(self, batch):
-        """The L2 strength on w / β: ``l2``, or 1 / m for ``"auto"`` (a logistic
-        regression's C = 1 as a mean over the m examples)."""
-        return 1.0 / max(1, batch.n_sequences) if self.l2 == "auto" else float(self.l2)
+    def _l2(self, run):
+        """The L2 strength on w / β: ``l2``, or 1 / Σ_i s_i for ``"auto"`` (1 / m
+        without sample weights: a logistic regression's C = 1, as a mean over the
+        examples, so that a weight of 2 trains as a repeated example)."""
+        if self.l2 != "auto":
+            return float(self.l2)
+        total = float(np.sum(run.sample_weight))
+        return 1.0 / total if total > 0 else 1.0
 
     def _penalty(self, kind, features, batch, y_encoded, classes):
         """None here: the L2 term (l2 / 2) ‖w / β‖² needs β, drawn with the training
@@ -648,7 +653,7 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         """The solver's result, with the risk's L2 strength α = l2 / β² (the penalty
         (l2 / 2) ‖w / β‖² on the natural parameters w / β of P(y | x) ∝ exp(θ_y / β))."""
         beta = run.candidate_state["beta"]
-        risk.alpha = self._l2(run.batch) / beta ** 2
+        risk.alpha = self._l2(run) / beta ** 2
         if run.solver == "lbfgs" and options.get("l1", 0.0) == 0:
             options = {**options, "preconditioner": self._preconditioner(run, risk.alpha)}
         try:
