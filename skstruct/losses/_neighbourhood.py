@@ -130,13 +130,9 @@ class NeighbourhoodDifferences:
         The gold parts; gradients are returned laid out like it.
     """
 
-    def __init__(self, rows, score_cols, part_cols, values, row_offsets, group_offsets,
-                 layout):
-        n_rows = int(row_offsets[-1])
-        self.matrix = sp.csr_matrix((values, (rows, score_cols)),
-                                    shape=(n_rows, layout.n_scores))
-        self.transposed = sp.csr_matrix((values, (part_cols, rows)),
-                                        shape=(layout.n_parts, n_rows))
+    def __init__(self, matrix, transposed, row_offsets, group_offsets, layout):
+        self.matrix = matrix
+        self.transposed = transposed
         self.row_offsets = np.asarray(row_offsets, dtype=np.int64)
         self.group_offsets = np.asarray(group_offsets, dtype=np.int64)
         self.group_owner = np.searchsorted(self.row_offsets, self.group_offsets[:-1],
@@ -192,7 +188,9 @@ class NeighbourhoodDifferences:
                              if name != "unary")
         cumulative = np.concatenate([[0.0], np.cumsum(sizes ** k * blocks)])
         counts = np.zeros(m, dtype=np.int64)
-        rows, score_cols, part_cols, values, group_keys = [], [], [], [], []
+        # one CSR block of rows per chunk (of D over the scores and over the parts), so
+        # that no list of coordinates of every nonzero is ever held
+        score_blocks, part_blocks, group_keys = [], [], []
         nonzeros = 0
         start = 0
         while start < m:
@@ -205,7 +203,6 @@ class NeighbourhoodDifferences:
             paths, chunk_counts = decoder.neighbours(chunk_scores, chunk_y, k)
             counts[start:stop] = chunk_counts
             n_layers = paths.shape[-1]
-            before = int(counts[:start].sum())
             if n_layers:
                 local = offsets[start:stop + 1] - offsets[start]
                 valid = np.arange(n_layers)[:, None] < chunk_counts[None, :]
@@ -224,6 +221,7 @@ class NeighbourhoodDifferences:
                 tiled = chunk_scores.take(np.tile(np.arange(n), n_layers))
                 parts = decoder.parts(tiled, filled.reshape((-1,) + chunk_y.shape[1:]))
                 chunk_rows = np.concatenate([[0], np.cumsum(chunk_counts)])[:-1]
+                rows, score_cols, part_cols, values = [], [], [], []
                 for name in layout.names:
                     lo, hi = layout.block(name, start, stop)
                     gold = np.ravel(getattr(template, name))[lo:hi]
@@ -234,13 +232,22 @@ class NeighbourhoodDifferences:
                         owner = np.searchsorted(bounds, col, side="right") - 1
                     else:
                         owner = col // layout.block_size(name)
-                    rows.append(before + chunk_rows[owner] + layer)
+                    rows.append(chunk_rows[owner] + layer)
                     values.append(flat[layer, col])
                     part_cols.append(layout.part_base[name] + lo + col)
                     within = col - owner * layout.block_size(name) if layout.shared[name] \
                         else lo + col
                     score_cols.append(layout.score_base[name] + within)
                     nonzeros += col.size
+                del parts, flat, filled, tiled, paths
+                rows, values = np.concatenate(rows), np.concatenate(values)
+                shape = (int(chunk_counts.sum()), layout.n_scores)
+                score_blocks.append(sp.csr_matrix(
+                    (values, (rows, np.concatenate(score_cols))), shape=shape))
+                part_blocks.append(sp.csr_matrix(
+                    (values, (rows, np.concatenate(part_cols))),
+                    shape=(shape[0], layout.n_parts)))
+                del rows, values, score_cols, part_cols
                 if max_bytes is not None:
                     needed = nonzeros * _BYTES_PER_NONZERO + 8 * int(counts[:stop].sum())
                     if needed > max_bytes:
@@ -259,13 +266,16 @@ class NeighbourhoodDifferences:
         starts = np.ones(position.shape[0], dtype=bool)
         starts[1:] = (owner[1:] != owner[:-1]) | (position[1:] != position[:-1])
         group_offsets = np.concatenate([np.flatnonzero(starts), [position.shape[0]]])
-
-        def joined(parts, dtype):
-            return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
-
-        return cls(joined(rows, np.int64), joined(score_cols, np.int64),
-                   joined(part_cols, np.int64), joined(values, np.float64), row_offsets,
-                   group_offsets, layout)
+        n_rows = int(row_offsets[-1])
+        matrix = (sp.vstack(score_blocks, format="csr") if score_blocks
+                  else sp.csr_matrix((n_rows, layout.n_scores)))
+        del score_blocks
+        by_parts = (sp.vstack(part_blocks, format="csr") if part_blocks
+                    else sp.csr_matrix((n_rows, layout.n_parts)))
+        del part_blocks
+        transposed = by_parts.T.tocsr()
+        del by_parts
+        return cls(matrix, transposed, row_offsets, group_offsets, layout)
 
     def softmax(self, scores, beta, grouped=False):
         """−log q_i of every example and the candidate probabilities p_r.
