@@ -113,9 +113,9 @@ def run_one(name, method, data_dir):
     return result
 
 
-def report(run):
+def report(run, label="latest"):
     lines = [
-        "# PerturbedMAPClassifier with its defaults on real data",
+        f"# PerturbedMAPClassifier with its defaults on real data (run `{label}`)",
         "",
         f"Command: `{run['command']}`; code {run['code']}; {run['machine']}.",
         "",
@@ -202,7 +202,8 @@ def main(argv=None):
             run["datasets"][name][method] = result
             print(name, method, result, flush=True)
     runs = record_run(args.output / f"{NAME}.json", args.label, run)
-    (args.output / f"{NAME}.md").write_text(report(runs[args.label]))
+    (args.output / f"{NAME}.md").write_text("\n".join(
+        report(one, label) for label, one in runs.items()))
     print(report(run))
     return run
 

@@ -190,7 +190,7 @@ class NeighbourhoodDifferences:
         counts = np.zeros(m, dtype=np.int64)
         # one CSR block of rows per chunk (of D over the scores and over the parts), so
         # that no list of coordinates of every nonzero is ever held
-        score_blocks, part_blocks, group_keys = [], [], []
+        score_blocks, part_blocks, positions = [], [], []
         nonzeros = 0
         start = 0
         while start < m:
@@ -214,10 +214,8 @@ class NeighbourhoodDifferences:
                 position = np.where(changed, np.arange(changed.shape[1])[None],
                                     changed.shape[1])
                 first = np.minimum.reduceat(position, local[:-1] * width, axis=1)
-                for j in range(n_layers):
-                    kept = np.flatnonzero(valid[j])
-                    if kept.size:
-                        group_keys.append((start + kept, j, first[j, kept]))
+                # rows are example-major: example e's neighbours j < counts[e] in order
+                positions.append(first.T[valid.T])
                 tiled = chunk_scores.take(np.tile(np.arange(n), n_layers))
                 parts = decoder.parts(tiled, filled.reshape((-1,) + chunk_y.shape[1:]))
                 chunk_rows = np.concatenate([[0], np.cumsum(chunk_counts)])[:-1]
@@ -258,9 +256,9 @@ class NeighbourhoodDifferences:
                             "raise max_memory or use candidates='proposal'.")
             start = stop
         row_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        position = np.zeros(int(row_offsets[-1]), dtype=np.int64)
-        for example, j, first in group_keys:
-            position[row_offsets[example] + j] = first
+        position = (np.concatenate(positions).astype(np.int64) if positions
+                    else np.zeros(0, np.int64))
+        del positions
         # a new group where the example or the first changed position changes
         owner = np.repeat(np.arange(m), counts)
         starts = np.ones(position.shape[0], dtype=bool)
