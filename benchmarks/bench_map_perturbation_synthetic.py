@@ -23,17 +23,24 @@ Setup (per structure and repeat):
   go to the first output in enumeration order.
 - 100 training and 100 test examples; ``--repeats`` repeats (the paper: 30).
 
-Methods (all: ℓ1 strength 0.01 by soft-thresholding after each step, 20 iterations with
-steps 1/√t from w = 0, as the paper prescribes for every method):
+Methods (all but CRF_NEIGHBOURHOOD: ℓ1 strength 0.01 by soft-thresholding after each
+step, 20 iterations with steps 1/√t from w = 0, as the paper prescribes for every method):
+
+``CRF_NEIGHBOURHOOD``
+    ``PerturbedMAPClassifier(decoder, k=radius)`` with its defaults: T_i = {y_i} ∪
+    N_k(y_i) listed once, the pseudo-likelihood over them (one softmax per changed
+    position), (1/(2m)) ‖w / β‖², L-BFGS (at most 300 iterations), no ℓ1.
 
 ``CRF_RANDOM``
-    ``PerturbedMAPClassifier`` (Algorithm 1 proposals: ⌈√m⌉ draws per example and
+    ``PerturbedMAPClassifier(candidates="proposal", objective="pooled")`` (Algorithm 1
+    proposals: ⌈√m⌉ draws per example and
     iteration, α = min(1, ‖w‖₁/√m), β = 1/log((r − 1)(√m − 1))), Hamming-1
     neighbourhoods for trees and DAGs, Hamming-2 for subsets (``k=2``: two k-subsets
     differ in an even number of elements, so a Hamming-1 neighbourhood is empty, every
     candidate set is the gold output alone and the gradient is 0 at w = 0).
 ``CRF_ALL``
-    ``PerturbedMAPClassifier(candidates="all")``: every output enumerated by ``top_k``,
+    ``PerturbedMAPClassifier(candidates="all", objective="pooled")``: every output
+    enumerated by ``top_k``,
     the exact CRF loss, same steps. ``TreeDecoder`` has no ``top_k``, so the trees use
     :class:`EnumeratedTreeDecoder` (below: ``top_k`` by scoring every tree of
     ``enumerate_trees``).
@@ -96,7 +103,7 @@ from skstruct.decoders._tree.decoder import enumerate_trees
 
 RESULTS = Path(__file__).parent / "results"
 STEM = "map_perturbation_synthetic"
-METHODS = ("CRF_RANDOM", "CRF_ALL", "SVM", "SVM_RANDOM")
+METHODS = ("CRF_NEIGHBOURHOOD", "CRF_RANDOM", "CRF_ALL", "SVM", "SVM_RANDOM")
 #: Figure 1 of the paper: CRF_RANDOM's speed-up over CRF_ALL.
 PAPER_SPEEDUP = {"trees": 20.0, "dags": 6.0, "subsets": 3.0}
 
@@ -323,12 +330,20 @@ def run_method(structure, method, data, args, seed):
     x, parts, _, _, _, _ = data
     rng = np.random.default_rng(seed)
     if method.startswith("CRF"):
-        decoder = (structure.learner_decoder() if method == "CRF_RANDOM"
-                   else structure.crf_all_decoder())
-        model = PerturbedMAPClassifier(
-            decoder=decoder, candidates="proposal" if method == "CRF_RANDOM" else "all",
-            k=structure.radius, l1=args.l1, max_iter=args.iterations, random_state=seed,
-            max_outputs=structure.outputs.shape[0])
+        decoder = (structure.crf_all_decoder() if method == "CRF_ALL"
+                   else structure.learner_decoder())
+        if method == "CRF_NEIGHBOURHOOD":  # the estimator's defaults
+            model = PerturbedMAPClassifier(decoder=decoder, k=structure.radius,
+                                           max_outputs=structure.outputs.shape[0])
+        else:
+            model = PerturbedMAPClassifier(
+                decoder=decoder, candidates="proposal" if method == "CRF_RANDOM" else "all",
+                objective="pooled", k=structure.radius, l1=args.l1,
+                max_iter=args.iterations, random_state=seed,
+                # the paper's steps 1/√t (over R², as before): the estimator's unit is
+                # β² / R²
+                learning_rate=1.0 / beta_of(structure, x.shape[0]) ** 2,
+                max_outputs=structure.outputs.shape[0])
         X, y = structure.to_estimator(x, parts)
         start = time.perf_counter()
         model.fit(X, y)
@@ -370,7 +385,7 @@ def run_structure(name, args):
             continue  # the data of the repeats another process runs (see --merge)
         data = (x, parts, index, x_test, None, index_test)
         for method in args.methods:
-            if method == "CRF_ALL" and repeat >= args.all_repeats:
+            if method in ("CRF_ALL", "CRF_RANDOM") and repeat >= args.all_repeats:
                 continue
             seconds, part_scores, extra = run_method(structure, method, data, args,
                                                      1000 * args.seed + repeat)
@@ -410,6 +425,10 @@ def structure_result(structure, args, beta, per_method, learner_extras):
         r = np.array(per_method["CRF_RANDOM"]["seconds"])[:a.size]  # the same repeats
         result["time_ratio_all_over_random"] = float(a.mean() / r.mean())
         result["time_ratio_median_per_repeat"] = float(np.median(a / r))
+    if "CRF_ALL" in summary and "CRF_NEIGHBOURHOOD" in summary:
+        a = np.array(per_method["CRF_ALL"]["seconds"])
+        r = np.array(per_method["CRF_NEIGHBOURHOOD"]["seconds"])[:a.size]
+        result["time_ratio_all_over_neighbourhood"] = float(a.mean() / r.mean())
     return result
 
 
@@ -458,7 +477,8 @@ def report(runs):
                   f"- command: `{run['command']}`; code: {run['code']}",
                   f"- machine: {run['machine']['cpu']}, {run['machine']['cores']} cores, "
                   f"numba threads {run['machine']['numba_threads']} (shared, loaded machine)",
-                  f"- {run['repeats']} repeats (CRF_ALL: the first {run['all_repeats']}), "
+                  f"- {run['repeats']} repeats (CRF_ALL and CRF_RANDOM: the first "
+                  f"{run['all_repeats']}), "
                   f"{run['train']} train / {run['test']} test "
                   f"examples, p = {run['n_features']} features per part, "
                   f"{run['iterations']} iterations, ℓ1 = {run['l1']}", "",
@@ -479,9 +499,15 @@ def report(runs):
             for method, entry in result.get("learners", {}).items():
                 lines += ["", f"{method}: training objective before the last step "
                           f"{_cell(entry['train_objective'])} ("
-                          + ("the randomized loss over the candidate sets T_i"
-                             if method == "CRF_RANDOM" else "the full CRF loss")
+                          + ({"CRF_RANDOM": "the randomized loss over the candidate sets T_i",
+                              "CRF_NEIGHBOURHOOD": "the L-BFGS risk: pseudo-likelihood "
+                              "over the neighbourhoods plus the L2 term"}.get(
+                                  method, "the full CRF loss"))
                           + f"), final α = min(1, ‖w‖₁/√m) {_cell(entry['alpha'])}"]
+            if result.get("time_ratio_all_over_neighbourhood") is not None:
+                lines += ["", "CRF_ALL / CRF_NEIGHBOURHOOD time: "
+                          f"{result['time_ratio_all_over_neighbourhood']:.1f}x (ratio of "
+                          "means over the repeats both ran)"]
             if ratio is not None:
                 lines += ["", f"CRF_ALL / CRF_RANDOM time: {ratio:.1f}x (ratio of means; "
                           f"median per repeat {result['time_ratio_median_per_repeat']:.1f}x)"
@@ -528,7 +554,8 @@ def main(argv=None):
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--all-repeats", type=int, default=None,
-                        help="run CRF_ALL on the first N repeats only (default: all)")
+                        help="run CRF_ALL and CRF_RANDOM on the first N repeats only "
+                        "(default: all)")
     parser.add_argument("--train", type=int, default=100)
     parser.add_argument("--test", type=int, default=100)
     parser.add_argument("--n-features", type=int, default=10,

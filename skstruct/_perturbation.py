@@ -1,11 +1,13 @@
 """Learning MAP-perturbation models from random candidate sets, without MAP calls."""
 
+import copy
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 
@@ -14,6 +16,7 @@ from .decoders import Decoder
 from .decoders._core.best_neighbour import best_neighbour_by_scan
 from .decoders._core.unary import PartsArithmetic
 from .features import feature_map_hook
+from .losses._neighbourhood import NeighbourhoodDifferences, NeighbourhoodLikelihoodLoss
 from .losses._randomized import RandomizedLikelihoodLoss, softmax_over_candidates
 from .optim._perturbed_ascent import TrainingDivergedError
 from .utils._parallel import n_jobs_threads
@@ -106,6 +109,32 @@ def _largest_squared_row_norm(X):
         initial=0.0))
 
 
+def objective_trouble(curve, window):
+    """Whether an objective curve (a loss, lower is better) ``rose`` (the mean of its
+    last ``window`` values above that of its first ``window``) and whether it
+    ``collapsed`` (``window`` values in a row after the first at most
+    :data:`COLLAPSED_OBJECTIVE`)."""
+    curve = np.asarray(curve, dtype=np.float64)
+    rose = curve.size >= 2 * window and \
+        np.mean(curve[-window:]) > np.mean(curve[:window]) + 1e-12
+    low = np.concatenate([[False], curve[1:] <= COLLAPSED_OBJECTIVE, [False]])
+    edges = np.flatnonzero(np.diff(low.astype(np.int8)))
+    runs = edges[1::2] - edges[::2]
+    return bool(rose), bool(runs.size and runs.max() >= window)
+
+
+def _squared_features(X):
+    """The feature rows of ``X`` with every value squared, in the container type of
+    ``X`` (rows without values, all 1.0, are their own squares)."""
+    if getattr(X, "indptr", None) is None:
+        return np.square(np.asarray(X, dtype=np.float64))
+    if getattr(X, "data", None) is None:
+        return X
+    squared = copy.copy(X)
+    squared.data = np.square(np.asarray(X.data, dtype=np.float64))
+    return squared
+
+
 def _filled(outputs, valid, y_encoded, offsets):
     """``outputs`` with the entries of the examples not ``valid`` replaced by the gold ones
     (no copy when every example is valid)."""
@@ -117,6 +146,13 @@ def _differs_from_gold(paths, y_encoded, offsets):
     shape (L, m), by exact comparison of the encoded outputs."""
     differs = (paths != y_encoded[..., None]).reshape(paths.shape[0], -1, paths.shape[-1])
     return np.logical_or.reduceat(differs.any(axis=1), offsets[:-1], axis=0).T
+
+
+#: Iterations over which a rising or collapsed objective of the stochastic ascent warns.
+RISING_WINDOW = 5
+
+#: An objective at most this small has collapsed (no competitor left in the sets).
+COLLAPSED_OBJECTIVE = 1e-12
 
 
 #: Enumerated outputs per batched ``parts`` call when the exact path builds its matrix.
@@ -252,88 +288,136 @@ class _CandidateSampler:
 
 
 class PerturbedMAPClassifier(LinearStructuredModel):
-    """A MAP-perturbation model learned from random candidate sets (no MAP calls).
+    """A MAP-perturbation model learned from candidate sets, without MAP calls.
 
     The predictor is f(x) = argmax_{y ∈ Y(x)} ⟨φ(x, y), w⟩ + γ_y with γ_y i.i.d.
     Gumbel(0, β), so that P(f(x) = y) = softmax(⟨φ(x, ·), w⟩ / β)_y, the CRF's
     distribution at temperature β (:meth:`sample` draws from it; :meth:`predict` returns
-    the MAP, γ = 0). Training maximizes the likelihood of the data under the model
-    restricted, for every example, to a small candidate set T_i: the gold output and
-    ⌈√m⌉ draws of a proposal that never calls the MAP decoder (Algorithm 1 of Ghoshal
-    & Honorio 2019): with probability ``uniform_start`` start from a uniform sample of
-    Y(x_i), else from y_i; scan the Hamming-``k`` neighbourhood of the start and keep the
-    best output seen (ties to the later one), which depends only on the order of the
-    scores. Each of ``max_iter`` iterations takes one step of size
-    ``learning_rate / (R² √t)`` along
+    the MAP, γ = 0). Training maximizes the likelihood of the data under that model
+    restricted, for every example, to a small candidate set T_i ∋ y_i, so that it needs
+    neither the MAP nor the marginals nor the partition function: only the decoder's
+    ``neighbours`` (or ``sample_uniform``) and ``parts``. One evaluation costs
+    O(Σ_i |T_i| × the parts a candidate changes), never O(|Y|).
 
-        g = Σ_i q_i (φ(x_i, y_i) − E_{p_i}[φ(x_i, ·)]) / (β Σ_i q_i),
+    **Default** (``candidates="neighbourhood"``, ``objective="pseudo_likelihood"``):
+    T_i = {y_i} ∪ N_k(y_i), the outputs within Hamming distance ``k`` of the gold one.
+    These sets do not depend on w, so their parts are listed once per fit (kept as
+    sparse differences from the gold parts, within ``max_memory``), and the neighbours
+    are grouped by the position they change (a token's tag, a label, a dependent's
+    head): the loss
 
-    the gradient of log (1/m) Σ_i q_i (weighted by ``sample_weight``), with p_i = softmax
-    over T_i of the scores / β and
-    q_i = p_i(y_i), then an ℓ1 proximal step (soft-thresholding by step × ``l1``).
-    R² = 1 + max_r ‖x_r‖² over the feature rows (examples, tokens or arcs; the 1 is the
-    intercept's): a step then moves every part score by at most about
-    ``learning_rate / √t`` times the gradient, whatever the scale of the features.
-    A step that still makes the weights or scores non-finite raises ``ValueError``
-    ("training diverged"). The steps are those of the registered solver
-    ``"perturbed_ascent"`` (:mod:`skstruct.optim`), which reports every iteration
-    (``verbose``, ``callback``) as the other estimators' solvers do.
+        ℓ_i(w) = −Σ_g log [ e^{θ_{y_i}/β} / (e^{θ_{y_i}/β} + Σ_{y ∈ N_ig} e^{θ_y/β}) ]
 
-    The decoder needs ``sample_uniform``, ``neighbours``, ``parts`` and
-    ``score_outputs`` for training (``map`` only for :meth:`predict`); chains,
-    multilabel sets, k-subsets, trees and DAGs provide them. ``decoder_calls_`` counts
-    the decoder operations of the last ``fit``: a training without MAP has
-    ``decoder_calls_["map"] == 0``.
+    is, for k = 1, Besag's pseudo-likelihood at temperature β (the per-label logistic
+    losses for multilabel vectors); ``objective="log_likelihood"`` takes one softmax over
+    the whole of T_i instead. The risk (1/Σ s) Σ_i s_i ℓ_i(w) + (l2 / 2) ‖w / β‖², convex,
+    is minimized by L-BFGS (``solver="lbfgs"``) in coordinates rescaled by the curvature
+    of every parameter (a diagonal preconditioner from the squared features), so that
+    neither the scale of the features nor β changes what it converges to or how fast.
+
+    **The paper's learner** (``candidates="proposal"``, ``objective="pooled"``, Algorithm 1
+    of Ghoshal & Honorio 2019, run with ``solver="perturbed_ascent"``): T_i is the gold
+    output and ⌈√m⌉ draws per iteration of a proposal that starts, with probability
+    ``uniform_start``, from a uniform sample of Y(x_i), else from y_i, and keeps the best
+    output of the start's Hamming-``k`` neighbourhood (ties to the later one); each of
+    ``max_iter`` iterations takes one step of size ``learning_rate β² / (R² √t)`` along
+
+        g = Σ_i c_i (φ(x_i, y_i) − E_{p_i}[φ(x_i, ·)]),
+
+    with p_i the softmax over T_i of the scores / β, q_i = p_i(y_i), c_i = ω_i q_i /
+    (β Σ_j ω_j q_j) (``"pooled"``: the gradient of log Σ_i ω_i q_i) or c_i = ω_i / β
+    (``"log_likelihood"``), minus the L2 term's, then an ℓ1 proximal step (soft-thresholding
+    by step × ``l1``). R² = 1 + max_r ‖x_r‖² over the feature rows: a step moves every
+    logit θ / β by at most about ``learning_rate / √t``, whatever the scale of the
+    features and β. The pooled objective weights every example by its q_i, so the
+    examples the model gets wrong hardly move it, and with ``uniform_start="auto"``
+    (α = min(1, ‖w‖₁ / √m), 1 as soon as the weights grow) the proposals of a large
+    output space end far from the gold outputs: the sets then hold no competitor, the
+    objective collapses to 0 and the model stops learning. A
+    :class:`~sklearn.exceptions.ConvergenceWarning` says so (and when the objective rises
+    for ``RISING_WINDOW`` iterations); a step that makes the weights or scores non-finite
+    raises ``ValueError`` ("training diverged").
+
+    Both solvers are registered (:mod:`skstruct.optim`) and report every iteration
+    (``verbose``, ``callback``) as the other estimators' solvers do. The decoder needs
+    ``neighbours`` and ``parts`` for the default training (``sample_uniform`` too for
+    the proposals, ``top_k`` for ``candidates="all"``; ``map`` only for :meth:`predict`);
+    chains, multiclass, multilabel sets, k-subsets, trees and DAGs provide them.
+    ``decoder_calls_`` counts the decoder operations of the last ``fit``: a training
+    without MAP has ``decoder_calls_["map"] == 0``.
 
     Parameters
     ----------
     decoder : Decoder, default=None
         Inferred from ``y`` as for :class:`StructuredSVM`.
     k : int, default=1
-        Hamming radius of the proposal's neighbourhood.
+        Hamming radius of the neighbourhoods (the candidate sets' or the proposal's).
+        k-subsets change in two positions per swap: use k >= 2 for them.
     n_candidates : "sqrt" or int, default="sqrt"
-        Proposal draws per example and iteration: ⌈√m⌉ for m training examples, as in
-        the paper, or a number.
-    candidates : {"proposal", "all"}, default="proposal"
+        ``candidates="proposal"``: proposal draws per example and iteration, ⌈√m⌉ for m
+        training examples, as in the paper, or a number.
+    candidates : {"neighbourhood", "proposal", "all"}, default="neighbourhood"
+        ``"neighbourhood"``: T_i = {y_i} ∪ N_k(y_i), listed once per fit.
+        ``"proposal"``: the paper's proposals, drawn anew at every iteration.
         ``"all"``: T_i = Y(x_i), every output (enumerated by ``top_k``; tiny problems
-        only), which is exact CRF training by the same steps (the paper's CRF_ALL). The
-        outputs are enumerated once per fit and their parts kept in one sparse matrix, so
-        a step costs two sparse products over (outputs × examples) rows (decoders whose
-        part containers hold one array; others re-enumerate at every step).
+        only), which is exact CRF training by the same steps (the paper's CRF_ALL); the
+        outputs are enumerated once per fit and their parts kept in one sparse matrix
+        (decoders whose part containers hold one array; others re-enumerate at every
+        step).
+    objective : {"auto", "pseudo_likelihood", "log_likelihood", "pooled"}, default="auto"
+        ``"pseudo_likelihood"`` (``"auto"`` with ``candidates="neighbourhood"``): one
+        softmax per changed position, as above. ``"log_likelihood"`` (``"auto"``
+        otherwise): Σ_i ω_i log q_i, one softmax over each T_i. ``"pooled"``: the
+        paper's log Σ_i ω_i q_i (stochastic ascent only).
+    solver : {"auto", "lbfgs", "perturbed_ascent"}, default="auto"
+        ``"lbfgs"`` for the fixed sets of ``candidates="neighbourhood"`` (``"auto"``
+        there), ``"perturbed_ascent"`` for the sets drawn at every step (``"auto"``
+        otherwise).
     beta : "auto" or float, default="auto"
         Gumbel scale β; ``"auto"`` is the paper's 1 / log((r − 1)(√m − 1)) with r the
-        largest number of outputs of an example (read from ``max_outputs``), clipped
-        to a positive value.
+        largest number of outputs of an example (read from the log-partition at zero
+        scores, or by enumeration up to ``max_outputs``), clipped to a positive value.
+        With the L2 term on w / β the predictions do not depend on it.
     uniform_start : "auto" or float in [0, 1], default="auto"
-        Probability that a proposal starts from a uniform sample of Y(x_i) rather than
-        from the gold output (the paper's α); ``"auto"`` is min(1, ‖w‖₁ / √m),
-        recomputed every iteration.
-    l1 : float, default=0.01
-        ℓ1 strength of the proximal step.
+        ``candidates="proposal"``: probability that a proposal starts from a uniform
+        sample of Y(x_i) rather than from the gold output (the paper's α); ``"auto"`` is
+        min(1, ‖w‖₁ / √m), recomputed every iteration.
+    l2 : "auto" or float, default="auto"
+        Strength of (l2 / 2) ‖w / β‖²; ``"auto"`` is 1 / Σ_i s_i (1 / m without
+        ``sample_weight``), the penalty of a logistic regression with C = 1 written as
+        a mean over the examples.
+    l1 : float, default=0.0
+        ℓ1 strength: of the proximal step (stochastic ascent; the paper's 0.01), or of
+        (l1 / β) ‖w‖₁ for L-BFGS, which then runs as OWL-QN (without the
+        preconditioner).
     learning_rate : float, default=1.0
-        Step size at t = 1, in units of 1 / R² (R² = 1 + the largest squared norm of a
-        feature row), so that it does not depend on the scale of the features; steps
-        decay as 1/√t.
-    max_iter : int, default=20
-        Gradient iterations (T).
+        Stochastic ascent: the step at t = 1, in units of β² / R² (R² = 1 + the largest
+        squared norm of a feature row); steps decay as 1/√t.
+    max_iter : int, default=None
+        Iterations: 300 for L-BFGS, 20 (the paper's T) for the stochastic ascent.
+    tol : float, default=1e-4
+        L-BFGS stops when the largest gradient entry (in the rescaled coordinates) is at
+        most ``tol``, or the objective's relative decrease is below ``tol * 1e-3``.
     max_outputs : int, default=100000
-        For ``candidates="all"``, ``beta="auto"`` and :meth:`sample`: the largest
-        number of outputs enumerated per example.
+        For ``candidates="all"``, ``beta="auto"`` without a log-partition and
+        :meth:`sample`: the largest number of outputs enumerated per example.
+    max_memory : float, default=2.0
+        ``candidates="neighbourhood"``: gigabytes the candidates' part differences may
+        take; past it ``fit`` raises ``MemoryError`` while listing them, before they are
+        all held.
     random_state : int, RandomState or None, default=None
-        The candidate draws.
+        The proposal draws (the default training draws nothing).
     verbose : int, default=0
-        Print one line per iteration (randomized loss, mean candidate-set size, nonzero
-        weights, elapsed time).
+        Print one line per iteration.
     warm_start : bool, default=False
         Start from the previous solution.
     n_jobs : int, default=None
-        Threads of the decoder's compiled kernels during ``fit`` (None or -1: all
-        cores; 0 is an error, as in joblib). The result does not depend on it.
+        Threads of the compiled kernels during ``fit`` (None or -1: all cores; 0 is an
+        error, as in joblib). The result does not depend on it.
     callback : callable, default=None
         Called as ``callback(n_iter, w, objective)`` after each iteration, with the flat
-        parameter vector ``w`` after the step and ``objective`` the randomized loss
-        before it (the iteration's entry of ``objective_curve_``); returning True stops
-        the training.
+        parameter vector ``w`` after the step and ``objective`` the iteration's entry of
+        ``objective_curve_``; returning True stops the training.
     alpha : "auto" or float in [0, 1], default="deprecated"
         Former name of ``uniform_start``; when given, it is used instead of
         ``uniform_start``.
@@ -349,7 +433,9 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         The Gumbel scale used.
     n_iter_ : int
     objective_curve_ : ndarray of shape (``n_iter_``,)
-        The randomized loss 1 − (1/m) Σ_i q_i before each step.
+        L-BFGS: the risk after each iteration. Stochastic ascent: before each step, the
+        loss of the iteration's candidate sets, 1 − Σ_i ω_i q_i (``"pooled"``) or
+        −Σ_i ω_i log q_i.
     decoder_calls_ : dict
         Calls of every decoder operation during the last ``fit``.
     output_kind_, classes_, decoder_, n_features_in_
@@ -358,6 +444,8 @@ class PerturbedMAPClassifier(LinearStructuredModel):
     ----------
     Ghoshal & Honorio (2019). Learning maximum-a-posteriori perturbation models for
     structured prediction in polynomial time. ICML.
+    Besag (1975). Statistical analysis of non-lattice data. Journal of the Royal
+    Statistical Society D, 24(3).
 
     Examples
     --------
@@ -365,7 +453,11 @@ class PerturbedMAPClassifier(LinearStructuredModel):
     >>> from skstruct import PerturbedMAPClassifier
     >>> X = np.array([[1., 0.], [0., 1.], [1., 1.], [0., 0.]])
     >>> Y = np.array([[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 1]])
-    >>> model = PerturbedMAPClassifier(random_state=0, max_iter=30).fit(X, Y)
+    >>> model = PerturbedMAPClassifier().fit(X, Y)
+    >>> model.predict(X[:3])
+    array([[1, 0, 0],
+           [0, 1, 0],
+           [1, 1, 0]])
     >>> model.decoder_calls_["map"]
     0
     """
@@ -376,13 +468,18 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         "decoder": [None, Decoder],
         "k": [Interval(Integral, 1, None, closed="left")],
         "n_candidates": [StrOptions({"sqrt"}), Interval(Integral, 1, None, closed="left")],
-        "candidates": [StrOptions({"proposal", "all"})],
+        "candidates": [StrOptions({"neighbourhood", "proposal", "all"})],
+        "objective": [StrOptions({"auto", "pseudo_likelihood", "log_likelihood", "pooled"})],
+        "solver": [StrOptions({"auto", "lbfgs", "perturbed_ascent"})],
         "beta": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "uniform_start": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="both")],
+        "l2": [StrOptions({"auto"}), Interval(Real, 0, None, closed="left")],
         "l1": [Interval(Real, 0, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [None, Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
         "max_outputs": [Interval(Integral, 1, None, closed="left")],
+        "max_memory": [Interval(Real, 0, None, closed="neither")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
@@ -392,19 +489,26 @@ class PerturbedMAPClassifier(LinearStructuredModel):
                   Hidden(StrOptions({"deprecated"}))],
     }
 
-    def __init__(self, decoder=None, *, k=1, n_candidates="sqrt", candidates="proposal",
-                 beta="auto", uniform_start="auto", l1=0.01, learning_rate=1.0,
-                 max_iter=20, max_outputs=100000, random_state=None, verbose=0,
-                 warm_start=False, n_jobs=None, callback=None, alpha="deprecated"):
+    def __init__(self, decoder=None, *, k=1, n_candidates="sqrt",
+                 candidates="neighbourhood", objective="auto", solver="auto",
+                 beta="auto", uniform_start="auto", l2="auto", l1=0.0, learning_rate=1.0,
+                 max_iter=None, tol=1e-4, max_outputs=100000, max_memory=2.0,
+                 random_state=None, verbose=0, warm_start=False, n_jobs=None,
+                 callback=None, alpha="deprecated"):
         self.decoder = decoder
         self.k = k
         self.n_candidates = n_candidates
         self.candidates = candidates
+        self.objective = objective
+        self.solver = solver
         self.beta = beta
         self.uniform_start = uniform_start
+        self.l2 = l2
         self.l1 = l1
         self.learning_rate = learning_rate
         self.max_iter = max_iter
+        self.tol = tol
+        self.max_memory = max_memory
         self.max_outputs = max_outputs
         self.random_state = random_state
         self.verbose = verbose
@@ -438,13 +542,45 @@ class PerturbedMAPClassifier(LinearStructuredModel):
                           "removed in 0.2; pass uniform_start instead.", FutureWarning)
 
     def _solver_name(self):
-        return "perturbed_ascent"
+        """``solver``; ``"auto"``: L-BFGS on the fixed neighbourhood sets of the
+        log-likelihood, else the stochastic ascent."""
+        objective = self._objective()
+        fixed = self.candidates == "neighbourhood" and objective != "pooled"
+        if objective == "pseudo_likelihood" and self.candidates != "neighbourhood":
+            raise ValueError(
+                "objective='pseudo_likelihood' groups the neighbours of the gold outputs "
+                "by the position they change: it needs candidates='neighbourhood'.")
+        solver = self.solver
+        if solver == "auto":
+            solver = "lbfgs" if fixed else "perturbed_ascent"
+        if solver == "lbfgs" and not fixed:
+            raise ValueError(
+                f"solver='lbfgs' minimizes the log-likelihood of the fixed candidate sets "
+                f"candidates='neighbourhood'; with candidates={self.candidates!r} and "
+                f"objective={objective!r} use solver='perturbed_ascent' (or 'auto').")
+        if solver == "perturbed_ascent" and self.candidates == "neighbourhood":
+            raise ValueError(
+                "solver='perturbed_ascent' draws candidate sets at every step: use "
+                "candidates='proposal' or 'all' with it, or solver='lbfgs' (or 'auto') "
+                "with candidates='neighbourhood'.")
+        return solver
+
+    def _objective(self):
+        """``objective``; ``"auto"``: the pseudo-likelihood with the neighbourhood
+        candidates, else the per-example log-likelihood."""
+        if self.objective != "auto":
+            return self.objective
+        return "pseudo_likelihood" if self.candidates == "neighbourhood" else \
+            "log_likelihood"
 
     def _decoder_needs(self):
-        needs = ([("top_k", "PerturbedMAPClassifier(candidates='all')")]
-                 if self.candidates == "all" else
-                 [("sample_uniform", "PerturbedMAPClassifier's proposal"),
-                  ("neighbours", "PerturbedMAPClassifier's proposal")])
+        if self.candidates == "all":
+            needs = [("top_k", "PerturbedMAPClassifier(candidates='all')")]
+        elif self.candidates == "neighbourhood":
+            needs = [("neighbours", "PerturbedMAPClassifier(candidates='neighbourhood')")]
+        else:
+            needs = [("sample_uniform", "PerturbedMAPClassifier's proposal"),
+                     ("neighbours", "PerturbedMAPClassifier's proposal")]
         return needs + [("parts", "PerturbedMAPClassifier")]
 
     def _initial_params(self, features, kind, classes, n_features):
@@ -454,39 +590,142 @@ class PerturbedMAPClassifier(LinearStructuredModel):
 
     def _prepare_training(self, run):
         """The decoder seen through a counter (``decoder_calls_``), the random generator
-        of the run and the candidate-set state drawn at ``run.w0``."""
+        of the run and the candidate-set state drawn at ``run.w0``; for
+        ``candidates="neighbourhood"`` the part differences of every gold output's
+        neighbours (:class:`~skstruct.losses._neighbourhood.NeighbourhoodDifferences`),
+        within ``max_memory``."""
         run.training_decoder = _CountingDecoder(run.decoder)
         run.rng = check_random_state(self.random_state)
         with n_jobs_threads(self.n_jobs):
             run.candidate_state = self._training_state(
                 run.training_decoder, run.features, run.batch, run.y_encoded, run.w0,
                 run.rng)
+            if self.candidates == "neighbourhood":
+                scores = run.features.scores(run.batch, run.w0)
+                try:
+                    run.differences = NeighbourhoodDifferences.build(
+                        run.training_decoder, scores, run.y_encoded,
+                        run.candidate_state["offsets"], self.k,
+                        max_bytes=self.max_memory * 1e9)
+                except TypeError as error:
+                    raise ValueError(
+                        f"{type(self).__name__}(candidates='neighbourhood') needs part "
+                        f"containers of one array ({error}); use candidates='proposal'."
+                    ) from error
+                except MemoryError as error:
+                    raise MemoryError(f"{type(self).__name__}: {error}") from error
+
+    def _l2(self, run):
+        """The L2 strength on w / β: ``l2``, or 1 / Σ_i s_i for ``"auto"`` (1 / m
+        without sample weights: a logistic regression's C = 1, as a mean over the
+        examples, so that a weight of 2 trains as a repeated example)."""
+        if self.l2 != "auto":
+            return float(self.l2)
+        total = float(np.sum(run.sample_weight))
+        return 1.0 / total if total > 0 else 1.0
 
     def _penalty(self, kind, features, batch, y_encoded, classes):
+        """None here: the L2 term (l2 / 2) ‖w / β‖² needs β, drawn with the training
+        state; :meth:`_run_solver` sets it (the risk's α = l2 / β²)."""
         return 0.0, {}
 
     def _training_loss(self, run):
         state = run.candidate_state
-        return RandomizedLikelihoodLoss(_CandidateSampler(self, state), state["beta"])
+        if self.candidates == "neighbourhood":
+            return NeighbourhoodLikelihoodLoss(
+                run.differences, state["beta"],
+                grouped=self._objective() == "pseudo_likelihood")
+        return RandomizedLikelihoodLoss(_CandidateSampler(self, state), state["beta"],
+                                        pooled=self._objective() == "pooled")
 
     def _training_options(self, run):
-        return dict(max_iter=self.max_iter, learning_rate=self.learning_rate,
-                    step_scale=self._step_scale(run.batch), l1=self.l1,
+        beta = run.candidate_state["beta"]
+        if run.solver == "lbfgs":
+            return dict(max_iter=300 if self.max_iter is None else self.max_iter,
+                        tol=self.tol, verbose=self.verbose, callback=self.callback,
+                        l1=self.l1 / beta)
+        return dict(max_iter=20 if self.max_iter is None else self.max_iter,
+                    learning_rate=self.learning_rate,
+                    step_scale=self._step_scale(run.batch) / beta ** 2, l1=self.l1,
                     random_state=run.rng, verbose=self.verbose, callback=self.callback)
 
     def _run_solver(self, run, risk, options):
+        """The solver's result, with the risk's L2 strength α = l2 / β² (the penalty
+        (l2 / 2) ‖w / β‖² on the natural parameters w / β of P(y | x) ∝ exp(θ_y / β))."""
+        beta = run.candidate_state["beta"]
+        risk.alpha = self._l2(run) / beta ** 2
+        if run.solver == "lbfgs" and options.get("l1", 0.0) == 0:
+            options = {**options, "preconditioner": self._preconditioner(run, risk.alpha)}
         try:
             return super()._run_solver(run, risk, options)
         except TrainingDivergedError as error:
             raise ValueError(f"{type(self).__name__}: {error}") from error
 
+    def _preconditioner(self, run, alpha):
+        """D_p = 1 / sqrt(h_p), h_p = (1 / (m β²)) Σ_r Σ_{parts a changed by candidate r}
+        |d_ra| x_{a,p}² + α: the curvature of parameter p if every candidate had
+        probability one (through the feature map's transpose at the squared features),
+        plus the L2 term's. It makes L-BFGS's progress independent of each feature's
+        scale (:class:`~skstruct.optim._preconditioning.DiagonallyPreconditionedRisk`);
+        the minimizer is unchanged."""
+        self._step_scale(run.batch)  # raises for features whose squares overflow
+        parts = run.differences.changed_parts()
+        squared = copy.copy(run.batch)
+        squared.X = _squared_features(run.batch.X)
+        m = max(1, run.batch.n_sequences)
+        beta = run.candidate_state["beta"]
+        curvature = np.asarray(run.features.transpose(squared, parts), dtype=np.float64)
+        curvature = np.abs(curvature) / (m * beta ** 2) + alpha
+        if not np.all(np.isfinite(curvature)):
+            raise ValueError(
+                f"{type(self).__name__}: the squared features overflow (features of "
+                "about 1e154 or more); scale the features.")
+        return 1.0 / np.sqrt(np.maximum(curvature, np.finfo(np.float64).tiny))
+
     def _warn_after_training(self, run, result):
+        if self.candidates == "neighbourhood" and run.differences.n_candidates == 0:
+            warnings.warn(
+                f"No output lies within Hamming distance k={self.k} of the gold ones (a "
+                "k-subset changes in two positions per swap: use k >= 2), so every "
+                "candidate set held the gold output alone, the gradient was zero and the "
+                "model did not learn.", UserWarning)
+            return
+        if run.solver == "lbfgs":
+            if not result.converged:
+                warnings.warn(
+                    f"{type(self).__name__} did not converge in {result.n_iter} L-BFGS "
+                    f"iterations ({result.message}); increase max_iter or tol.",
+                    ConvergenceWarning)
+            return
         if self.candidates == "proposal" and result.extra["largest_candidate_set"] == 1:
             warnings.warn(
                 f"Every candidate set held the gold output alone: no output lies within "
                 f"Hamming distance k={self.k} of the gold ones (a k-subset changes in two "
                 "positions per swap: use k >= 2), so the gradient was zero and the model "
                 "did not learn.", UserWarning)
+            return
+        self._warn_on_curve(np.asarray(result.objective_curve))
+
+    def _warn_on_curve(self, curve):
+        """A ConvergenceWarning when the stochastic ascent's objective rose (the mean
+        of its last ``RISING_WINDOW`` values above that of its first) or collapsed to 0
+        for ``RISING_WINDOW`` iterations in a row after the first."""
+        rose, collapsed = objective_trouble(curve, RISING_WINDOW)
+        if rose:
+            warnings.warn(
+                f"{type(self).__name__}: the training objective rose over the iterations "
+                f"(mean of the first {RISING_WINDOW}: {np.mean(curve[:RISING_WINDOW]):.4g}, "
+                f"of the last {RISING_WINDOW}: {np.mean(curve[-RISING_WINDOW:]):.4g}): the "
+                f"steps overshoot; lower learning_rate (now {self.learning_rate:g}) or use "
+                "the default candidates='neighbourhood'.", ConvergenceWarning)
+        if collapsed:
+            warnings.warn(
+                f"{type(self).__name__}: the training objective collapsed to 0 for "
+                f"{RISING_WINDOW} iterations or more: the candidate sets held no output that "
+                "competes with the gold ones (proposals that start from uniform samples of "
+                "a large output space end far from them), so the gradient vanished; use "
+                "candidates='neighbourhood' (the default), lower uniform_start or lower "
+                "learning_rate.", ConvergenceWarning)
 
     def _store_results(self, run, result):
         self.beta_ = run.candidate_state["beta"]

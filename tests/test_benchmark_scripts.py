@@ -114,11 +114,13 @@ def test_map_perturbation_synthetic_quick_runs_every_method(tmp_path):
     run, stored = run_quick(module, tmp_path, "--structures", "subsets")
     result = stored["structures"]["subsets"]
     assert result["n_outputs"] == 1365 and result["d"] == 150 and result["s"] == 12
-    assert list(result["methods"]) == ["CRF_RANDOM", "CRF_ALL", "SVM", "SVM_RANDOM"]
+    assert list(result["methods"]) == ["CRF_NEIGHBOURHOOD", "CRF_RANDOM", "CRF_ALL", "SVM",
+                                       "SVM_RANDOM"]
     for entry in result["methods"].values():
         assert 0.0 <= entry["crf_loss"]["mean"] <= 1.0
         assert 0.0 <= entry["hamming"]["mean"] <= 1.0
         assert entry["seconds"]["mean"] > 0
     assert result["time_ratio_all_over_random"] > 0
+    assert result["time_ratio_all_over_neighbourhood"] > 0
     plotted = (tmp_path / f"{module.STEM}.png").exists()
     assert plotted == (importlib.util.find_spec("matplotlib") is not None)

@@ -32,7 +32,8 @@ def _exact_crf_loss(model, X, Y):
 
 def test_training_calls_no_map_and_counts_the_decoder_operations():
     X, Y = _multilabel_data()
-    model = PerturbedMAPClassifier(max_iter=5, random_state=0).fit(X, Y)
+    model = PerturbedMAPClassifier(candidates="proposal", max_iter=5,
+                                   random_state=0).fit(X, Y)
     calls = model.decoder_calls_
     assert calls["map"] == 0 and calls["top_k"] == 0 and calls["loss_augmented_map"] == 0
     assert calls["neighbours"] == 5 * int(np.ceil(np.sqrt(40)))
@@ -47,7 +48,8 @@ def test_all_candidates_loss_is_the_crf_loss():
     np.testing.assert_allclose(model.randomized_loss(X, Y, candidates="all"),
                                _exact_crf_loss(model, X, Y), rtol=1e-10)
     # and training on all candidates records that loss before each step
-    exact = PerturbedMAPClassifier(candidates="all", max_iter=1, l1=0.0).fit(X, Y)
+    exact = PerturbedMAPClassifier(candidates="all", objective="pooled", max_iter=1,
+                                   l1=0.0).fit(X, Y)
     np.testing.assert_allclose(exact.objective_curve_[0], 1.0 - 1.0 / 2 ** Y.shape[1])
 
 
@@ -64,8 +66,10 @@ def test_randomized_loss_never_exceeds_the_full_loss():
 def test_all_candidates_step_is_the_gradient_of_the_log_likelihood_of_the_data():
     """From w = 0 one step of size 1 without ℓ1 moves w to ∇ log (1/m) Σ_i q_i(0)."""
     X, Y = _multilabel_data(n=12, n_labels=3)
-    unit_step = 1.0 + np.max(np.sum(X ** 2, axis=1))  # steps are learning_rate / R²
-    model = PerturbedMAPClassifier(candidates="all", max_iter=1, l1=0.0, beta=0.7,
+    # steps are learning_rate β² / R²
+    unit_step = (1.0 + np.max(np.sum(X ** 2, axis=1))) / 0.7 ** 2
+    model = PerturbedMAPClassifier(candidates="all", objective="pooled", max_iter=1,
+                                   l1=0.0, l2=0.0, beta=0.7,
                                    learning_rate=unit_step).fit(X, Y)
     w1 = model._params()
     features = model._features()
@@ -86,7 +90,8 @@ def test_all_candidates_step_is_the_gradient_of_the_log_likelihood_of_the_data()
 
 def test_reproducible_under_random_state():
     X, Y = _multilabel_data(seed=2)
-    fits = [PerturbedMAPClassifier(max_iter=8, random_state=seed, uniform_start=0.5)
+    fits = [PerturbedMAPClassifier(candidates="proposal", max_iter=8, random_state=seed,
+                                   uniform_start=0.5)
             .fit(X, Y) for seed in (3, 3, 4)]
     np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
     assert not np.array_equal(fits[0].coef_, fits[2].coef_)
@@ -174,7 +179,7 @@ def test_sample_weight_zero_drops_an_example_from_the_exact_steps():
     X, Y = _multilabel_data(n=12, n_labels=3)
     weights = np.ones(12)
     weights[:4] = 0.0
-    model = dict(candidates="all", max_iter=3, beta=0.7, l1=0.0)
+    model = dict(candidates="all", max_iter=3, beta=0.7, l1=0.0, l2=0.0)
     weighted = PerturbedMAPClassifier(**model).fit(X, Y, sample_weight=weights)
     dropped = PerturbedMAPClassifier(**model).fit(X[4:], Y[4:])
     np.testing.assert_allclose(weighted.coef_, dropped.coef_, atol=1e-12)
@@ -196,7 +201,8 @@ def test_chain_best_neighbour_kernel_gives_the_fit_of_listing_the_neighbours():
         features[np.arange(length), states] += 1.0
         X.append(features)
         y.append(np.array(["A", "B", "C"])[states])
-    params = dict(max_iter=8, random_state=0, uniform_start=0.5, learning_rate=0.5)
+    params = dict(candidates="proposal", max_iter=8, random_state=0, uniform_start=0.5,
+                  learning_rate=0.5)
     direct = PerturbedMAPClassifier(ChainDecoder(), **params).fit(X, y)
     listing = PerturbedMAPClassifier(ListingChainDecoder(), **params).fit(X, y)
     assert direct.decoder_calls_["best_neighbour"] == 8 * 6
@@ -217,7 +223,10 @@ def test_empty_neighbourhoods_warn_that_nothing_was_learned():
     Y[:, :2] = 1
     with pytest.warns(UserWarning, match="k >= 2"):
         model = PerturbedMAPClassifier(SubsetDecoder(k=2), k=1, max_iter=3,
-                                       random_state=0).fit(X, Y)
+                                       candidates="proposal", random_state=0).fit(X, Y)
+    assert not np.any(model.coef_)
+    with pytest.warns(UserWarning, match="k >= 2"):
+        model = PerturbedMAPClassifier(SubsetDecoder(k=2), k=1).fit(X, Y)
     assert not np.any(model.coef_)
 
 

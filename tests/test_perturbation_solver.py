@@ -51,7 +51,7 @@ def test_the_solver_is_registered_for_the_randomized_likelihood():
 
 def test_fit_trains_through_the_registered_solver_and_stores_its_result(recorded_runs):
     X, Y = _multilabel_data()
-    model = PerturbedMAPClassifier(max_iter=4, random_state=0, learning_rate=0.5,
+    model = PerturbedMAPClassifier(candidates="proposal", max_iter=4, random_state=0, learning_rate=0.5,
                                    l1=0.02).fit(X, Y)
     assert len(recorded_runs) == 1
     options, result = recorded_runs[0]
@@ -82,20 +82,20 @@ def test_callback_is_called_once_per_iteration_with_the_documented_arguments():
 
 def test_a_callback_returning_true_stops_after_that_iteration(recorded_runs):
     X, Y = _multilabel_data()
-    stopped = PerturbedMAPClassifier(max_iter=10, random_state=0,
+    stopped = PerturbedMAPClassifier(candidates="proposal", max_iter=10, random_state=0,
                                      callback=lambda n_iter, w, objective: n_iter == 3)
     stopped.fit(X, Y)
     assert stopped.n_iter_ == 3 and stopped.objective_curve_.shape == (3,)
     assert recorded_runs[-1][1].converged
     assert recorded_runs[-1][1].message == "stopped by callback"
     # the same draws as a run of 3 iterations
-    three = PerturbedMAPClassifier(max_iter=3, random_state=0).fit(X, Y)
+    three = PerturbedMAPClassifier(candidates="proposal", max_iter=3, random_state=0).fit(X, Y)
     np.testing.assert_array_equal(stopped.coef_, three.coef_)
 
 
 def test_verbose_prints_one_progress_line_per_iteration(capsys):
     X, Y = _multilabel_data()
-    PerturbedMAPClassifier(max_iter=4, random_state=0, verbose=1).fit(X, Y)
+    PerturbedMAPClassifier(candidates="proposal", max_iter=4, random_state=0, verbose=1).fit(X, Y)
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 4
     for n, line in enumerate(lines, start=1):
@@ -105,7 +105,7 @@ def test_verbose_prints_one_progress_line_per_iteration(capsys):
 
 def test_uniform_start_is_the_probability_of_a_uniform_start():
     X, Y = _multilabel_data()
-    params = dict(max_iter=4, random_state=0)
+    params = dict(candidates="proposal", max_iter=4, random_state=0)
     never = PerturbedMAPClassifier(uniform_start=0.0, **params).fit(X, Y)
     always = PerturbedMAPClassifier(uniform_start=1.0, **params).fit(X, Y)
     assert never.decoder_calls_["sample_uniform"] == 0

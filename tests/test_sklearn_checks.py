@@ -23,7 +23,8 @@ _SAMPLE_WEIGHT_CHECKS = ("check_sample_weight_equivalence_on_dense_data",
                          "check_sample_weight_equivalence_on_sparse_data")
 # The randomized learner draws ceil(sqrt(m)) candidates per example, with m the number of
 # examples: repeating an example changes m, and so the candidate sets.
-_CANDIDATES = "candidate sets depend on the number of examples, which repeating changes"
+_CANDIDATES = ("beta (and the paper's candidate sets) depend on the number of examples, "
+               "which repeating changes")
 # partial_fit takes the labels of the whole stream (classes) on its first call, as
 # SGDClassifier's does; scikit-learn passes them to classifiers only, and these estimators
 # are not tagged classifiers (tests/test_partial_fit.py runs the check with classes).

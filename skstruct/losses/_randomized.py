@@ -89,6 +89,11 @@ class RandomizedLikelihoodLoss(TrainingLoss):
         (L + 1, m), a part container laid out like ``scores``.
     beta : float
         The temperature β > 0 (the Gumbel scale of the perturbation model).
+    pooled : bool, default=True
+        True: ascend log Σ_i ω_i q_i (the paper's objective; examples weighted by
+        c_i = ω_i q_i / (β Σ_j ω_j q_j), so that an example whose gold output is
+        improbable hardly moves the model); False: ascend Σ_i ω_i log q_i, the
+        log-likelihood of every example (c_i = ω_i / β), reported as its negative.
 
     Examples
     --------
@@ -104,9 +109,10 @@ class RandomizedLikelihoodLoss(TrainingLoss):
 
     solver_family = "randomized_likelihood"
 
-    def __init__(self, candidates, beta):
+    def __init__(self, candidates, beta, pooled=True):
         self.candidates = candidates
         self.beta = beta
+        self.pooled = pooled
 
     def ascent(self, decoder, scores, y_true, weights, w, random_state):
         """The loss and the ascent direction of log Σ_i ω_i q_i on fresh candidate sets.
@@ -127,7 +133,7 @@ class RandomizedLikelihoodLoss(TrainingLoss):
         Returns
         -------
         value : float
-            1 − Σ_i ω_i q_i on the drawn sets.
+            1 − Σ_i ω_i q_i on the drawn sets (``pooled``), else −Σ_i ω_i log q_i.
         direction : part container laid out like ``scores``
             ∇ log Σ_i ω_i q_i with respect to the part scores.
         set_sizes : ndarray of shape (m,), int
@@ -142,8 +148,12 @@ class RandomizedLikelihoodLoss(TrainingLoss):
         set_sizes = np.sum(sets.keep, axis=0)
         p, log_q = softmax_over_candidates(sets.theta, sets.keep, self.beta,
                                            return_log_gold=True)
-        value = 1.0 - float(weights @ p[0])
-        scale = likelihood_weights(weights, log_q, self.beta)
+        if self.pooled:
+            value = 1.0 - float(weights @ p[0])
+            scale = likelihood_weights(weights, log_q, self.beta)
+        else:
+            value = -float(weights @ log_q)
+            scale = np.asarray(weights, dtype=np.float64) / self.beta
         if not np.all(np.isfinite(scale)):
             raise FloatingPointError("the scores / beta overflow")
         layer_weights = -scale * p

@@ -26,7 +26,8 @@ def _diverged(t, what, learning_rate):
 
 def perturbed_ascent(risk, w0, *, max_iter=20, learning_rate=1.0, step_scale=1.0, l1=0.0,
                      random_state=None, verbose=0, callback=None, printer=print):
-    """Maximize log Σ_i ω_i q_i(w) − ``l1`` ‖w‖₁ by stochastic proximal ascent.
+    """Maximize log Σ_i ω_i q_i(w) (or Σ_i ω_i log q_i(w)) − (α / 2) ‖w‖² − ``l1`` ‖w‖₁
+    by stochastic proximal ascent, α the risk's L2 strength.
 
     Each iteration t = 1 .. ``max_iter`` draws new candidate sets, takes the ascent
     direction g_t of the randomized likelihood on them
@@ -99,7 +100,10 @@ def perturbed_ascent(risk, w0, *, max_iter=20, learning_rate=1.0, step_scale=1.0
             raise _diverged(t - 1, str(error), learning_rate) from error
         largest_set = max(largest_set, int(set_sizes.max()))
         step = learning_rate / (step_scale * np.sqrt(t))
-        w = _soft_threshold(w + step * features.transpose(batch, direction), step * l1)
+        gradient = features.transpose(batch, direction)
+        if risk.alpha:
+            gradient = gradient - risk.alpha * w
+        w = _soft_threshold(w + step * gradient, step * l1)
         if not np.all(np.isfinite(w)):
             raise _diverged(t, "the weights are no longer finite", learning_rate)
         if progress.report(w, value, candidates=float(np.mean(set_sizes)),

@@ -66,7 +66,9 @@ class SolverSpec:
         fit when warm starting, and for smooth losses ``l1``, the strength of an L1 term
         added to the risk, and ``fixed``, a boolean mask of parameters held at zero, or
         None; for the randomized likelihood ``learning_rate``, ``step_scale`` and
-        ``l1``); the adapter takes what its solver uses and ignores the
+        ``l1``; for the quasi-Newton solvers ``preconditioner``, a positive vector D
+        of one entry per parameter or None: they then minimize F(D v) and return
+        w = D v); the adapter takes what its solver uses and ignores the
         rest, and puts solver-specific results in the result's ``duality_gaps`` and
         ``extra`` (``extra["t"]``: the step counter an estimator stores as ``t_``).
     losses : frozenset of str

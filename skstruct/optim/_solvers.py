@@ -16,6 +16,7 @@ from ._cutting_plane import minimize_cutting_plane
 from ._lbfgs import minimize_lbfgs, minimize_lbfgsb
 from ._owlqn import _masked, minimize_owlqn
 from ._perturbed_ascent import perturbed_ascent
+from ._preconditioning import run_preconditioned
 from ._registry import loss_family, register_solver
 from ._subgradient import minimize_subgradient, perceptron
 from ._svrg import minimize_svrg
@@ -138,10 +139,17 @@ def _blas_for(risk):
 
 def _quasi_newton(minimize, l1_fallback=None):
     """The adapter of a smooth quasi-Newton solver; with an L1 term (``options["l1"]`` >
-    0), ``l1_fallback`` runs instead (L-BFGS hands over to its orthant-wise form)."""
+    0), ``l1_fallback`` runs instead (L-BFGS hands over to its orthant-wise form). With
+    ``options["preconditioner"]`` (a positive vector D, one entry per parameter, and no
+    L1 term) it minimizes F(D v) instead and returns w = D v
+    (:func:`~._preconditioning.run_preconditioned`)."""
     def run(risk, w0, options):
         if options.get("l1", 0.0) > 0:
             return l1_fallback(risk, w0, options)
+        scale = options.get("preconditioner")
+        if scale is not None:
+            return run_preconditioned(run, risk, w0, scale,
+                                      {**options, "preconditioner": None})
         fun, w0 = _smooth_part(risk, w0, options)
         with _blas_for(risk):
             return minimize(fun, w0, **_pick(options, "max_iter", "tol", "verbose",
