@@ -150,11 +150,8 @@ def run_skstruct(method, X, y, lam, seed, epochs, w0):
 def run_reference(method, ifo, lam, seed, epochs, w0):
     from casimir import optim
 
-    n = len(ifo)
     reg = [optim.L2Penalty(lam)]
     m = METHODS[method]
-    marks = []
-    start = [time.perf_counter(), time.process_time()]
     if method == "bcfw":
         ifo.update_smoothing_coefficient(None)
         model, logs = optim.block_coordinate_frank_wolfe_optimize(
@@ -189,7 +186,6 @@ def run_reference(method, ifo, lam, seed, epochs, w0):
             optim_options=options)
         cpu_marks.append(time.process_time())
         cpu = np.diff(cpu_marks).tolist()  # includes the logging's objective pass
-    del start, marks
     objective = [float(row[1]) for row in logs[1:]]
     wall = [float(row[-1]) for row in logs[1:]]  # the reference's own epoch timer
     return dict(objective=objective, wall=wall, cpu=cpu, w=np.asarray(model))
