@@ -204,7 +204,7 @@ def main(argv=None):
     runs = record_run(args.output / f"{NAME}.json", args.label, run)
     (args.output / f"{NAME}.md").write_text("\n".join(
         report(one, label) for label, one in runs.items()))
-    print(report(run))
+    print(report(run, args.label))
     return run
 
 

@@ -32,14 +32,14 @@ step, 20 iterations with steps 1/√t from w = 0, as the paper prescribes for ev
     position), (1/(2m)) ‖w / β‖², L-BFGS (at most 300 iterations), no ℓ1.
 
 ``CRF_RANDOM``
-    ``PerturbedMAPClassifier(candidates="proposal", objective="pooled")`` (Algorithm 1
+    ``PerturbedMAPClassifier(candidates="proposal", objective="pooled", l2=0)`` (Algorithm 1
     proposals: ⌈√m⌉ draws per example and
     iteration, α = min(1, ‖w‖₁/√m), β = 1/log((r − 1)(√m − 1))), Hamming-1
     neighbourhoods for trees and DAGs, Hamming-2 for subsets (``k=2``: two k-subsets
     differ in an even number of elements, so a Hamming-1 neighbourhood is empty, every
     candidate set is the gold output alone and the gradient is 0 at w = 0).
 ``CRF_ALL``
-    ``PerturbedMAPClassifier(candidates="all", objective="pooled")``: every output
+    ``PerturbedMAPClassifier(candidates="all", objective="pooled", l2=0)``: every output
     enumerated by ``top_k``,
     the exact CRF loss, same steps. ``TreeDecoder`` has no ``top_k``, so the trees use
     :class:`EnumeratedTreeDecoder` (below: ``top_k`` by scoring every tree of
@@ -338,7 +338,7 @@ def run_method(structure, method, data, args, seed):
         else:
             model = PerturbedMAPClassifier(
                 decoder=decoder, candidates="proposal" if method == "CRF_RANDOM" else "all",
-                objective="pooled", k=structure.radius, l1=args.l1,
+                objective="pooled", k=structure.radius, l1=args.l1, l2=0.0,
                 max_iter=args.iterations, random_state=seed,
                 # the paper's steps 1/√t (over R², as before): the estimator's unit is
                 # β² / R²
