@@ -155,8 +155,8 @@ def main():
         "`FactorGraphDecoder.estimate_memory(n_examples)['fit_bytes']`, what the fit "
         "compares with `max_memory` (default 2 GiB) before allocating; the fits here run "
         "with no limit, to measure. Decoder: ADMM max_iter=200, tol=1e-4.", "",
-        f"Command: `PYTHONPATH=. python benchmarks/bench_factor_graph_memory.py "
-        f"--max-iter {args.max_iter}`", "",
+        "Command: `PYTHONPATH=. python benchmarks/bench_factor_graph_memory.py "
+        + " ".join(sys.argv[1:]) + "`", "",
         "| data set | learner | examples | labels | PAIR factors | peak (MiB) | estimate "
         "(MiB) | estimate / peak | estimate per example (KiB) | per example and factor "
         "(bytes) | fit wall / CPU (s) |",
