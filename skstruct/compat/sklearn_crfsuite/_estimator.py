@@ -1,8 +1,9 @@
 """sklearn-crfsuite's ``CRF`` on skstruct's CRF: CRFsuite's objective and parameter set."""
 
+import copy
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from numbers import Integral, Real
 
 import numpy as np
@@ -13,6 +14,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from ..._crf import CRF as _SkstructCRF
+from ..._ssvm import StructuredPerceptron, StructuredSVM
 from ...preprocessing import SequenceVectorizer
 from ...utils._sequences import check_sequences
 from . import metrics
@@ -23,14 +25,28 @@ __all__ = ["CRF", "crfsuite_penalty"]
 #: by its own tests, skstruct's by ``tol``).
 DEFAULT_MAX_ITER = 1000
 
-#: Parameters of CRFsuite's other algorithms or of its L-BFGS internals: accepted for
-#: the signature, but an error at ``fit`` unless left at None.
+#: Parameters of CRFsuite's algorithms or of its L-BFGS internals: accepted for the
+#: signature, but an error at ``fit`` unless left at None or used by the algorithm
+#: (:data:`ALGORITHM_PARAMETERS`).
 _UNSUPPORTED = (
     "num_memories", "epsilon", "period", "delta", "linesearch", "max_linesearch",
     "calibration_eta", "calibration_rate", "calibration_samples",
     "calibration_candidates", "calibration_max_trials", "pa_type", "c",
-    "error_sensitive", "averaging", "variance", "gamma", "model_filename", "trainer_cls",
+    "error_sensitive", "averaging", "variance", "gamma", "trainer_cls",
 )
+
+#: The CRFsuite parameters each algorithm reads (beyond ``max_iterations``, ``verbose``
+#: and ``tol``), and the skstruct learner it trains.
+ALGORITHM_PARAMETERS = {
+    "lbfgs": ("c1", "c2", "all_possible_states", "all_possible_transitions"),
+    "l2sgd": ("c2",),
+    "ap": (),
+    "pa": ("c", "pa_type", "error_sensitive", "averaging"),
+}
+
+#: CRFsuite's default ``max_iterations`` of each algorithm (L-BFGS: no limit, here
+#: :data:`DEFAULT_MAX_ITER`).
+ALGORITHM_MAX_ITER = {"lbfgs": None, "l2sgd": 1000, "ap": 100, "pa": 100}
 
 
 def crfsuite_penalty(c1, c2, n_sequences):
@@ -211,6 +227,35 @@ def _vectorize(vectorizer, X, fit):
         return method(flat)
 
 
+def _sequences(X, name):
+    """``X`` as a list of sequences: a generator or other one-pass iterable is read once
+    (python-crfsuite's trainer reads it once too, appending sequence by sequence)."""
+    if isinstance(X, (str, Mapping)):
+        raise ValueError(f"{name} must be a list or a generator of sequences.")
+    if isinstance(X, Iterator) or not hasattr(X, "__len__"):
+        try:
+            X = list(X)
+        except TypeError:
+            raise ValueError(f"{name} must be a list or a generator of sequences; got "
+                             f"{type(X).__name__}.") from None
+    return X
+
+
+def _vectorize_training(vectorizer, X, y):
+    """The training sequences vectorized (fitting ``vectorizer``), and ``y`` as a list.
+
+    ``X`` and ``y`` may be lists or generators; each is read once, then the token
+    features are vectorized in one more pass over the sequences (two passes at most)."""
+    X, y = _sequences(X, "X"), _sequences(y, "y")
+    if len(X) == 0:
+        raise ValueError("X must be a non-empty list of sequences of token features.")
+    if len(y) != len(X):
+        raise ValueError(
+            f"y must be a list of label sequences, one per sequence of X ({len(X)}).")
+    Xv = _vectorize(vectorizer, X, fit=True)
+    return Xv, y
+
+
 def _attribute_names(vectorizer):
     """python-crfsuite's name of every column: ``key:value`` for a string value, ``key``
     for a number (a boolean is the number 0 or 1)."""
@@ -223,6 +268,33 @@ def _attribute_names(vectorizer):
     for key, column in by_key.items():
         names[column] = key
     return names
+
+
+def _marginals(estimator, X):
+    """Per-token label marginals of a fitted chain model, whatever trained it: CRFsuite's
+    tagger computes them from any model's weights (the averaged perceptron's and
+    passive-aggressive's too), as those of the CRF with these weights."""
+    own = getattr(estimator, "predict_marginals", None)
+    if own is not None:
+        return own(X)
+    batch = estimator._validate_prediction_data(X)
+    _, marginals = estimator.decoder_.marginals(estimator._scores(batch))
+    return estimator._fitted_kind().unary_to_user(marginals.unary, batch)
+
+
+def _log_probabilities(estimator, X, y):
+    """log p(y_i | x_i) of label sequences under the CRF of a fitted model's weights."""
+    own = getattr(estimator, "predict_log_proba_sequences", None)
+    if own is not None:
+        return own(X, y)
+    batch, y_flat = check_sequences(X, y, n_features=estimator.n_features_in_)
+    encoded = np.minimum(np.searchsorted(estimator.classes_, y_flat),
+                         len(estimator.classes_) - 1)
+    if np.any(estimator.classes_[encoded] != y_flat):
+        raise ValueError("y contains labels not seen in fit.")
+    scores = estimator._scores(batch)
+    return (estimator.decoder_.score_outputs(scores, encoded)
+            - estimator.decoder_.log_partition(scores))
 
 
 class TrainingLog:
@@ -289,15 +361,38 @@ class CRF(BaseEstimator):
     - ``classes_`` in order of first appearance in ``y`` (as CRFsuite); labels may be
       strings, numbers or booleans, all of one type (CRFsuite: strings), and are
       predicted in that type;
-    - ``size_`` is the number of bytes of the parameter arrays, not of a model file.
+    - ``size_`` is the number of bytes of the pickled estimator, not of a model file;
+      ``tagger_`` is a :class:`Tagger`, which has python-crfsuite's questions about a
+      sequence (``labels``, ``tag``, ``probability``, ``marginal``) but reads no files.
 
     Parameters
     ----------
-    algorithm : {"lbfgs", None}, default=None
-        Only ``"lbfgs"`` (None means it). CRFsuite's ``"l2sgd"``, ``"ap"``, ``"pa"`` and
-        ``"arow"`` raise NotImplementedError; skstruct's own
-        :class:`~skstruct.StructuredPerceptron` and ``CRF(solver="svrg")`` are the
-        nearest to ``"ap"`` and ``"l2sgd"``.
+    algorithm : {"lbfgs", "l2sgd", "ap", "pa", None}, default=None
+        The skstruct learner trained (``crf_``), with each algorithm's CRFsuite
+        parameters:
+
+        - ``"lbfgs"`` (None means it): :class:`skstruct.CRF` by L-BFGS (OWL-QN when
+          ``c1 > 0``) on CRFsuite's parameter set, as described above; ``c1``, ``c2``,
+          ``all_possible_states``, ``all_possible_transitions``.
+        - ``"l2sgd"``: :class:`skstruct.CRF` with ``solver="svrg"`` (variance-reduced
+          stochastic gradient, the same objective as CRFsuite's SGD) and
+          ``alpha = 2 c2 / n``; ``c2`` (default 1). SVRG trains the weights of every
+          (attribute, label) pair and label bigram and start and end scores
+          (``feature_label_pairs="all"``): it cannot hold parameters at zero.
+        - ``"ap"``: :class:`skstruct.StructuredPerceptron`, averaged, as CRFsuite's
+          averaged perceptron (start and end scores included).
+        - ``"pa"``: :class:`skstruct.StructuredSVM` with ``solver="bcfw"`` and
+          ``alpha = 1 / (c n)``: the passive-aggressive algorithm's objective, the
+          structured hinge with penalty ``c`` (CRFsuite's PA-I; ``pa_type=1``), minimized
+          by block-coordinate Frank–Wolfe, whose step on one sequence is PA's update with
+          an exact line search; ``c`` (default 1), ``error_sensitive`` (True: the Hamming
+          margin; False: 0/1), ``averaging`` (default True).
+
+        ``max_iterations`` is each algorithm's number of passes (CRFsuite's defaults:
+        1000 for ``"l2sgd"``, 100 for ``"ap"`` and ``"pa"``). ``"arow"`` raises
+        NotImplementedError: skstruct has no second-order online learner.
+        ``predict_marginals`` and ``tagger_.probability`` use the model's weights as a
+        CRF's, as CRFsuite's tagger does, whatever trained them.
     min_freq : None or 0, default=None
         Only no cut-off.
     all_possible_states : bool, default=None
@@ -318,8 +413,9 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
     verbose : bool, default=False
         Print one line per iteration.
     model_filename : None
-        Loading a CRFsuite model file is not supported (NotImplementedError); pickle the
-        fitted estimator instead.
+        CRFsuite model files are neither written nor read (NotImplementedError): the
+        fitted CRF pickles (``pickle.dump`` or ``joblib.dump``), its state weights
+        stored sparse, and predicts from the loaded object.
     keep_tempfiles : bool, default=False
         Ignored: no files are written.
     trainer_cls : None
@@ -342,7 +438,9 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
     num_attributes_ : int
         Their number.
     size_ : int
-        Bytes of the state and transition weight arrays.
+        Bytes of the pickled estimator.
+    tagger_ : Tagger
+        python-crfsuite's tagger calls on this model.
     training_log_ : TrainingLog
         One entry per iteration (CRFsuite's objective, norms, times).
     crf_ : skstruct.CRF
@@ -368,6 +466,9 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
     >>> sorted(crf.transition_features_)  # only the bigrams seen in training
     [('DT', 'NN'), ('NN', 'VB')]
     """
+
+    #: None before ``fit`` (sklearn-crfsuite's); the fitted labels after.
+    classes_ = None
 
     _parameter_constraints: dict = {
         "all_possible_states": ["boolean", None],
@@ -441,35 +542,93 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
         self.trainer_cls = trainer_cls
         self.tol = tol
 
-    def _check_supported(self):
-        if self.algorithm not in (None, "lbfgs"):
+    def _algorithm(self):
+        """The algorithm's name, after checking that skstruct has it and that the
+        parameters set are the ones it reads."""
+        algorithm = "lbfgs" if self.algorithm is None else self.algorithm
+        if algorithm == "arow":
             raise NotImplementedError(
-                f"algorithm={self.algorithm!r} is not supported: only 'lbfgs' (L-BFGS, "
-                "OWL-QN when c1 > 0) is. For a perceptron use skstruct.StructuredPerceptron;"
-                " for stochastic gradient skstruct.CRF(solver='svrg').")
+                "algorithm='arow' (adaptive regularization of weights) has no skstruct "
+                "equivalent: skstruct has no second-order online learner. Use "
+                "algorithm='pa' (the structured hinge, skstruct.StructuredSVM) or 'ap' "
+                "(skstruct.StructuredPerceptron), or 'lbfgs' for the CRF.")
+        if algorithm not in ALGORITHM_PARAMETERS:
+            raise ValueError(f"algorithm must be one of 'lbfgs', 'l2sgd', 'ap', 'pa', "
+                             f"'arow' or None; got {algorithm!r}.")
+        if self.model_filename is not None:
+            raise NotImplementedError(
+                f"model_filename={self.model_filename!r}: skstruct does not read or write "
+                "CRFsuite model files. Save the fitted CRF with pickle (or joblib.dump) "
+                "and load it the same way; it predicts without any file.")
         if self.min_freq not in (None, 0):
             raise NotImplementedError(
                 f"min_freq={self.min_freq!r} is not supported: only no cut-off (None or 0).")
-        for name in _UNSUPPORTED:
-            if getattr(self, name) is not None:
-                raise NotImplementedError(
-                    f"{name}={getattr(self, name)!r} is not supported: with "
-                    "algorithm='lbfgs' the supported parameters are c1, c2, "
-                    "max_iterations, all_possible_states, all_possible_transitions, "
-                    "verbose (and tol, skstruct's stopping tolerance); leave the others "
-                    "at None.")
+        own = ALGORITHM_PARAMETERS[algorithm]
+        for name in _UNSUPPORTED + ("c1", "c2", "all_possible_states",
+                                    "all_possible_transitions"):
+            value = getattr(self, name)
+            if name in own or value is None or (
+                    name in ("all_possible_states", "all_possible_transitions")
+                    and value is False):
+                continue
+            raise NotImplementedError(
+                f"{name}={value!r} is not supported with algorithm={algorithm!r}: it "
+                f"reads {', '.join(own + ('max_iterations',))}, verbose (and tol, "
+                "skstruct's stopping tolerance); leave the others at None.")
+        if algorithm == "pa" and self.pa_type not in (None, 1):
+            raise NotImplementedError(
+                f"pa_type={self.pa_type!r} is not supported: algorithm='pa' trains the "
+                "structured hinge with a penalty c (CRFsuite's PA-I, pa_type=1).")
+        return algorithm
+
+    def _learner(self, algorithm, n, callback):
+        """The skstruct estimator that ``algorithm`` maps onto, for ``n`` sequences."""
+        max_iter = self.max_iterations
+        if max_iter is None:
+            max_iter = ALGORITHM_MAX_ITER[algorithm] or DEFAULT_MAX_ITER
+        verbose = int(bool(self.verbose))
+        if algorithm == "lbfgs":
+            c1 = 0.0 if self.c1 is None else self.c1
+            c2 = 1.0 if self.c2 is None else self.c2
+            alpha, l1_ratio = crfsuite_penalty(c1, c2, n)
+            return _CRFsuiteChain(
+                alpha, l1_ratio=l1_ratio,
+                feature_label_pairs="all" if self.all_possible_states else "seen",
+                max_iter=max_iter, tol=self.tol, verbose=verbose, callback=callback,
+                all_possible_transitions=bool(self.all_possible_transitions))
+        if algorithm == "l2sgd":
+            c2 = 1.0 if self.c2 is None else self.c2
+            alpha, _ = crfsuite_penalty(0.0, c2, n)
+            if alpha == 0:
+                raise ValueError("algorithm='l2sgd' needs c2 > 0.")
+            return _SkstructCRF(alpha, solver="svrg", feature_label_pairs="all",
+                                max_iter=max_iter, tol=self.tol, verbose=verbose,
+                                callback=callback, random_state=0)
+        if algorithm == "ap":
+            return StructuredPerceptron(max_iter=max_iter, averaging=True, random_state=0,
+                                        verbose=verbose, callback=callback)
+        c = 1.0 if self.c is None else self.c
+        if not c > 0:
+            raise ValueError(f"algorithm='pa' needs c > 0; got {c!r}.")
+        loss = "zero_one" if self.error_sensitive is False else "hamming"
+        return StructuredSVM(loss=loss, alpha=1.0 / (c * n), solver="bcfw",
+                             max_iter=max_iter, tol=self.tol,
+                             averaging=self.averaging is not False, random_state=0,
+                             verbose=verbose, callback=callback)
 
     def fit(self, X, y, X_dev=None, y_dev=None):
         """Train the CRF.
 
         Parameters
         ----------
-        X : list of n sequences of token features
-            Each token a dict of features (string values become ``key:value``
+        X : list or generator of n sequences of token features
+            A generator (or other one-pass iterable) of sequences is read once, then the
+            sequences are vectorized in a second pass (two passes at most). Each token
+            a dict of features (string values become ``key:value``
             attributes, bytes values their UTF-8 text, numbers and booleans are the
             values of attribute ``key``, nested dicts ``key:inner``) or a list of
             attribute strings (each with value 1).
-        y : list of n sequences of labels
+        y : list or generator of n sequences of labels
             Strings, numbers or booleans, all of one type.
         X_dev, y_dev : same forms, default=None
             Holdout data, both or neither: the final model's per-label scores and
@@ -482,18 +641,10 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
         if (X_dev is None) != (y_dev is None):
             raise ValueError("Pass both X_dev and y_dev to use the holdout data")
         self._validate_params()
-        self._check_supported()
-        c1 = 0.0 if self.c1 is None else self.c1
-        c2 = 1.0 if self.c2 is None else self.c2
-        if isinstance(X, (str, Mapping)) or not hasattr(X, "__len__") or len(X) == 0:
-            raise ValueError("X must be a non-empty list of sequences of token features.")
-        if not hasattr(y, "__len__") or len(y) != len(X):
-            raise ValueError(
-                f"y must be a list of label sequences, one per sequence of X ({len(X)}).")
-        n = len(X)
-        alpha, l1_ratio = crfsuite_penalty(c1, c2, n)
+        algorithm = self._algorithm()
         vectorizer = SequenceVectorizer()
-        Xv = _vectorize(vectorizer, X, fit=True)
+        Xv, y = _vectorize_training(vectorizer, X, y)
+        n = len(Xv)
         # the model's checks, run here so that their errors name this class
         _, y_flat = check_sequences(Xv, y, estimator=type(self).__name__)
         log = TrainingLog()
@@ -507,17 +658,12 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
                 "active_features": int(np.count_nonzero(w)), "time": now - clock[0]})
             clock[0] = now
 
-        max_iter = DEFAULT_MAX_ITER if self.max_iterations is None else self.max_iterations
-        crf = _CRFsuiteChain(
-            alpha, l1_ratio=l1_ratio,
-            feature_label_pairs="all" if self.all_possible_states else "seen",
-            max_iter=max_iter, tol=self.tol, verbose=int(bool(self.verbose)),
-            callback=record, all_possible_transitions=bool(self.all_possible_transitions))
+        crf = self._learner(algorithm, n, record)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             crf.fit(Xv, y)
         crf.callback = None  # the closure holds the log; keep the fitted model plain
-        log.converged = crf.n_iter_ < max_iter
+        log.converged = crf.n_iter_ < crf.max_iter
         log.last_iteration = log.iterations[-1] if log.iterations else None
         self.crf_ = crf
         self.vectorizer_ = vectorizer
@@ -543,8 +689,6 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
 
     def _transform(self, X):
         check_is_fitted(self, "crf_")
-        if isinstance(X, (str, Mapping)) or not hasattr(X, "__len__"):
-            raise ValueError("X must be a list of sequences of token features.")
         return _vectorize(self.vectorizer_, X, fit=False)
 
     def predict(self, X):
@@ -552,13 +696,14 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
 
         Parameters
         ----------
-        X : list of sequences of token features, as in :meth:`fit`
+        X : list or generator of sequences of token features, as in :meth:`fit`
 
         Returns
         -------
         list of lists of labels
         """
         check_is_fitted(self, "crf_")
+        X = _sequences(X, "X")
         if len(X) == 0:
             return []
         return [labels.tolist() for labels in self.crf_.predict(self._transform(X))]
@@ -576,9 +721,10 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
             ``[i][t][label]``, every label of ``classes_`` in each dict.
         """
         check_is_fitted(self, "crf_")
+        X = _sequences(X, "X")
         if len(X) == 0:
             return []
-        marginals = self.crf_.predict_marginals(self._transform(X))
+        marginals = _marginals(self.crf_, self._transform(X))
         order = [int(np.searchsorted(self.crf_.classes_, label)) for label in self.classes_]
         return [[dict(zip(self.classes_, row)) for row in m[:, order].tolist()]
                 for m in marginals]
@@ -591,9 +737,19 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
         """Token accuracy on ``(X, y)`` (:func:`.metrics.flat_accuracy_score`)."""
         return metrics.flat_accuracy_score(y, self.predict(X))
 
+    def _fitted(self):
+        return hasattr(self, "crf_")
+
+    @property
+    def tagger_(self):
+        """A :class:`Tagger` of the fitted model (python-crfsuite's tagger's calls), or
+        None before ``fit``."""
+        return Tagger(self) if self._fitted() else None
+
     @property
     def state_features_(self):
-        check_is_fitted(self, "crf_")
+        if not self._fitted():
+            return None
         names = _attribute_names(self.vectorizer_)
         labels = self.crf_.classes_.tolist()
         coef = self.crf_.coef_
@@ -602,7 +758,8 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
 
     @property
     def transition_features_(self):
-        check_is_fitted(self, "crf_")
+        if not self._fitted():
+            return None
         labels = self.crf_.classes_.tolist()
         transition = self.crf_.transition_
         return {(labels[i], labels[j]): float(transition[i, j])
@@ -610,18 +767,48 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
 
     @property
     def attributes_(self):
-        check_is_fitted(self, "crf_")
+        if not self._fitted():
+            return None
         names = _attribute_names(self.vectorizer_)
         return names[np.flatnonzero(np.any(self.crf_.coef_ != 0, axis=0))].tolist()
 
     @property
     def num_attributes_(self):
-        return len(self.attributes_)
+        attributes = self.attributes_
+        return None if attributes is None else len(attributes)
 
     @property
     def size_(self):
-        check_is_fitted(self, "crf_")
-        return int(self.crf_.coef_.nbytes + self.crf_.transition_.nbytes)
+        """Bytes of the pickled model (None before ``fit``): what CRFsuite's ``size_``,
+        the size of its model file, measures."""
+        if not self._fitted():
+            return None
+        import pickle
+
+        return len(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def __getstate__(self):
+        """The state to pickle, with the state weights stored sparse: only the nonzero
+        ones (with ``all_possible_states=False``, a subset of the (attribute, label)
+        pairs seen in training), as a CRFsuite model file stores them; dense when that
+        is smaller (``"l2sgd"``, which trains every pair)."""
+        state = super().__getstate__()
+        crf = state.get("crf_")
+        if crf is not None and getattr(crf, "coef_", None) is not None:
+            coef = sp.csr_matrix(crf.coef_)
+            if coef.data.nbytes + coef.indices.nbytes < crf.coef_.nbytes:
+                state = dict(state)
+                crf = copy.copy(crf)
+                state["_sparse_coef"] = coef
+                crf.coef_ = None
+                state["crf_"] = crf
+        return state
+
+    def __setstate__(self, state):
+        coef = state.pop("_sparse_coef", None)
+        super().__setstate__(state)
+        if coef is not None:
+            self.crf_.coef_ = coef.toarray()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -629,3 +816,75 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
         tags.input_tags.dict = True
         tags.target_tags.required = True
         return tags
+
+
+class Tagger:
+    """python-crfsuite's ``Tagger`` calls on a fitted facade CRF.
+
+    ``crf.tagger_`` returns one. It has the calls of ``pycrfsuite.Tagger`` that ask about
+    the model or one sequence: ``labels()``, ``set(xseq)``, ``tag(xseq=None)``,
+    ``probability(yseq)`` (p(y | x) of the sequence set), ``marginal(y, t)`` and
+    ``info()``. Opening or dumping CRFsuite model files (``open``, ``open_inmemory``,
+    ``dump``) is not available: the model pickles.
+
+    Parameters
+    ----------
+    crf : CRF
+        A fitted facade CRF.
+    """
+
+    def __init__(self, crf):
+        self._crf = crf
+        self._xseq = None
+        self._marginals = None
+
+    def labels(self):
+        """The labels of the model, in order of first appearance in training."""
+        return list(self._crf.classes_)
+
+    def set(self, xseq):
+        """Set the sequence that :meth:`tag`, :meth:`probability` and :meth:`marginal`
+        are about."""
+        self._xseq = list(xseq)
+        self._marginals = None
+
+    def _current(self):
+        if self._xseq is None:
+            raise ValueError("No sequence is set: call tagger.set(xseq) or tag(xseq).")
+        return self._xseq
+
+    def tag(self, xseq=None):
+        """The most likely labels of ``xseq`` (of the set sequence when None)."""
+        if xseq is not None:
+            self.set(xseq)
+        return self._crf.predict_single(self._current())
+
+    def probability(self, yseq):
+        """p(yseq | x) of the set sequence under the model (a CRF's probability; for
+        models trained by ``"ap"`` or ``"pa"``, that of the CRF with their weights)."""
+        crf = self._crf
+        Xv = crf._transform([self._current()])
+        return float(np.exp(_log_probabilities(crf.crf_, Xv, [list(yseq)])[0]))
+
+    def marginal(self, y, t):
+        """p(y_t = y | x) of the set sequence."""
+        if self._marginals is None:
+            self._marginals = self._crf.predict_marginals_single(self._current())
+        return float(self._marginals[t][y])
+
+    def info(self):
+        """The model's weights, as python-crfsuite's ``ParsedDump``-like attributes."""
+        crf = self._crf
+        from types import SimpleNamespace
+
+        return SimpleNamespace(state_features=crf.state_features_,
+                               transitions=crf.transition_features_,
+                               labels={label: k for k, label in enumerate(crf.classes_)},
+                               attributes={name: k for k, name in
+                                           enumerate(crf.attributes_)})
+
+    def open(self, *args, **kwargs):
+        raise NotImplementedError("CRFsuite model files are not read: pickle the fitted "
+                                  "CRF and load it with pickle instead.")
+
+    open_inmemory = dump = open
