@@ -297,7 +297,7 @@ class PerturbedMAPClassifier(LinearStructuredModel):
     restricted, for every example, to a small candidate set T_i ∋ y_i, so that it needs
     neither the MAP nor the marginals nor the partition function: only the decoder's
     ``neighbours`` (or ``sample_uniform``) and ``parts``. One evaluation costs
-    O(Σ_i |T_i| × the parts a candidate changes), never O(|Y|).
+    O(Σ_i :math:`|T_i|` × the parts a candidate changes), never O(:math:`|Y|`).
 
     **Default** (``candidates="neighbourhood"``, ``objective="pseudo_likelihood"``):
     T_i = {y_i} ∪ N_k(y_i), the outputs within Hamming distance ``k`` of the gold one.
