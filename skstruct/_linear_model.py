@@ -148,7 +148,7 @@ class LinearStructuredModel(StructuredEstimator):
         else:
             data = self._validate_training_data(X, y, sample_weight)
             run = TrainingRun(False, True, *data)
-        run.solver = self._solver_name()
+        run.solver = self._solver_name(partial_fit)
         run.loss = loss
         run.task_loss = self._task_loss(run)
         needs = self._decoder_needs()
@@ -192,8 +192,9 @@ class LinearStructuredModel(StructuredEstimator):
         """Checks of the parameters before the data are read (the solver registry's:
         :func:`~skstruct.optim.check_solver`): none here."""
 
-    def _solver_name(self):
-        """The registered solver that trains the model: ``solver`` here."""
+    def _solver_name(self, partial_fit=False):
+        """The registered solver that trains the model (``partial_fit``: one call of
+        ``partial_fit``): ``solver`` here."""
         return self.solver
 
     def _decoder_needs(self):

@@ -12,6 +12,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 
 from ._linear_model import LinearStructuredModel
+from ._partial_fit import PartialFitMixin
 from .decoders import Decoder
 from .decoders._core.best_neighbour import best_neighbour_by_scan
 from .decoders._core.unary import PartsArithmetic
@@ -19,6 +20,7 @@ from .features import feature_map_hook
 from .losses._neighbourhood import NeighbourhoodDifferences, NeighbourhoodLikelihoodLoss
 from .losses._randomized import RandomizedLikelihoodLoss, softmax_over_candidates
 from .optim._perturbed_ascent import TrainingDivergedError
+from .optim._streaming import StreamedRisk
 from .utils._parallel import n_jobs_threads
 from .utils._params import N_JOBS_CONSTRAINT
 
@@ -287,7 +289,11 @@ class _CandidateSampler:
             decoder, scores, y_encoded, self.state["offsets"], layers, keep))
 
 
-class PerturbedMAPClassifier(LinearStructuredModel):
+#: Steps of one ``partial_fit`` call when ``max_iter`` is None.
+PARTIAL_FIT_STEPS = 1
+
+
+class PerturbedMAPClassifier(PartialFitMixin, LinearStructuredModel):
     """A MAP-perturbation model learned from candidate sets, without MAP calls.
 
     The predictor is f(x) = argmax_{y ∈ Y(x)} ⟨φ(x, y), w⟩ + γ_y with γ_y i.i.d.
@@ -338,7 +344,17 @@ class PerturbedMAPClassifier(LinearStructuredModel):
     for ``RISING_WINDOW`` iterations); a step that makes the weights or scores non-finite
     raises ``ValueError`` ("training diverged").
 
-    Both solvers are registered (:mod:`skstruct.optim`) and report every iteration
+    **Streaming** (:meth:`partial_fit`): with the default sets every call minimizes, by
+    the same preconditioned L-BFGS, the risk of its batch plus a diagonal quadratic
+    summary of the earlier batches (:class:`~skstruct.optim._streaming.StreamedRisk`:
+    their data term expanded at the weights they left, its Hessian by the diagonal
+    (1/β²) Σ_r p_r |d_r| x² accumulated over the calls), with ``l2="auto"`` = 1 / (the
+    total sample weight seen so far): the first call is a :meth:`fit` on its batch, and
+    one pass over a stream approximates a :meth:`fit` on all of it. With drawn sets a call
+    takes ``max_iter`` steps (1 when None) of the stochastic ascent, its step counter
+    continued. The first call fixes β.
+
+    The solvers are registered (:mod:`skstruct.optim`) and report every iteration
     (``verbose``, ``callback``) as the other estimators' solvers do. The decoder needs
     ``neighbours`` and ``parts`` for the default training (``sample_uniform`` too for
     the proposals, ``top_k`` for ``candidates="all"``; ``map`` only for :meth:`predict`);
@@ -541,9 +557,40 @@ class PerturbedMAPClassifier(LinearStructuredModel):
             warnings.warn("'alpha' was renamed 'uniform_start' in version 0.1 and will be "
                           "removed in 0.2; pass uniform_start instead.", FutureWarning)
 
-    def _solver_name(self):
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Continue training on one batch, from the model the previous calls left.
+
+        With the default candidates, L-BFGS minimizes the batch's risk plus a diagonal
+        quadratic summary of the earlier batches (see the class's notes on streaming);
+        with drawn candidate sets (``solver="perturbed_ascent"``), ``max_iter`` steps (1
+        when None) of the stochastic ascent, their sizes shrinking as 1/√t over all the
+        calls. ``l2="auto"`` is 1 / (the total sample weight of every batch so far). The
+        first call fixes the classes, the decoder and β; :meth:`fit` starts over, and
+        ``partial_fit`` after :meth:`fit` continues from the fitted model (the fit's
+        data summarized as an earlier batch).
+
+        Parameters
+        ----------
+        X, y
+            One batch, as for :meth:`fit`.
+        classes : array-like of shape (n_classes,), default=None
+            Every label of the stream (sequences: token labels; multiclass: labels).
+            Required on the first call for them, optional later (then the same). None
+            for trees, DAGs and subsets; None or ``np.arange(n_labels)`` for multilabel
+            outputs.
+        sample_weight : array-like of shape (n_examples,), default=None
+            Example weights of the batch.
+
+        Returns
+        -------
+        self : PerturbedMAPClassifier
+        """
+        return self._fit_sequence(X, y, sample_weight, classes, partial_fit=True)
+
+    def _solver_name(self, partial_fit=False):
         """``solver``; ``"auto"``: L-BFGS on the fixed neighbourhood sets of the
-        log-likelihood, else the stochastic ascent."""
+        log-likelihood, else the stochastic ascent (in ``fit`` and ``partial_fit``)."""
         objective = self._objective()
         fixed = self.candidates == "neighbourhood" and objective != "pooled"
         if objective == "pseudo_likelihood" and self.candidates != "neighbourhood":
@@ -594,12 +641,16 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         ``candidates="neighbourhood"`` the part differences of every gold output's
         neighbours (:class:`~skstruct.losses._neighbourhood.NeighbourhoodDifferences`),
         within ``max_memory``."""
+        if run.partial_fit and run.solver == "lbfgs" and run.state.get("w") is not None:
+            run.w0 = np.array(run.state["w"], dtype=np.float64)
         run.training_decoder = _CountingDecoder(run.decoder)
         run.rng = check_random_state(self.random_state)
         with n_jobs_threads(self.n_jobs):
             run.candidate_state = self._training_state(
                 run.training_decoder, run.features, run.batch, run.y_encoded, run.w0,
                 run.rng)
+            if run.partial_fit and not run.first:
+                run.candidate_state["beta"] = self.beta_
             if self.candidates == "neighbourhood":
                 scores = run.features.scores(run.batch, run.w0)
                 try:
@@ -622,6 +673,9 @@ class PerturbedMAPClassifier(LinearStructuredModel):
         if self.l2 != "auto":
             return float(self.l2)
         total = float(np.sum(run.sample_weight))
+        kept = getattr(self, "_partial_state", None)
+        if run.partial_fit and not run.first and kept is not None:
+            total += kept["seen_weight"]
         return 1.0 / total if total > 0 else 1.0
 
     def _penalty(self, kind, features, batch, y_encoded, classes):
@@ -640,47 +694,113 @@ class PerturbedMAPClassifier(LinearStructuredModel):
 
     def _training_options(self, run):
         beta = run.candidate_state["beta"]
+        stream = {"state": run.state} if run.partial_fit else {}
         if run.solver == "lbfgs":
             return dict(max_iter=300 if self.max_iter is None else self.max_iter,
                         tol=self.tol, verbose=self.verbose, callback=self.callback,
                         l1=self.l1 / beta)
-        return dict(max_iter=20 if self.max_iter is None else self.max_iter,
+        steps = PARTIAL_FIT_STEPS if run.partial_fit else 20
+        return dict(max_iter=steps if self.max_iter is None else self.max_iter,
                     learning_rate=self.learning_rate,
                     step_scale=self._step_scale(run.batch) / beta ** 2, l1=self.l1,
-                    random_state=run.rng, verbose=self.verbose, callback=self.callback)
+                    random_state=run.rng, verbose=self.verbose, callback=self.callback,
+                    **stream)
 
     def _run_solver(self, run, risk, options):
         """The solver's result, with the risk's L2 strength α = l2 / β² (the penalty
         (l2 / 2) ‖w / β‖² on the natural parameters w / β of P(y | x) ∝ exp(θ_y / β))."""
         beta = run.candidate_state["beta"]
         risk.alpha = self._l2(run) / beta ** 2
+        streamed = run.solver == "lbfgs" and run.partial_fit and run.state.get("w") is not None
+        if streamed:
+            # F on the batch with λ N / n, so that (n / N) F carries the L2 term λ
+            seen, batch_weight = run.state["seen_weight"], float(np.sum(run.sample_weight))
+            risk.alpha *= (seen + batch_weight) / batch_weight
+            risk = StreamedRisk(risk, batch_weight, run.state["w"], run.state["curvature"],
+                                seen)
         if run.solver == "lbfgs" and options.get("l1", 0.0) == 0:
-            options = {**options, "preconditioner": self._preconditioner(run, risk.alpha)}
+            if streamed:
+                share, total = risk.batch_share, risk.total_weight
+                curvature = (share * (self._curvature_bound(run) + risk.risk.alpha)
+                             + risk.curvature / total)
+                scale = 1.0 / np.sqrt(np.maximum(curvature, np.finfo(np.float64).tiny))
+            else:
+                scale = self._preconditioner(run, risk.alpha)
+            options = {**options, "preconditioner": scale}
         try:
             return super()._run_solver(run, risk, options)
         except TrainingDivergedError as error:
             raise ValueError(f"{type(self).__name__}: {error}") from error
 
     def _preconditioner(self, run, alpha):
-        """D_p = 1 / sqrt(h_p), h_p = (1 / (m β²)) Σ_r Σ_{parts a changed by candidate r}
-        |d_ra| x_{a,p}² + α: the curvature of parameter p if every candidate had
-        probability one (through the feature map's transpose at the squared features),
-        plus the L2 term's. It makes L-BFGS's progress independent of each feature's
-        scale (:class:`~skstruct.optim._preconditioning.DiagonallyPreconditionedRisk`);
-        the minimizer is unchanged."""
+        """D_p = 1 / sqrt(h_p + α), h the :meth:`_curvature_bound` of the batch: the
+        diagonal preconditioner of L-BFGS."""
+        curvature = self._curvature_bound(run) + alpha
+        return 1.0 / np.sqrt(np.maximum(curvature, np.finfo(np.float64).tiny))
+
+    def _curvature_bound(self, run, probabilities=None):
+        """h_p = (1 / (m β²)) Σ_r π_r Σ_{parts a changed by candidate r} |d_ra| x_{a,p}²,
+        a bound on the curvature of parameter p in the batch's mean loss (through the
+        feature map's transpose at the squared features): with π_r = 1 the curvature if
+        every candidate had probability one, which makes the diagonal preconditioner D_p =
+        1 / sqrt(h_p + α) of L-BFGS (:class:`~skstruct.optim._preconditioning.
+        DiagonallyPreconditionedRisk`: progress independent of each feature's scale, the
+        minimizer unchanged); with π the candidates' probabilities (times the examples'
+        weights s_i, and m → 1) the diagonal curvature that ``partial_fit`` keeps of a
+        batch."""
         self._step_scale(run.batch)  # raises for features whose squares overflow
-        parts = run.differences.changed_parts()
+        if probabilities is None:
+            parts, m = run.differences.changed_parts(), max(1, run.batch.n_sequences)
+        else:
+            parts, m = run.differences.changed_parts(probabilities), 1
         squared = copy.copy(run.batch)
         squared.X = _squared_features(run.batch.X)
-        m = max(1, run.batch.n_sequences)
         beta = run.candidate_state["beta"]
         curvature = np.asarray(run.features.transpose(squared, parts), dtype=np.float64)
-        curvature = np.abs(curvature) / (m * beta ** 2) + alpha
+        curvature = np.abs(curvature) / (m * beta ** 2)
         if not np.all(np.isfinite(curvature)):
             raise ValueError(
                 f"{type(self).__name__}: the squared features overflow (features of "
                 "about 1e154 or more); scale the features.")
-        return 1.0 / np.sqrt(np.maximum(curvature, np.finfo(np.float64).tiny))
+        return curvature
+
+    def _solver_state(self, solver, features, part):
+        """``"lbfgs"``: the summary of the earlier batches (weights w̄, summed diagonal
+        curvature, their total weight), or none on a first call; the stochastic ascent:
+        the registry's state (weights and step counter)."""
+        if solver != "lbfgs":
+            return super()._solver_state(solver, features, part)
+        kept = getattr(self, "_partial_state", None)
+        if part.first or kept is None or kept["solver"] != "lbfgs":
+            if part.first:
+                return {"w": None}
+            # after the ascent: its weights, with only the L2 term's curvature
+            w = self._read_coefficients(self, part.kind, features)
+            return {"w": w, "curvature": np.zeros_like(w),
+                    "seen_weight": kept["seen_weight"] if kept else 0.0}
+        return kept["state"]
+
+    def _keep_training_state(self, run, result):
+        """L-BFGS (``fit`` or ``partial_fit``): the weights it ended on and the curvature
+        of every batch so far, for the next ``partial_fit``; else the mixin's."""
+        if run.solver != "lbfgs":
+            return super()._keep_training_state(run, result)
+        beta = run.candidate_state["beta"]
+        scores = run.features.scores(run.batch, result.w)
+        p = run.differences.softmax(scores, beta, self._objective() == "pseudo_likelihood")[1]
+        rows = np.repeat(np.asarray(run.sample_weight, dtype=np.float64),
+                         np.diff(run.differences.row_offsets))
+        curvature = self._curvature_bound(run, p * (1.0 - p) * rows)
+        batch_weight = float(np.sum(run.sample_weight))
+        state = run.state if run.partial_fit else {"w": None}
+        if state.get("w") is not None:
+            curvature = curvature + state["curvature"]
+            seen = state["seen_weight"] + batch_weight
+        else:
+            seen = batch_weight
+        self._partial_state = {
+            "solver": "lbfgs", "seen_weight": seen,
+            "state": {"w": np.array(result.w), "curvature": curvature, "seen_weight": seen}}
 
     def _warn_after_training(self, run, result):
         if self.candidates == "neighbourhood" and run.differences.n_candidates == 0:

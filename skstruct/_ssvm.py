@@ -501,7 +501,7 @@ class StructuredPerceptron(PartialFitMixin, LinearStructuredModel):
         """
         return self._fit_sequence(X, y, sample_weight, classes, partial_fit=True)
 
-    def _solver_name(self):
+    def _solver_name(self, partial_fit=False):
         return "perceptron"
 
     def _decoder_needs(self):

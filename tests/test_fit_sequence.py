@@ -30,7 +30,8 @@ def test_the_estimators_and_their_partial_fit_are_found():
         "PerturbedMAPClassifier"}
     assert {(estimator.__name__, method) for estimator, method in CALLS
             if method == "partial_fit"} == {("StructuredSVM", "partial_fit"),
-                                            ("StructuredPerceptron", "partial_fit")}
+                                            ("StructuredPerceptron", "partial_fit"),
+                                            ("PerturbedMAPClassifier", "partial_fit")}
 
 
 @pytest.mark.parametrize("estimator, method", CALLS,

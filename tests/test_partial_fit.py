@@ -14,7 +14,7 @@ from sklearn.utils.estimator_checks import (
     check_n_features_in_after_fitting,
 )
 
-from skstruct import StructuredPerceptron, StructuredSVM
+from skstruct import PerturbedMAPClassifier, StructuredPerceptron, StructuredSVM
 from skstruct.losses import StructuredHingeLoss
 from skstruct.optim import RegularizedRisk, structured_hinge_primal
 
@@ -207,7 +207,8 @@ def test_partial_fit_after_fit_continues_from_the_fitted_model(solver):
 
 # --- (c) errors --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("model", [StructuredPerceptron(), StructuredSVM()])
+@pytest.mark.parametrize("model", [StructuredPerceptron(), StructuredSVM(),
+                                   PerturbedMAPClassifier()])
 def test_first_call_without_classes_is_an_error(model):
     X, y = _blobs(40)
     with pytest.raises(ValueError, match="classes must be passed on the first call"):
@@ -217,7 +218,8 @@ def test_first_call_without_classes_is_an_error(model):
         clone(model).partial_fit(X, y)
 
 
-@pytest.mark.parametrize("model", [StructuredPerceptron(), StructuredSVM()])
+@pytest.mark.parametrize("model", [StructuredPerceptron(), StructuredSVM(),
+                                   PerturbedMAPClassifier()])
 def test_changed_classes_and_unseen_labels_are_errors(model):
     X, y = _blobs(40)
     model = clone(model).partial_fit(X, y, classes=["a", "b", "c", "d"])
@@ -239,7 +241,8 @@ def test_changed_classes_and_unseen_labels_are_errors(model):
         seq.partial_fit(X_seq, y_seq)
 
 
-@pytest.mark.parametrize("model", [StructuredPerceptron(), StructuredSVM()])
+@pytest.mark.parametrize("model", [StructuredPerceptron(), StructuredSVM(),
+                                   PerturbedMAPClassifier()])
 def test_changed_number_of_features_is_an_error(model):
     X, y = _blobs(40)
     model = clone(model).partial_fit(X, y, classes=np.unique(y))
@@ -309,7 +312,8 @@ def test_later_calls_leave_the_arrays_of_earlier_results_alone(model, averaging)
 
 @pytest.mark.parametrize("model", [StructuredPerceptron(random_state=0),
                                    StructuredSVM(random_state=0),
-                                   StructuredSVM(solver="subgradient", random_state=0)])
+                                   StructuredSVM(solver="subgradient", random_state=0),
+                                   PerturbedMAPClassifier(max_iter=10, random_state=0)])
 @pytest.mark.parametrize("check", [check_estimators_partial_fit_n_features,
                                    check_n_features_in_after_fitting,
                                    check_dataframe_column_names_consistency])

@@ -297,10 +297,13 @@ class NeighbourhoodDifferences:
         """(1 / β) Σ_r p_r d_r per example, a part container like ``template``."""
         return self.layout.container(self.transposed @ (p / beta))
 
-    def changed_parts(self):
-        """Σ_r |d_r| per example: how many candidates change every part, a part
-        container like ``template``."""
-        return self.layout.container(np.asarray(abs(self.transposed).sum(axis=1)).ravel())
+    def changed_parts(self, weights=None):
+        """Σ_r π_r |d_r| per example, π_r = 1 (None: how many candidates change every
+        part) or ``weights`` (one per candidate), a part container like ``template``."""
+        magnitudes = abs(self.transposed)
+        if weights is None:
+            return self.layout.container(np.asarray(magnitudes.sum(axis=1)).ravel())
+        return self.layout.container(magnitudes @ np.asarray(weights, dtype=np.float64))
 
 
 class NeighbourhoodLikelihoodLoss(TrainingLoss):

@@ -25,7 +25,8 @@ def _diverged(t, what, learning_rate):
 
 
 def perturbed_ascent(risk, w0, *, max_iter=20, learning_rate=1.0, step_scale=1.0, l1=0.0,
-                     random_state=None, verbose=0, callback=None, printer=print):
+                     random_state=None, verbose=0, callback=None, printer=print,
+                     state=None):
     """Maximize log Σ_i ω_i q_i(w) (or Σ_i ω_i log q_i(w)) − (α / 2) ‖w‖² − ``l1`` ‖w‖₁
     by stochastic proximal ascent, α the risk's L2 strength.
 
@@ -64,6 +65,10 @@ def perturbed_ascent(risk, w0, *, max_iter=20, learning_rate=1.0, step_scale=1.0
         ``objective`` the randomized loss of the step's candidate sets before it;
         returning True stops.
     printer : callable, default=print
+    state : dict or None, default=None
+        To continue on a new batch (``partial_fit``): the ``extra["state"]`` of the
+        previous run, the weights ``w`` and the step counter ``t`` (the steps η_t
+        continue to shrink from it); empty or None starts at ``w0`` with t = 0.
 
     Returns
     -------
@@ -71,7 +76,7 @@ def perturbed_ascent(risk, w0, *, max_iter=20, learning_rate=1.0, step_scale=1.0
         ``objective_curve`` holds the randomized loss 1 − Σ_i ω_i q_i of every
         iteration's candidate sets, before its step; ``converged`` is True only when the
         callback stopped the run; ``extra["largest_candidate_set"]`` is the largest
-        |T_i| drawn.
+        |T_i| drawn, ``extra["state"]`` the state to continue from.
 
     Raises
     ------
@@ -81,15 +86,17 @@ def perturbed_ascent(risk, w0, *, max_iter=20, learning_rate=1.0, step_scale=1.0
     """
     rng = check_random_state(random_state)
     loss, features, batch = risk.loss, risk.features, risk.batch
-    w = np.array(w0, dtype=np.float64)
+    state = dict(state or {})
+    w = np.array(state.get("w", w0), dtype=np.float64)
+    t0 = int(state.get("t", 0))
     progress = Progress(verbose, callback, printer, unit="iter", max_iter=max_iter)
     message, converged = "maximum number of iterations reached", False
     largest_set = 1
-    for t in range(1, max_iter + 1):
+    for t in range(t0 + 1, t0 + max_iter + 1):
         try:
             scores = features.scores(batch, w)
         except ValueError as error:
-            if t == 1:
+            if t == t0 + 1:
                 raise
             raise _diverged(t - 1, "the scores are no longer finite", learning_rate) \
                 from error
@@ -113,5 +120,6 @@ def perturbed_ascent(risk, w0, *, max_iter=20, learning_rate=1.0, step_scale=1.0
     return OptimizeResult(
         w=w, n_iter=progress.n_iter, converged=converged, objective_curve=progress.curve,
         message=message, n_evaluations=progress.n_iter,
-        extra={"t": progress.n_iter, "largest_candidate_set": largest_set},
+        extra={"t": t0 + progress.n_iter, "largest_candidate_set": largest_set,
+               "state": {"w": w.copy(), "t": t0 + progress.n_iter}},
     )

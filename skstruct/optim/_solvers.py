@@ -168,7 +168,7 @@ def _run_owlqn(risk, w0, options):
 def _run_perturbed_ascent(risk, w0, options):
     return perturbed_ascent(risk, w0, **_pick(
         options, "max_iter", "learning_rate", "step_scale", "l1", "random_state", "verbose",
-        "callback"))
+        "callback", "state"))
 
 
 # The partial_fit states that continue from coefficients w and step counter t alone
@@ -189,6 +189,10 @@ def _svrg_state(w, t, seen_weight):
 
 def _casimir_state(w, t, seen_weight):
     return {"w_prev": w, "t": t}
+
+
+def _perturbed_ascent_state(w, t, seen_weight):
+    return {"w": w, "t": t}
 
 
 def _perceptron_state(w, t, seen_weight):
@@ -243,6 +247,6 @@ register_solver(
                 "for an L1 term beside the smooth risk")
 register_solver(
     "perturbed_ascent", _run_perturbed_ascent, losses={"randomized_likelihood"},
-    warm_start=True, l1=True,
+    warm_start=True, l1=True, partial_fit=True, initial_state=_perturbed_ascent_state,
     description="stochastic proximal ascent on the randomized likelihood of candidate sets "
                 "drawn at every step, steps decaying as 1/sqrt(t), l1 soft-thresholding")
