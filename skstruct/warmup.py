@@ -74,11 +74,73 @@ def _chain_decoder():
     decoder.top_k(scores, 3)
 
 
+def _letters(n_words=6):
+    """Dense float64 word sequences with integer labels, as ``load_letters`` gives them."""
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(n, 8)) for n in (4, 3, 5, 4, 3, 5)[:n_words]]
+    y = [rng.integers(0, 3, size=len(x)) for x in X]
+    return X, y
+
+
+def _ssvm_chain():
+    """StructuredSVM on sequences: the BCFW engine, on dense and CSR inputs."""
+    from . import StructuredSVM
+
+    X, y = _letters()
+    StructuredSVM(max_iter=2, random_state=0).fit(X, y).predict(X)
+    X_csr = [sp.csr_matrix(x) for x in X]
+    StructuredSVM(max_iter=2, random_state=0).fit(X_csr, y).predict(X_csr)
+
+
+def _ssvm_chain_solvers():
+    """StructuredSVM on sequences with the other solvers: SVRG, Casimir, subgradient,
+    cutting plane; and StructuredPerceptron."""
+    from . import StructuredPerceptron, StructuredSVM
+
+    X, y = _letters()
+    for solver in ("svrg", "casimir", "subgradient", "cutting_plane"):
+        StructuredSVM(solver=solver, max_iter=2, random_state=0).fit(X, y)
+    StructuredPerceptron(max_iter=2, random_state=0).fit(X, y).predict(X)
+
+
+def _tabular():
+    """Tabular data: CRF (multinomial and multilabel, predict_proba), StructuredSVM on
+    multilabel indicator matrices (margin and slack rescaling, the F1 loss)."""
+    from . import CRF, StructuredSVM
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 5))
+    y = rng.integers(0, 3, size=30)
+    Y = (X @ rng.normal(size=(5, 4)) > 0).astype(int)
+    CRF(alpha=1e-2, max_iter=3).fit(X, y).predict_proba(X)
+    CRF(alpha=1e-2, max_iter=3).fit(X, Y).predict_proba(X)
+    StructuredSVM(max_iter=2, random_state=0).fit(X, Y).predict(X)
+    StructuredSVM(loss="f1", rescaling="slack", solver="cutting_plane",
+                  max_iter=2).fit(X, Y).predict(X)
+
+
+def _factor_graph():
+    """A pairwise factor graph over the labels of multilabel data (AD3 decoding)."""
+    from . import StructuredSVM
+    from .decoders import FactorGraph, FactorGraphDecoder
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 5))
+    Y = (X @ rng.normal(size=(5, 4)) > 0).astype(int)
+    decoder = FactorGraphDecoder(FactorGraph.pairwise(4))
+    StructuredSVM(decoder, solver="cutting_plane", max_iter=2).fit(X, Y).predict(X)
+
+
 #: (name, function) of each warm-up step, in the order they run.
 STEPS = [
     ("tagging pipeline (SequenceVectorizer + CRF)", _tagging_pipeline),
     ("CRF on CSR and dense matrices", _crf_on_matrices),
     ("chain decoder (Viterbi, forward-backward, top-k)", _chain_decoder),
+    ("StructuredSVM on sequences (BCFW engine)", _ssvm_chain),
+    ("other sequence solvers (SVRG, Casimir, subgradient, cutting plane, perceptron)",
+     _ssvm_chain_solvers),
+    ("tabular CRF and multilabel StructuredSVM", _tabular),
+    ("factor graph (pairwise, cutting plane)", _factor_graph),
 ]
 
 
