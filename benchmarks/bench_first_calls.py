@@ -8,7 +8,7 @@ cache directory (``XDG_CACHE_HOME`` pointing to a new folder, so nothing compile
 earlier call is reused):
 
 - every script of ``examples/`` and ``examples/gallery/`` (matplotlib's ``Agg`` backend);
-- the README's "Using it" snippet;
+- the README's "Using it" snippet and the examples of the public estimators' docstrings;
 - the doctests of every user-guide page that has some (``doc/user_guide/*.rst``), one
   process per page: the calls a reader copies first.
 
@@ -42,8 +42,14 @@ from _report import git_commit, machine_summary  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT_SECONDS = 5.0
 
-#: Extra arguments of the examples that take them (the documented quicker run).
-EXAMPLE_ARGS = {"dependency_parsing_ewt.py": ["--max-train", "2000", "--max-iter", "30"]}
+#: The public estimators, whose class docstrings' examples are first calls too.
+ESTIMATORS = ["CRF", "PerturbedMAPClassifier", "SparseMAPClassifier", "StructuredPerceptron",
+              "StructuredSVM"]
+
+#: Extra arguments of the examples that take them: a smaller run, which compiles the same
+#: kernels (the compilation does not depend on the data size) in less time.
+EXAMPLE_ARGS = {"dependency_parsing_ewt.py": ["--max-train", "300", "--max-iter", "5",
+                                            "--sparsemap-max-iter", "5"]}
 
 # Runs one call in this process under a CompileTimer and writes what it measured as JSON
 # to the file named by argv[1]. argv[2] is the kind ("script", "snippet", "doctest") and
@@ -56,6 +62,7 @@ from skstruct.warmup import CompileTimer
 timer = CompileTimer().start()
 tic = time.perf_counter()
 failed = None
+attempted = None
 try:
     if kind == "script":
         import runpy
@@ -64,12 +71,23 @@ try:
     elif kind == "snippet":
         code = open(path).read()
         exec(compile(code, "README snippet", "exec"), {"__name__": "__main__"})
+    elif kind == "docstring":
+        import doctest, importlib
+        module, _, name = path.rpartition(".")
+        obj = getattr(importlib.import_module(module), name)
+        runner = doctest.DocTestRunner(
+            optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
+        for test in doctest.DocTestFinder(recurse=False).find(obj, name, globs={}):
+            runner.run(test, out=lambda text: None)
+        result = runner.summarize(verbose=False)
     else:
         import doctest
         result = doctest.testfile(path, module_relative=False,
                                   optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS,
                                   report=False)
-        if result.failed:
+    if kind in ("docstring", "doctest"):
+        attempted = result.attempted
+        if result.failed or not result.attempted:
             failed = f"{result.failed} of {result.attempted} doctests failed"
 except BaseException as error:
     failed = f"{type(error).__name__}: {error}"
@@ -77,7 +95,7 @@ wall = time.perf_counter() - tic
 timer.stop()
 with open(out, "w") as f:
     json.dump({"compile_seconds": timer.seconds, "compiled": [list(map(str, c)) for c in timer.compiled],
-               "wall_seconds": wall, "failed": failed, "package": skstruct.__file__}, f)
+               "wall_seconds": wall, "failed": failed, "doctests": attempted, "package": skstruct.__file__}, f)
 """
 
 
@@ -105,6 +123,8 @@ def calls(tmp):
     snippet = Path(tmp) / "readme_snippet.py"
     snippet.write_text(readme_snippet())
     found.append(("README snippet", "snippet", snippet, []))
+    for name in ESTIMATORS:
+        found.append((f"{name} docstring example", "docstring", f"skstruct.{name}", []))
     for page in sorted((ROOT / "doc" / "user_guide").glob("*.rst")):
         if re.search(r"^\s*>>> ", page.read_text(), flags=re.M):
             found.append((f"doc/user_guide/{page.name} (doctests)", "doctest", page, []))
