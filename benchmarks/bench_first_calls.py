@@ -185,8 +185,9 @@ def fresh_install(venv):
     build = subprocess.run([python, "-m", "pip", "install", "-v", str(ROOT)], env=env,
                            check=True, capture_output=True, text=True)
     seconds = time.perf_counter() - tic
-    warmup = [line.strip() for line in build.stdout.splitlines()
-              if " s compiling (" in line or line.strip().startswith("done in ")]
+    # pip shows the build backend's output with -v, on stdout or stderr by pip version.
+    warmup = [line.strip() for line in (build.stdout + build.stderr).splitlines()
+              if " s compiling (" in line or "kernel specializations compiled" in line]
     subprocess.run([python, "-m", "pip", "install", "--quiet", "matplotlib"], env=env,
                    check=True)
     return python, seconds, warmup
@@ -276,7 +277,8 @@ def write(result):
                   f"`pip install <checkout>` took {result['pip_install_seconds']:.0f} s "
                   "(build environment from pip's cache, the warm-up, the installation). "
                   "The warm-up's own report (`python -m skstruct.warmup`, printed by "
-                  "`pip install -v`):", "", "```", *result["warmup"], "```", ""]
+                  "`pip install -v`):", "", "```",
+                  *(result["warmup"] or ["(not found in pip's output)"]), "```", ""]
     results = Path(__file__).parent / "results"
     results.mkdir(exist_ok=True)
     (results / "first_calls.md").write_text("\n".join(lines))
