@@ -12,6 +12,7 @@ from .decoders import check_capability
 from .decoders._core.checks import check_k
 from .features import decoder_feature_map, feature_map_hook
 from .optim import RegularizedRisk, get_solver, run_solver
+from .utils._compile_report import CompileNotice, estimated_compile_seconds
 
 __all__ = ["LinearStructuredModel", "TrainingRun"]
 
@@ -141,6 +142,21 @@ class LinearStructuredModel(StructuredEstimator):
         self
         """
         self._check_fit_parameters(partial_fit)
+        # At verbose=1, a fit whose kernels numba must compile first says so before it
+        # does (a kernel loaded from the cache sends no compile event: then it is silent).
+        name = type(self).__name__
+        try:
+            solver = self._solver_name()
+        except Exception:  # raised again, at its usual place, by the steps below
+            solver = None
+        notice = CompileNotice(self.get_params(deep=False).get("verbose", 0),
+                               f"{name}(solver={solver!r})",
+                               estimated_compile_seconds(name, solver))
+        with notice:
+            return self._fit_steps(X, y, sample_weight, classes, partial_fit, loss)
+
+    def _fit_steps(self, X, y, sample_weight, classes, partial_fit, loss):
+        """Steps 2–7 of :meth:`_fit_sequence`."""
         if partial_fit:
             part = self._check_partial_fit_data(X, y, classes, sample_weight)
             run = TrainingRun(True, part.first, part.kind, part.batch, part.classes,

@@ -74,11 +74,119 @@ def _chain_decoder():
     decoder.top_k(scores, 3)
 
 
+def _letters(n_words=6):
+    """Dense float64 word sequences with integer labels, as ``load_letters`` gives them."""
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(n, 8)) for n in (4, 3, 5, 4, 3, 5)[:n_words]]
+    y = [rng.integers(0, 3, size=len(x)) for x in X]
+    return X, y
+
+
+def _ssvm_chain():
+    """StructuredSVM on sequences: the BCFW engine, on dense and CSR inputs."""
+    from . import StructuredSVM
+
+    X, y = _letters()
+    StructuredSVM(max_iter=2, random_state=0).fit(X, y).predict(X)
+    X_csr = [sp.csr_matrix(x) for x in X]
+    StructuredSVM(max_iter=2, random_state=0).fit(X_csr, y).predict(X_csr)
+
+
+def _ssvm_chain_solvers():
+    """StructuredSVM on sequences with the other solvers: SVRG, Casimir, subgradient,
+    cutting plane; and StructuredPerceptron."""
+    from . import StructuredPerceptron, StructuredSVM
+
+    X, y = _letters()
+    for solver in ("svrg", "casimir", "subgradient", "cutting_plane"):
+        StructuredSVM(solver=solver, max_iter=2, random_state=0).fit(X, y)
+    StructuredPerceptron(max_iter=2, random_state=0).fit(X, y).predict(X)
+
+
+def _tabular():
+    """Tabular data: CRF (multinomial and multilabel, predict_proba), StructuredSVM on
+    multilabel indicator matrices (margin and slack rescaling, the F1 loss)."""
+    from . import CRF, StructuredSVM
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 5))
+    y = rng.integers(0, 3, size=30)
+    Y = (X @ rng.normal(size=(5, 4)) > 0).astype(int)
+    CRF(alpha=1e-2, max_iter=3).fit(X, y).predict_proba(X)
+    CRF(alpha=1e-2, max_iter=3).fit(X, Y).predict_proba(X)
+    StructuredSVM(max_iter=2, random_state=0).fit(X, Y).predict(X)
+    StructuredSVM(loss="f1", rescaling="slack", solver="cutting_plane",
+                  max_iter=2).fit(X, Y).predict(X)
+
+
+def _factor_graph():
+    """A pairwise factor graph over the labels of multilabel data (AD3 decoding)."""
+    from . import StructuredSVM
+    from .decoders import FactorGraph, FactorGraphDecoder
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 5))
+    Y = (X @ rng.normal(size=(5, 4)) > 0).astype(int)
+    decoder = FactorGraphDecoder(FactorGraph.pairwise(4))
+    StructuredSVM(decoder, solver="cutting_plane", max_iter=2).fit(X, Y).predict(X)
+
+
+def _trees():
+    """Dependency trees: ArcVectorizer's arc feature batch, StructuredSVM, CRF (matrix-tree
+    theorem) and SparseMAPClassifier (with and without the Hamming cost) on it, SparseMAP
+    on per-sentence CSR matrices, and a StructuredSVM on dense arc feature matrices."""
+    from . import CRF, SparseMAPClassifier, StructuredSVM
+    from .datasets import load_ud_english_ewt
+    from .decoders import TreeDecoder
+    from .preprocessing import ArcVectorizer
+
+    sentences = [s for s in load_ud_english_ewt("test")[:40] if len(s["head"]) <= 8][:4]
+    vectorizer = ArcVectorizer().fit(sentences)
+    X = vectorizer.transform_batch(sentences)
+    y = [sentence["head"] for sentence in sentences]
+    decoder = TreeDecoder()
+    StructuredSVM(decoder=decoder, max_iter=1, random_state=0).fit(X, y).score(X, y)
+    CRF(decoder=decoder, max_iter=2).fit(X, y).predict(X)
+    for cost in (None, "hamming"):
+        SparseMAPClassifier(decoder=decoder, cost=cost, max_iter=2,
+                            sparsemap_max_iter=2).fit(X, y).predict(X)
+    X_csr = vectorizer.transform(sentences)  # a list of CSR matrices, as the gallery's
+    SparseMAPClassifier(decoder=decoder, max_iter=2).fit(X_csr, y).predict(X_csr)
+    rng = np.random.default_rng(0)
+    X_dense = [rng.normal(size=(n * n, 3)) for n in (3, 4, 5)]
+    y_dense = [np.arange(n) for n in (3, 4, 5)]
+    StructuredSVM(decoder=decoder, max_iter=1, random_state=0).fit(X_dense, y_dense)
+
+
+def _other_estimators():
+    """PerturbedMAPClassifier and SparseMAPClassifier on multilabel, multiclass and
+    sequence data, and an elastic-net CRF (OWL-QN)."""
+    from . import CRF, PerturbedMAPClassifier, SparseMAPClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 3))
+    Y = (X @ rng.normal(size=(3, 3)) > 0).astype(int)
+    PerturbedMAPClassifier(max_iter=2).fit(X, Y).predict(X)
+    SparseMAPClassifier(alpha=1e-2, max_iter=2).fit(X, Y[:, 0]).predict(X)
+    X_seq, y_seq = _letters()
+    PerturbedMAPClassifier(max_iter=2, random_state=0).fit(X_seq, y_seq).predict(X_seq)
+    SparseMAPClassifier(alpha=1e-2, max_iter=2).fit(X_seq, y_seq).predict(X_seq)
+    X_csr = [sp.csr_matrix(x) for x in X_seq]
+    CRF(alpha=1e-2, l1_ratio=0.5, max_iter=3).fit(X_csr, y_seq)
+
+
 #: (name, function) of each warm-up step, in the order they run.
 STEPS = [
     ("tagging pipeline (SequenceVectorizer + CRF)", _tagging_pipeline),
     ("CRF on CSR and dense matrices", _crf_on_matrices),
     ("chain decoder (Viterbi, forward-backward, top-k)", _chain_decoder),
+    ("StructuredSVM on sequences (BCFW engine)", _ssvm_chain),
+    ("other sequence solvers (SVRG, Casimir, subgradient, cutting plane, perceptron)",
+     _ssvm_chain_solvers),
+    ("tabular CRF and multilabel StructuredSVM", _tabular),
+    ("factor graph (pairwise, cutting plane)", _factor_graph),
+    ("dependency trees (ArcVectorizer, StructuredSVM, CRF, SparseMAP)", _trees),
+    ("PerturbedMAPClassifier, SparseMAPClassifier, elastic-net CRF", _other_estimators),
 ]
 
 
@@ -88,8 +196,9 @@ def warm_up(verbose=False):
     Parameters
     ----------
     verbose : bool, default=False
-        Print one line per step: its name, the seconds numba spent compiling in it and the
-        number of kernel specializations compiled.
+        Print one line per step: its name, the seconds numba spent compiling in it, the
+        number of kernel specializations compiled and the seconds of each that took 1 s
+        or more.
 
     Returns
     -------
@@ -105,8 +214,12 @@ def warm_up(verbose=False):
                 step()
             report.append((name, timer.seconds, len(timer.compiled)))
             if verbose:
+                slowest = sorted(zip(timer.durations, timer.compiled), key=lambda p: -p[0])
+                detail = ", ".join(f"{kernel.rsplit('.', 1)[-1]} {seconds:.1f} s"
+                                   for seconds, (kernel, _) in slowest if seconds >= 1.0)
                 print(f"{name}: {timer.seconds:.1f} s compiling "
-                      f"({len(timer.compiled)} specializations)", flush=True)
+                      f"({len(timer.compiled)} specializations"
+                      f"{': ' + detail if detail else ''})", flush=True)
     return report
 
 

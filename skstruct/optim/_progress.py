@@ -2,6 +2,8 @@
 
 import time
 
+from ..utils._compile_report import compile_seconds
+
 __all__ = ["Progress", "format_seconds"]
 
 
@@ -41,10 +43,13 @@ class Progress:
 
         left = (max_iter − n) · t̄,   t̄ = (t_n − t_1) / (n − 1)  (n ≥ 2;  t̄ = t_1 at n = 1),
 
-    with t_k the elapsed time at the k-th report. The first iteration is left out of t̄
-    once there is a second one, because it also pays for compiling kernels and setting up.
-    The estimate is an upper bound on the wait when the solver's tolerance stops it
-    before ``max_iter``.
+    with t_k the elapsed time at the k-th report **less the seconds numba spent compiling
+    since the reporter was made** (:func:`~skstruct.utils._compile_report.compile_seconds`):
+    a kernel compiles once, so its minutes say nothing of the iterations to come. The
+    first iteration is left out of t̄ once there is a second one, because it also pays
+    for setting up. The estimate is an upper bound on the wait when the solver's
+    tolerance stops it before ``max_iter``. A line whose elapsed time includes compiling
+    says how much (``compiling 58.20s``).
 
     Parameters
     ----------
@@ -67,6 +72,8 @@ class Progress:
         The extra quantities of every reported iteration, by name.
     times : list of float
         Seconds elapsed at every report.
+    compile_times : list of float
+        Seconds of those spent compiling numba kernels, at every report.
 
     Examples
     --------
@@ -94,7 +101,9 @@ class Progress:
         self.curve = []
         self.columns = {}
         self.times = []
+        self.compile_times = []
         self.start = time.perf_counter()
+        self._compile_start = compile_seconds()
 
     @property
     def n_iter(self):
@@ -112,7 +121,8 @@ class Progress:
         Parameters
         ----------
         elapsed : sequence of float, default=None
-            Seconds elapsed at each report so far; None reads the recorded ``times``.
+            Seconds elapsed at each report so far, compile time excluded; None reads the
+            recorded ``times`` less ``compile_times``.
 
         Returns
         -------
@@ -120,7 +130,10 @@ class Progress:
             None without ``max_iter`` or before the first report; 0.0 once ``max_iter``
             iterations are reported.
         """
-        elapsed = self.times if elapsed is None else list(elapsed)
+        if elapsed is None:
+            elapsed = [t - c for t, c in zip(self.times, self.compile_times)]
+        else:
+            elapsed = list(elapsed)
         n = len(elapsed)
         if self.max_iter is None or n == 0:
             return None
@@ -148,6 +161,7 @@ class Progress:
         """
         self.curve.append(float(objective))
         self.times.append(self.elapsed)
+        self.compile_times.append(compile_seconds() - self._compile_start)
         for name, value in columns.items():
             self.columns.setdefault(name, []).append(value)
         if self.verbose:
@@ -160,6 +174,8 @@ class Progress:
                              else f"{name} {value}")
             if printer_time:
                 parts.append(f"time {format_seconds(self.times[-1]):>8s}")
+                if self.compile_times[-1] >= 0.005:
+                    parts.append(f"compiling {format_seconds(self.compile_times[-1]):>8s}")
                 left = self.remaining()
                 if left is not None and len(self.curve) < self.max_iter:
                     parts.append(f"left ~{format_seconds(left):>8s}")
