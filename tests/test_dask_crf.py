@@ -1,0 +1,156 @@
+"""DaskCRF on a LocalCluster of 2 processes: the local CRF's objective and model for any
+partitioning, predictions over bags, partition errors named, pickling."""
+
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skstruct import CRF
+
+from _dask_cluster import local_cluster
+
+db = pytest.importorskip("dask.bag")
+pytest.importorskip("distributed")
+
+from skstruct.dask import DaskCRF, PartitionError  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    with local_cluster() as client:
+        yield client
+
+
+def _sequences(n=40, n_features=5, seed=0, sparse=False):
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n):
+        length = int(rng.integers(1, 7))
+        x = rng.normal(size=(length, n_features)) * (rng.random((length, n_features)) < 0.6)
+        X.append(sp.csr_matrix(x) if sparse else x)
+        y.append(np.array(["B", "I", "O"])[rng.integers(0, 3, size=length)])
+    return X, y
+
+
+def _same_model(distributed, local, X):
+    """Objective to 1e-10 relative and parameters to 1e-8, at the solution and along the
+    way."""
+    f_local = local.objective_curve_[-1]
+    assert abs(distributed.objective_curve_[-1] - f_local) <= 1e-10 * abs(f_local)
+    assert distributed.n_iter_ == local.n_iter_
+    np.testing.assert_allclose(distributed.objective_curve_, local.objective_curve_,
+                               rtol=1e-10, atol=0)
+    for name in ("coef_", "transition_", "start_transition_", "end_transition_",
+                 "intercept_"):
+        if hasattr(local, name):
+            np.testing.assert_allclose(getattr(distributed, name), getattr(local, name),
+                                       rtol=0, atol=1e-8, err_msg=name)
+    np.testing.assert_array_equal(distributed.classes_, local.classes_)
+
+
+PARAMS = dict(alpha=0.05, tol=1e-9, max_iter=300)
+
+
+@pytest.mark.parametrize("n_partitions", [1, 2, 3])
+def test_same_objective_and_model_as_the_local_crf(client, n_partitions):
+    X, y = _sequences(sparse=True)
+    local = CRF(**PARAMS).fit(X, y)
+    bag = db.from_sequence(list(zip(X, y)), npartitions=n_partitions)
+    model = DaskCRF(client=client, **PARAMS).fit(bag)
+    assert model.n_partitions_ == n_partitions
+    _same_model(model, local, X)
+
+
+def test_l1_owlqn_seen_pairs_and_sample_weights(client):
+    # unequal partitions (the weights' shares differ), labels and weights as own bags
+    X, y = _sequences(n=31, seed=1)
+    weights = np.random.default_rng(2).uniform(0.5, 2.0, size=len(X))
+    params = dict(alpha=0.05, l1_ratio=0.5, feature_label_pairs="seen", tol=1e-9,
+                  max_iter=300)
+    local = CRF(**params).fit(X, y, sample_weight=weights)
+    model = DaskCRF(client=client, **params).fit(
+        db.from_sequence(X, npartitions=3), db.from_sequence(y, npartitions=3),
+        sample_weight=db.from_sequence(weights.tolist(), npartitions=3))
+    _same_model(model, local, X)
+    assert model.n_nonzero_ == local.n_nonzero_
+
+
+def test_a_partition_may_lack_labels_of_the_others(client):
+    X, y = _sequences(n=20, seed=3)
+    y[:10] = [np.full(len(labels), "O") for labels in y[:10]]  # partition 0: "O" alone
+    local = CRF(**PARAMS).fit(X, y)
+    model = DaskCRF(client=client, **PARAMS).fit(
+        db.from_sequence(list(zip(X, y)), npartitions=2))
+    _same_model(model, local, X)
+
+
+def test_multilabel_rows(client):
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(60, 4))
+    Y = (X @ rng.normal(size=(4, 3)) + rng.normal(size=(60, 3)) > 0).astype(int)
+    local = CRF(**PARAMS).fit(X, Y)
+    model = DaskCRF(client=client, **PARAMS).fit(
+        db.from_sequence(list(zip(X, Y)), npartitions=3))
+    assert model.output_kind_ == "multilabel"
+    _same_model(model, local, X)
+    predicted = model.predict(db.from_sequence(list(X), npartitions=2)).compute()
+    np.testing.assert_array_equal(np.array(predicted), local.predict(X))
+
+
+def test_predict_on_a_bag_and_the_local_model(client):
+    X, y = _sequences(n=24, seed=5)
+    model = DaskCRF(client=client, **PARAMS).fit(db.from_sequence(list(zip(X, y)),
+                                                                  npartitions=2))
+    local = model.to_local()
+    assert type(local) is CRF and "client" not in local.get_params()
+    bag = db.from_sequence(X, npartitions=3)
+    predicted = model.predict(bag)
+    assert isinstance(predicted, db.Bag)
+    for got, want in zip(predicted.compute(), local.predict(X)):
+        np.testing.assert_array_equal(got, want)
+    for got, want in zip(model.predict_marginals(bag).compute(), local.predict_marginals(X)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    restored = pickle.loads(pickle.dumps(model))
+    assert restored.client is None
+    for got, want in zip(restored.predict(X), local.predict(X)):
+        np.testing.assert_array_equal(got, want)
+    for got, want in zip(pickle.loads(pickle.dumps(local)).predict(X), local.predict(X)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_partition_that_raises_fails_the_fit_and_is_named(client):
+    X, y = _sequences(n=12, seed=6)
+    X[9] = np.full_like(X[9], np.nan)  # in partition 2 of 3 (items 8 .. 11)
+    with pytest.raises(PartitionError, match=r"partition 2 \(of 3\).*ValueError") as info:
+        DaskCRF(client=client, **PARAMS).fit(db.from_sequence(list(zip(X, y)),
+                                                              npartitions=3))
+    assert info.value.partition == 2
+    X, y = _sequences(n=12, seed=6)
+    y[1] = y[1][:-1] if len(y[1]) > 1 else np.array(["B", "I"])  # wrong length, partition 0
+    with pytest.raises(PartitionError, match=r"partition 0 \(of 3\)"):
+        DaskCRF(client=client, **PARAMS).fit(db.from_sequence(list(zip(X, y)),
+                                                              npartitions=3))
+
+
+def test_inputs_the_dask_crf_refuses(client):
+    X, y = _sequences(n=6)
+    with pytest.raises(TypeError, match="dask.bag.Bag"):
+        DaskCRF(client=client).fit(list(zip(X, y)))
+    with pytest.raises(ValueError, match="full-batch"):
+        DaskCRF(client=client, solver="svrg").fit(db.from_sequence(list(zip(X, y))))
+    with pytest.raises(ValueError, match="partitioned alike|partitions"):
+        DaskCRF(client=client).fit(db.from_sequence(X, npartitions=2),
+                                   db.from_sequence(y, npartitions=3))
+
+
+def test_importing_skstruct_and_skstruct_dask_does_not_import_dask():
+    code = ("import sys, skstruct, skstruct.dask; "
+            "print(any(m == 'dask' or m.startswith(('dask.', 'distributed')) "
+            "for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
