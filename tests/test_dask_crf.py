@@ -154,3 +154,28 @@ def test_importing_skstruct_and_skstruct_dask_does_not_import_dask():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_worker_killed_mid_fit_changes_nothing(client):
+    """One worker process is killed after the third iteration: its shards are rebuilt
+    from their inputs on the survivor (or the restarted worker) and the fit gives the
+    local model."""
+    import os
+    import signal
+
+    X, y = _sequences(n=30, seed=8)
+    local = CRF(**PARAMS).fit(X, y)
+    killed = []
+
+    def kill_one(n_iter, w, objective):
+        if n_iter == 3 and not killed:
+            pids = client.run(os.getpid)
+            address, pid = sorted(pids.items())[0]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(address)
+
+    model = DaskCRF(client=client, callback=kill_one, **PARAMS).fit(
+        db.from_sequence(list(zip(X, y)), npartitions=4))
+    assert killed
+    _same_model(model, local, X)
+    client.wait_for_workers(2, timeout=60)

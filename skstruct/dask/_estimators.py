@@ -121,8 +121,10 @@ class _DaskMixin:
         return super().predict(self._local_input(X))
 
     def _read(self, client, X, y, sample_weight):
-        return DistributedData(client, X, y, sample_weight, self._local_estimator(),
-                               self.vectorizer)
+        # the workers' copy checks the data only: no callback (which runs on the client
+        # and may hold what does not pickle)
+        checker = self._local_estimator().set_params(callback=None, verbose=0)
+        return DistributedData(client, X, y, sample_weight, checker, self.vectorizer)
 
     def _model_pieces(self, data):
         """kind, classes, n_features, decoder and feature map from the summary."""
