@@ -179,3 +179,47 @@ def test_a_worker_killed_mid_fit_changes_nothing(client):
     assert killed
     _same_model(model, local, X)
     client.wait_for_workers(2, timeout=60)
+
+
+def _token_dicts(n=30, seed=9):
+    rng = np.random.default_rng(seed)
+    words = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "fast", "home"]
+    X, y = [], []
+    for _ in range(n):
+        sentence = [words[i] for i in rng.integers(0, len(words), size=rng.integers(1, 7))]
+        X.append([{"w": w, "suffix": w[-2:], "length": len(w), "tags": [w[0], "x"]}
+                  for w in sentence])
+        y.append(np.array(["N" if w in ("cat", "mat", "dog", "home") else "O"
+                           for w in sentence]))
+    return X, y
+
+
+@pytest.mark.parametrize("sort", [True, False])
+def test_feature_dicts_with_a_vocabulary_learned_by_a_distributed_pass(client, sort):
+    from skstruct.preprocessing import SequenceVectorizer
+
+    X, y = _token_dicts()
+    vectorizer = SequenceVectorizer(sort=sort).fit(X)
+    local = CRF(**PARAMS).fit(vectorizer.transform(X), y)
+    model = DaskCRF(client=client, vectorizer=SequenceVectorizer(sort=sort), **PARAMS).fit(
+        db.from_sequence(list(zip(X, y)), npartitions=3))
+    assert model.vectorizer_.feature_names_ == vectorizer.feature_names_
+    assert not hasattr(model.vectorizer, "feature_names_")  # the parameter stays unfitted
+    _same_model(model, local, X)
+    for got, want in zip(model.predict(X), local.predict(vectorizer.transform(X))):
+        np.testing.assert_array_equal(got, want)
+    predicted = model.predict(db.from_sequence(X, npartitions=2)).compute()
+    for got, want in zip(predicted, local.predict(vectorizer.transform(X))):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_feature_dicts_hashed(client):
+    from skstruct.preprocessing import SequenceVectorizer
+
+    X, y = _token_dicts(seed=10)
+    X = [[{k: v for k, v in token.items() if k != "tags"} for token in x] for x in X]
+    hasher = SequenceVectorizer(backend="hash", n_features=64)
+    local = CRF(**PARAMS).fit(hasher.fit_transform(X), y)
+    model = DaskCRF(client=client, vectorizer=hasher, **PARAMS).fit(
+        db.from_sequence(X, npartitions=2), db.from_sequence(y, npartitions=2))
+    _same_model(model, local, X)

@@ -9,9 +9,10 @@ and receives summaries, seen-pair matrices and (value, gradient) sums.
 import numpy as np
 
 from ._shards import (PartitionError, add, either, make_shard, merge_summaries,
-                      read_partition, seen_pairs_of, summarize, value_and_gradient)
+                      read_partition, seen_pairs_of, summarize, value_and_gradient,
+                      vocabulary_tokens)
 
-__all__ = ["DistributedData", "DistributedRisk", "get_client", "is_dask_collection",
+__all__ = ["DistributedData", "fit_vectorizer", "DistributedRisk", "get_client", "is_dask_collection",
            "tree_reduce"]
 
 
@@ -56,6 +57,34 @@ def tree_reduce(client, futures, function):
             paired.append(futures[-1])
         futures = paired
     return futures[0]
+
+
+def fit_vectorizer(client, X, paired, vectorizer):
+    """``vectorizer`` fitted for the collection ``X``: as it is when fitted already; an
+    unfitted :class:`~skstruct.preprocessing.SequenceVectorizer` (or any vectorizer of
+    token feature dicts) fitted on the distinct features of every partition, found by a
+    distributed pass (:func:`~._shards.vocabulary_tokens`: the client receives the
+    vocabulary, not the data) and concatenated in partition order."""
+    import dask
+    from sklearn.base import clone
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    if vectorizer is None:
+        return None
+    try:
+        check_is_fitted(vectorizer)
+        return vectorizer
+    except NotFittedError:
+        pass
+    parts = _partitions(X, "X")
+    n = len(parts)
+    task = dask.delayed(vocabulary_tokens, pure=False)
+    found = client.compute([task(parts[i], i, n, paired) for i in range(n)], sync=True)
+    tokens = [token for part in found for token in part]
+    if not tokens:
+        raise ValueError("The training collection holds no token features.")
+    return clone(vectorizer).fit([tokens])
 
 
 class DistributedData:

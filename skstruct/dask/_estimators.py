@@ -25,8 +25,8 @@ from ..features import feature_map_hook
 from ..losses import CRFLoss, PerceptronLoss, SparseMAPLoss
 from ..optim import OptimizeResult, run_solver
 from ..optim._progress import Progress
-from ._cluster import (DistributedData, DistributedRisk, get_client, is_dask_collection,
-                       tree_reduce)
+from ._cluster import (DistributedData, DistributedRisk, fit_vectorizer, get_client,
+                       is_dask_collection, tree_reduce)
 from ._shards import add, perceptron_epoch
 
 __all__ = ["DaskCRF", "DaskSparseMAPClassifier", "DaskStructuredPerceptron"]
@@ -85,6 +85,8 @@ class _DaskMixin:
         check_is_fitted(self)
         local = self._local_estimator()
         for name, value in vars(self).items():
+            if name == "vectorizer_":
+                continue
             if (name.endswith("_") and not name.startswith("__")) or name == "_partial_state":
                 setattr(local, name, value)
         return local
@@ -98,10 +100,15 @@ class _DaskMixin:
         import dask
 
         model = dask.delayed(self.to_local(), pure=True, traverse=False)
-        return X.map_partitions(_predict_partition, model, method, self.vectorizer)
+        return X.map_partitions(_predict_partition, model, method, self._vectorizer())
+
+    def _vectorizer(self):
+        """The fitted vectorizer (``vectorizer_``), or None without one."""
+        return getattr(self, "vectorizer_", None) if self.vectorizer is not None else None
 
     def _local_input(self, X):
-        return X if self.vectorizer is None else self.vectorizer.transform(X)
+        vectorizer = self._vectorizer()
+        return X if vectorizer is None else vectorizer.transform(X)
 
     def predict(self, X):
         """Predict the output of every input.
@@ -124,7 +131,10 @@ class _DaskMixin:
         # the workers' copy checks the data only: no callback (which runs on the client
         # and may hold what does not pickle)
         checker = self._local_estimator().set_params(callback=None, verbose=0)
-        return DistributedData(client, X, y, sample_weight, checker, self.vectorizer)
+        vectorizer = fit_vectorizer(client, X, y is None, self.vectorizer)
+        data = DistributedData(client, X, y, sample_weight, checker, vectorizer)
+        data.vectorizer = vectorizer
+        return data
 
     def _model_pieces(self, data):
         """kind, classes, n_features, decoder and feature map from the summary."""
@@ -151,6 +161,10 @@ class _DaskMixin:
         batch = SimpleNamespace(n_features=n_features, feature_names=None)
         self._finish_fit(kind, classes, batch, features, decoder, result)
         self.n_partitions_ = data.n_partitions
+        if data.vectorizer is not None:
+            self.vectorizer_ = data.vectorizer
+        elif hasattr(self, "vectorizer_"):
+            del self.vectorizer_
 
 
 class _DaskQuasiNewtonMixin(_DaskMixin):
@@ -247,10 +261,12 @@ class DaskCRF(_DaskQuasiNewtonMixin, CRF):
     client : distributed.Client, default=None
         The cluster's client; None uses the current one (``distributed.get_client()``).
     vectorizer : transformer, default=None
-        Applied on the workers to each partition's inputs, e.g.
-        ``SequenceVectorizer(backend="hash")`` for bags of token feature dicts (its
-        ``transform`` must not depend on the data: a stateless hasher, or one fitted
-        beforehand); ``predict`` applies it too.
+        Applied on the workers to each partition's inputs, e.g. a
+        :class:`~skstruct.preprocessing.SequenceVectorizer` for bags of token feature
+        dicts. Used as it is when fitted already; an unfitted one is fitted on the
+        vocabulary of the whole collection, found by a distributed pass (the dict
+        backend: the same columns as a fit on all the data) and kept as
+        ``vectorizer_``; ``predict`` applies it too.
     **params
         The parameters of :class:`~skstruct.CRF`; ``solver`` is one of ``"lbfgs"``,
         ``"owlqn"``, ``"lbfgsb"``.
@@ -259,6 +275,9 @@ class DaskCRF(_DaskQuasiNewtonMixin, CRF):
     ----------
     n_partitions_ : int
         Partitions of the training collection.
+    vectorizer_ : transformer
+        With a ``vectorizer``: the fitted one (which :meth:`to_local`'s model takes the
+        output of).
     The fitted attributes of :class:`~skstruct.CRF`.
     """
 

@@ -65,6 +65,42 @@ def _stack_rows(rows):
     return np.vstack([np.asarray(row) for row in rows])
 
 
+def _inputs(elements, paired):
+    """The inputs of a partition's items: their first members when ``paired``."""
+    elements = list(elements)
+    if not paired:
+        return elements
+    pairs = [tuple(item) for item in elements]
+    if any(len(pair) != 2 for pair in pairs):
+        raise ValueError("the collection's items must be (x, y) pairs when y is not "
+                         "given separately.")
+    return [pair[0] for pair in pairs]
+
+
+@_guard("the vocabulary pass")
+def vocabulary_tokens(elements, index, n_partitions, paired):
+    """The distinct features of a partition's token feature dicts, one small token per
+    feature (``{key: value}`` for a string feature ``"key=value"``, ``{key: 1}`` for a
+    numeric one), in the order of their first appearance in the partition.
+
+    A :class:`~skstruct.preprocessing.SequenceVectorizer` fitted on these tokens of all
+    partitions, concatenated in partition order, learns the vocabulary, and the columns,
+    of one fitted on the whole collection (sorted, or with ``sort=False`` in order of
+    first appearance).
+    """
+    from itertools import chain
+
+    from ..preprocessing._sequence_vectorizer import _learn_vocabulary
+
+    sequences = _inputs(elements, paired)
+    _, by_value, by_key = _learn_vocabulary(chain.from_iterable(sequences), False)
+    firsts = [(column, {key: value}) for key, inner in by_value.items()
+              for value, column in inner.items()]
+    firsts += [(column, {key: 1}) for key, column in by_key.items()]
+    firsts.sort(key=lambda pair: pair[0])
+    return [token for _, token in firsts]
+
+
 def partition_data(elements, labels, weights, vectorizer):
     """(X, y, sample_weight) of one partition, in the forms a local ``fit`` takes.
 
