@@ -257,3 +257,23 @@ def test_the_client_memory_does_not_grow_with_the_data(client):
     data = 10_000 * 4 * 100 * 8
     assert large < 0.1 * data, (small, large)
     assert large < 1.5 * small + 500_000, (small, large)
+
+
+def test_the_cluster_page_example_runs(tmp_path):
+    """The LocalCluster example of doc/user_guide/cluster.rst runs as a script and
+    prints what the page says."""
+    import re
+    import textwrap
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parent.parent / "doc" / "user_guide" / "cluster.rst"
+    if not page.exists():
+        pytest.skip("the documentation sources are not next to the tests")
+    block = re.search(r"\.\. code-block:: python\n\n((?:    .*\n|\n)+)", page.read_text())
+    script = tmp_path / "example.py"
+    script.write_text(textwrap.dedent(block.group(1))
+                      + "        print(len(tags), type(crf).__name__)\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "200", "CRF"], out.stdout

@@ -20,7 +20,7 @@ def client():
         yield client
 
 
-def _sequences(n=30, n_features=4, seed=0):
+def _sequences(n=16, n_features=4, seed=0):
     rng = np.random.default_rng(seed)
     W = rng.normal(size=(n_features, 3))
     X, y = [], []
