@@ -209,6 +209,7 @@ class _DaskQuasiNewtonMixin(_DaskMixin):
         del shards, risk  # the workers release the shards
         self._warn_after_training(run, result)
         self._finish(kind, classes, n_features, features, decoder, result, data)
+        self.n_evaluations_ = int(result.n_evaluations)
         return self
 
     def predict_marginals(self, X):
@@ -275,6 +276,8 @@ class DaskCRF(_DaskQuasiNewtonMixin, CRF):
     ----------
     n_partitions_ : int
         Partitions of the training collection.
+    n_evaluations_ : int
+        Distributed evaluations of the objective (each one round trip to the workers).
     vectorizer_ : transformer
         With a ``vectorizer``: the fitted one (which :meth:`to_local`'s model takes the
         output of).
