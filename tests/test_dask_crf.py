@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.base import clone
 
 from skstruct import CRF
 
@@ -107,6 +108,10 @@ def test_predict_on_a_bag_and_the_local_model(client):
                                                                   npartitions=2))
     local = model.to_local()
     assert type(local) is CRF and "client" not in local.get_params()
+    assert not hasattr(local, "n_partitions_") and model.n_partitions_ == 2
+    cloned = clone(model)
+    assert cloned.client is client and not hasattr(cloned, "coef_")
+    assert cloned.get_params()["alpha"] == PARAMS["alpha"]
     bag = db.from_sequence(X, npartitions=3)
     predicted = model.predict(bag)
     assert isinstance(predicted, db.Bag)

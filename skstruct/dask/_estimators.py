@@ -34,6 +34,9 @@ __all__ = ["DaskCRF", "DaskSparseMAPClassifier", "DaskStructuredPerceptron"]
 #: The solvers that read the objective through ``value_and_gradient`` alone.
 FULL_BATCH_SOLVERS = ("lbfgs", "lbfgsb", "owlqn")
 
+#: Fitted attributes of the Dask estimators only, which the local model does not get.
+_DASK_ATTRIBUTES = ("vectorizer_", "n_partitions_", "n_evaluations_")
+
 _DASK_CONSTRAINTS = {"client": "no_validation",
                      "vectorizer": [None, HasMethods(["transform"])]}
 
@@ -85,11 +88,23 @@ class _DaskMixin:
         check_is_fitted(self)
         local = self._local_estimator()
         for name, value in vars(self).items():
-            if name == "vectorizer_":
+            if name in _DASK_ATTRIBUTES:
                 continue
             if (name.endswith("_") and not name.startswith("__")) or name == "_partial_state":
                 setattr(local, name, value)
         return local
+
+    def __sklearn_clone__(self):
+        """A clone that shares the client (a client cannot be copied)."""
+        from sklearn.base import _clone_parametrized
+
+        client, self.client = self.client, None
+        try:
+            cloned = _clone_parametrized(self)
+        finally:
+            self.client = client
+        cloned.client = client
+        return cloned
 
     def __getstate__(self):
         state = super().__getstate__()
@@ -212,14 +227,6 @@ class _DaskQuasiNewtonMixin(_DaskMixin):
         self.n_evaluations_ = int(result.n_evaluations)
         return self
 
-    def predict_marginals(self, X):
-        """Per-token label probabilities; a ``dask.bag`` of them for a bag of inputs
-        (see the local estimator's ``predict_marginals``)."""
-        if is_dask_collection(X):
-            return self._distributed_predict(X, "predict_marginals")
-        return super().predict_marginals(self._local_input(X))
-
-
 _FIT_DOC = """Fit the model on a Dask collection.
 
         Parameters
@@ -308,6 +315,13 @@ class DaskCRF(_DaskQuasiNewtonMixin, CRF):
     def _dask_loss(self):
         return CRFLoss(cost=self.cost)
 
+    def predict_marginals(self, X):
+        """Per-token label probabilities; a ``dask.bag`` of them for a bag of inputs
+        (see :meth:`CRF.predict_marginals <skstruct.CRF.predict_marginals>`)."""
+        if is_dask_collection(X):
+            return self._distributed_predict(X, "predict_marginals")
+        return super().predict_marginals(self._local_input(X))
+
 
 class DaskSparseMAPClassifier(_DaskQuasiNewtonMixin, SparseMAPClassifier):
     """:class:`~skstruct.SparseMAPClassifier` trained on a Dask cluster, full-batch,
@@ -352,8 +366,6 @@ class DaskSparseMAPClassifier(_DaskQuasiNewtonMixin, SparseMAPClassifier):
         return SparseMAPLoss(self.cost, max_iter=self.sparsemap_max_iter,
                              tol=self.sparsemap_tol)
 
-    def predict_marginals(self, X):
-        raise AttributeError("SparseMAPClassifier has no predict_marginals.")
 
 
 def _epoch_seeds(entropy, epoch, n_partitions):
@@ -443,7 +455,8 @@ class DaskStructuredPerceptron(_DaskMixin, StructuredPerceptron):
             seeds = _epoch_seeds(entropy, epoch, data.n_partitions)
             sent = client.scatter(w, broadcast=True, hash=False)
             runs = [client.submit(perceptron_epoch, shard, i, data.n_partitions, sent,
-                                  seeds[i], self.averaging, self.shuffle, pure=False)
+                                  seeds[i], self.averaging, self.shuffle, self.n_jobs,
+                                  pure=False)
                     for shard, i in zip(shards, data.indices)]
             raw_sum, average_sum, mistakes = tree_reduce(client, runs, add).result()
             w = raw_sum / n_shards

@@ -306,13 +306,14 @@ def add(a, b):
 
 
 @_guard("its perceptron pass")
-def perceptron_epoch(shard, index, n_partitions, w, seed, averaging, shuffle):
+def perceptron_epoch(shard, index, n_partitions, w, seed, averaging, shuffle,
+                     n_jobs=None):
     """One perceptron pass over the partition from ``w`` (the solver ``"perceptron"`` of
     the local estimator, ``max_iter=1``): (raw iterate, averaged iterate of the pass,
     mistakes, examples), the iterates as the arrays the mixing sums."""
     result = run_solver("perceptron", shard.risk, w,
                         dict(max_iter=1, averaging=averaging, random_state=seed,
-                             shuffle=shuffle, state={}))
+                             shuffle=shuffle, state={}), n_jobs=n_jobs)
     raw = np.asarray(result.extra["state"]["w"], dtype=np.float64)
     mistakes = float(result.objective_curve[0]) * shard.risk.n_examples
     return raw, np.asarray(result.w, dtype=np.float64), mistakes
