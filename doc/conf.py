@@ -38,12 +38,16 @@ version = ".".join(release.split(".")[:2])
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
-    "sphinx.ext.mathjax",
+    "mathml",  # doc/_ext: :math: and .. math:: as MathML, converted at build time
     "sphinx.ext.doctest",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
     "benchmark_pages",  # doc/_ext: a page per benchmarks/results/*.md
 ]
+# Math renders offline: doc/_ext/mathml.py converts the TeX to MathML when the pages are
+# built (latex2mathml, in the docs extra), which browsers display without MathJax's script
+# from a CDN; a formula it cannot convert is a warning, so an error of the -W build.
+html_math_renderer = "mathml"
 # No sphinx.ext.intersphinx: the docs are built offline, so references to numpy, scipy
 # and scikit-learn objects in docstrings render as plain literals.
 
@@ -78,8 +82,16 @@ html_theme_options = {
     "description": "Structured-output learners for scikit-learn",
     "fixed_sidebar": True,
     "show_relbars": True,
+    # 1160 px (alabaster's default is 940): a 220-px sidebar and a body whose code blocks
+    # hold 90-character lines; at a 1280-px window nothing is cut off (doc/_static/
+    # skstruct.css wraps what is longer). Narrower windows get alabaster's one-column
+    # layout.
+    "page_width": "1160px",
 }
-html_static_path = []
+# doc/_static/skstruct.css: wide tables and code blocks wrap inside the content column
+# instead of running past the window's edge.
+html_static_path = ["_static"]
+html_css_files = ["skstruct.css"]
 html_show_sourcelink = False
 
 # -- example gallery ---------------------------------------------------------------------
