@@ -348,7 +348,7 @@ class PerturbedMAPClassifier(PartialFitMixin, LinearStructuredModel):
     the same preconditioned L-BFGS, the risk of its batch plus a diagonal quadratic
     summary of the earlier batches (:class:`~skstruct.optim._streaming.StreamedRisk`:
     their data term expanded at the weights they left, its Hessian by the diagonal
-    (1/β²) Σ_r p_r |d_r| x² accumulated over the calls), with ``l2="auto"`` = 1 / (the
+    (1/β²) Σ_r p_r abs(d_r) x² accumulated over the calls), with ``l2="auto"`` = 1 / (the
     total sample weight seen so far): the first call is a :meth:`fit` on its batch, and
     one pass over a stream approximates a :meth:`fit` on all of it. With drawn sets a call
     takes ``max_iter`` steps (1 when None) of the stochastic ascent, its step counter
@@ -739,7 +739,7 @@ class PerturbedMAPClassifier(PartialFitMixin, LinearStructuredModel):
         return 1.0 / np.sqrt(np.maximum(curvature, np.finfo(np.float64).tiny))
 
     def _curvature_bound(self, run, probabilities=None):
-        """h_p = (1 / (m β²)) Σ_r π_r Σ_{parts a changed by candidate r} |d_ra| x_{a,p}²,
+        """h_p = (1 / (m β²)) Σ_r π_r Σ_{parts a changed by candidate r} abs(d_ra) x_{a,p}²,
         a bound on the curvature of parameter p in the batch's mean loss (through the
         feature map's transpose at the squared features): with π_r = 1 the curvature if
         every candidate had probability one, which makes the diagonal preconditioner D_p =

@@ -298,7 +298,7 @@ class NeighbourhoodDifferences:
         return self.layout.container(self.transposed @ (p / beta))
 
     def changed_parts(self, weights=None):
-        """Σ_r π_r |d_r| per example, π_r = 1 (None: how many candidates change every
+        """Σ_r π_r abs(d_r) per example, π_r = 1 (None: how many candidates change every
         part) or ``weights`` (one per candidate), a part container like ``template``."""
         magnitudes = abs(self.transposed)
         if weights is None:
