@@ -28,24 +28,10 @@ from pathlib import Path
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from bench_map_perturbation_defaults import DATA, MULTILABEL, _data
+
 RESULTS = Path(__file__).parent / "results"
 NAME = "map_perturbation_streaming"
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-MULTILABEL = ("yeast", "scene", "emotions", "bibtex", "tmc2007")
-
-
-def _data(name):
-    from skstruct.datasets import load_conll2000, load_multilabel
-    if name == "conll2000":
-        from skstruct.preprocessing import SequenceVectorizer, sentences_to_features
-        train, test = load_conll2000("train"), load_conll2000("test")
-        vectorizer = SequenceVectorizer()
-        X = vectorizer.fit_transform(sentences_to_features(train.words, train.pos))
-        X_test = vectorizer.transform(sentences_to_features(test.words, test.pos))
-        return X, list(train.target), X_test, list(test.target)
-    train = load_multilabel(name, "train", path=DATA / "multilabel")
-    test = load_multilabel(name, "test", path=DATA / "multilabel")
-    return train.data, train.target, test.data, test.target
 
 
 def _score(name, y_true, y_pred):
@@ -75,7 +61,7 @@ def _sgd_stream(X, Y, X_test, Y_test, order, size, name):
 
 def run(name, batch_sizes):
     from skstruct import PerturbedMAPClassifier
-    X, y, X_test, y_test = _data(name)
+    X, y, X_test, y_test = _data(name, DATA)
     n = len(X) if isinstance(X, list) else X.shape[0]
     classes = None
     if name == "conll2000":

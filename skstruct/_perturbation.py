@@ -753,8 +753,11 @@ class PerturbedMAPClassifier(PartialFitMixin, LinearStructuredModel):
             parts, m = run.differences.changed_parts(), max(1, run.batch.n_sequences)
         else:
             parts, m = run.differences.changed_parts(probabilities), 1
-        squared = copy.copy(run.batch)
-        squared.X = _squared_features(run.batch.X)
+        squared = getattr(run, "squared_batch", None)
+        if squared is None:  # once per fit: the preconditioner and partial_fit's summary
+            squared = copy.copy(run.batch)
+            squared.X = _squared_features(run.batch.X)
+            run.squared_batch = squared
         beta = run.candidate_state["beta"]
         curvature = np.asarray(run.features.transpose(squared, parts), dtype=np.float64)
         curvature = np.abs(curvature) / (m * beta ** 2)
