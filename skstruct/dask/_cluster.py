@@ -13,7 +13,7 @@ from ._shards import (PartitionError, add, either, make_shard, merge_summaries,
                       vocabulary_tokens)
 
 __all__ = ["DistributedData", "fit_vectorizer", "DistributedRisk", "get_client", "is_dask_collection",
-           "tree_reduce"]
+           "send_weights", "sum_over_shards", "tree_reduce"]
 
 
 def is_dask_collection(X):
@@ -153,6 +153,49 @@ class DistributedData:
         return shards
 
 
+def _weights(w):
+    return w
+
+
+def send_weights(client, w):
+    """The future of the weight vector ``w`` for the tasks of one iteration.
+
+    ``w`` travels inside a task (held by one worker, fetched by the others that need
+    it), not as scattered data: the scheduler recomputes a task from its inputs when the
+    worker holding its result is lost, where broadcasting scattered data to a worker
+    that has just died can wait forever.
+    """
+    import dask
+
+    with dask.config.set({"distributed.admin.large-graph-warning-threshold": "4GB"}):
+        return client.submit(_weights, w, pure=False)
+
+
+def sum_over_shards(client, function, shards, indices, n_partitions, w, args=(),
+                    shard_args=None, retries=3):
+    """Σ_k ``function(shards[k], indices[k], n_partitions, w, *shard_args[k], *args)``,
+    summed by :func:`tree_reduce` on the workers, and the number of attempts redone.
+
+    An attempt that fails for a reason other than a partition's own error (a worker
+    lost, its shards rebuilt by Dask from their inputs) is redone, up to ``retries``
+    times; a :class:`~._shards.PartitionError` is raised at once.
+    """
+    if shard_args is None:
+        shard_args = [()] * len(shards)
+    for attempt in range(retries + 1):
+        try:
+            sent = send_weights(client, w)
+            parts = [client.submit(function, shard, i, n_partitions, sent, *own, *args,
+                                   pure=False)
+                     for shard, i, own in zip(shards, indices, shard_args)]
+            return tree_reduce(client, parts, add).result(), attempt
+        except PartitionError:
+            raise
+        except Exception:  # noqa: BLE001 - a lost worker or connection: redo
+            if attempt == retries:
+                raise
+
+
 class DistributedRisk:
     """F(w) = Σ_p scale_p F_p(w) + (α / 2) ‖w‖², the sum over shards on the workers.
 
@@ -160,7 +203,7 @@ class DistributedRisk:
     full-batch solvers, which read ``value_and_gradient``, ``loss``, ``n_params``,
     ``n_examples`` and ``compiled_objective`` only: a local solver (the registry's
     ``"lbfgs"``, ``"owlqn"``, ``"lbfgsb"``) runs on the client unchanged. Each
-    evaluation sends ``w`` once to every worker (``scatter(broadcast=True)``), runs one
+    evaluation sends ``w`` (:func:`send_weights`), runs one
     task per shard and sums their (value, gradient) pairs by :func:`tree_reduce`; an
     evaluation that fails for a reason other than a partition's own error (a worker lost,
     its shards rebuilt by Dask from their inputs) is redone, up to ``retries`` times.
@@ -183,21 +226,12 @@ class DistributedRisk:
     def data_term(self, w):
         """Σ_p scale_p (value_p, gradient_p): the weighted mean loss and its gradient."""
         w = np.ascontiguousarray(w, dtype=np.float64)
-        for attempt in range(self.retries + 1):
-            try:
-                sent = self.client.scatter(w, broadcast=True, hash=False)
-                parts = [self.client.submit(value_and_gradient, shard, i,
-                                            self.n_partitions, sent, pure=False)
-                         for shard, i in zip(self.shards, self.indices)]
-                value, gradient = tree_reduce(self.client, parts, add).result()
-                self.n_evaluations += 1
-                return float(value), np.asarray(gradient, dtype=np.float64)
-            except PartitionError:
-                raise
-            except Exception:  # noqa: BLE001 - a lost worker or connection: redo
-                if attempt == self.retries:
-                    raise
-                self.n_redone += 1
+        (value, gradient), redone = sum_over_shards(
+            self.client, value_and_gradient, self.shards, self.indices, self.n_partitions,
+            w, retries=self.retries)
+        self.n_evaluations += 1
+        self.n_redone += redone
+        return float(value), np.asarray(gradient, dtype=np.float64)
 
     def value_and_gradient(self, w):
         """F(w) and ∇F(w), as :meth:`RegularizedRisk.value_and_gradient

@@ -8,7 +8,6 @@ fitted attributes, so ``predict`` on local data, pickling and :meth:`to_local` w
 for the local estimator, and ``predict`` on a ``dask.bag`` maps over its partitions.
 """
 
-from numbers import Integral
 from types import SimpleNamespace
 
 import numpy as np
@@ -26,8 +25,8 @@ from ..losses import CRFLoss, PerceptronLoss, SparseMAPLoss
 from ..optim import OptimizeResult, run_solver
 from ..optim._progress import Progress
 from ._cluster import (DistributedData, DistributedRisk, fit_vectorizer, get_client,
-                       is_dask_collection, tree_reduce)
-from ._shards import add, perceptron_epoch
+                       is_dask_collection, sum_over_shards)
+from ._shards import perceptron_epoch
 
 __all__ = ["DaskCRF", "DaskSparseMAPClassifier", "DaskStructuredPerceptron"]
 
@@ -453,12 +452,10 @@ class DaskStructuredPerceptron(_DaskMixin, StructuredPerceptron):
         message, converged, n_epochs = "maximum number of epochs reached", False, 0
         for epoch in range(self.max_iter):
             seeds = _epoch_seeds(entropy, epoch, data.n_partitions)
-            sent = client.scatter(w, broadcast=True, hash=False)
-            runs = [client.submit(perceptron_epoch, shard, i, data.n_partitions, sent,
-                                  seeds[i], self.averaging, self.shuffle, self.n_jobs,
-                                  pure=False)
-                    for shard, i in zip(shards, data.indices)]
-            raw_sum, average_sum, mistakes = tree_reduce(client, runs, add).result()
+            (raw_sum, average_sum, mistakes), _ = sum_over_shards(
+                client, perceptron_epoch, shards, data.indices, data.n_partitions, w,
+                args=(self.averaging, self.shuffle, self.n_jobs),
+                shard_args=[(seeds[i],) for i in data.indices])
             w = raw_sum / n_shards
             average += average_sum / n_shards
             n_epochs += 1
