@@ -220,3 +220,27 @@ def test_seen_pairs_reach_the_lbfgs_optimum_of_the_seen_pairs(labelled_features)
     np.testing.assert_allclose(svrg.transition_, reference.transition_, atol=1e-4)
     # the all-pairs optimum is another point, lower
     assert everything.objective_curve_[-1] < optimum * 0.9
+
+
+def test_steps_leave_the_held_weights_of_the_engine_at_zero(labelled_features):
+    """The compiled epochs run on all pairs; the unseen pairs' weights there, and those
+    of ``fixed`` parameters, are never written."""
+    X, y = labelled_features
+    risk = _risk(X, y, feature_label_pairs="seen")
+    fixed = np.zeros(risk.n_params, dtype=bool)
+    fixed[[0, risk.n_params - 1]] = True  # a seen pair's weight and an end score
+    sp_ = crf_problem(risk, fixed)
+    problem = sp_.problem
+    assert problem.n_params == risk.n_params < problem.features.n_params
+    w = problem.to_engine(np.zeros(risk.n_params))
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        gbar, _ = sp_.full_gradient(w, 1.0)
+        w = sp_.steps(w, gbar, 1.0, 0.05, 0.0, w, rng.integers(0, len(X), size=len(X)),
+                      False)
+    held = problem.free == 0
+    assert held.sum() == problem.features.n_params - risk.n_params + 2
+    np.testing.assert_array_equal(w[held], 0.0)
+    assert np.all(w[~held] != 0.0)
+    user = problem.to_user(w)
+    assert user[0] == 0.0 and user[-1] == 0.0 and np.count_nonzero(user) == risk.n_params - 2
