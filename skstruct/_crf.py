@@ -123,8 +123,10 @@ class CRF(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         variance-reduced gradient steps, one sequence at a time, each epoch anchored by a
         full gradient (:doc:`/developers/svrg`): for training sets large enough that a
         few passes of single-sequence steps beat full-batch iterations. L2 only
-        (``l1_ratio=0``, ``alpha > 0``), ``feature_label_pairs="all"``, chains or trees
-        with the built-in decoders; no ``warm_start``.
+        (``l1_ratio=0``, ``alpha > 0``), chains or trees with the built-in decoders; no
+        ``warm_start``. With ``feature_label_pairs="seen"`` its steps write the weights
+        of the seen pairs only (the others stay exactly zero and are left out of
+        ``callback``'s ``w``, as with L-BFGS), so both solvers minimize the same F.
     max_iter : int, default=100
         Maximum number of solver iterations (``"svrg"``: epochs, each 2n per-sequence
         gradient computations).

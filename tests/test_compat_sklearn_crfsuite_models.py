@@ -6,6 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from skstruct import CRF as SkstructCRF
 from skstruct import StructuredPerceptron, StructuredSVM
@@ -74,6 +75,36 @@ def test_pickle_stores_state_weights_sparse_and_round_trips(conll):
     # the fitted object is unchanged by pickling
     assert crf.crf_.coef_ is not None and crf.crf_.coef_.shape == loaded.crf_.coef_.shape
     assert crf.size_ == len(data)
+
+
+def test_l2sgd_stores_the_seen_pairs_only(conll):
+    """all_possible_states=False (the default): SVRG trains CRFsuite's parameter set, the
+    weights of the seen (attribute, label) pairs and label bigrams; only those are
+    nonzero and pickled."""
+    X, y = conll
+    crf = sklearn_crfsuite.CRF(algorithm="l2sgd", max_iterations=10).fit(X, y)
+    model = crf.crf_
+    assert model.solver == "svrg" and model.feature_label_pairs == "seen"
+    Xv = sp.vstack(crf.vectorizer_.transform(X)).tocsr()
+    labels = np.searchsorted(model.classes_, np.concatenate(y))
+    seen = np.zeros(model.coef_.shape, dtype=bool)
+    rows, columns = Xv.nonzero()
+    seen[labels[rows], columns] = True
+    nonzero = model.coef_ != 0
+    assert np.all(~nonzero | seen)  # no weight outside the seen pairs
+    assert nonzero.sum() > 0.95 * seen.sum()
+    bigrams = np.zeros(model.transition_.shape, dtype=bool)
+    for labels_i in y:
+        index = np.searchsorted(model.classes_, labels_i)
+        bigrams[index[:-1], index[1:]] = True
+    assert np.all(model.transition_[~bigrams] == 0) and np.all(model.transition_[bigrams] != 0)
+    assert not model.start_transition_.any() and not model.end_transition_.any()
+    # the pickle holds the seen pairs' weights: far smaller than all pairs'
+    every = sklearn_crfsuite.CRF(algorithm="l2sgd", max_iterations=10,
+                                 all_possible_states=True).fit(X, y)
+    assert np.count_nonzero(every.crf_.coef_) > 5 * nonzero.sum()
+    assert crf.size_ < every.size_ / 3
+    assert len(crf.state_features_) == nonzero.sum()
 
 
 def test_vectorizer_pickles_its_index_only_and_rebuilds_the_names(conll):

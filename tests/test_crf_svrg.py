@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from skstruct import CRF
 from skstruct.decoders import TreeDecoder
@@ -155,7 +156,6 @@ def test_learning_rate_is_used(chains):
 
 @pytest.mark.parametrize("params, match", [
     (dict(l1_ratio=0.5), "cannot minimize an L1 penalty"),
-    (dict(feature_label_pairs="seen"), "feature_label_pairs='all'"),
     (dict(warm_start=True), "cannot warm-start"),
     (dict(learning_rate=0.0), "learning_rate"),
     (dict(alpha=0.0), "positive L2 strength"),
@@ -164,3 +164,83 @@ def test_unsupported_settings_raise(chains, params, match):
     X, y, _ = chains
     with pytest.raises(ValueError, match=match):
         CRF(**dict(dict(alpha=ALPHA, solver="svrg"), **params)).fit(X, y)
+
+
+@pytest.fixture(scope="module")
+def labelled_features():
+    """Sparse chains in which six indicator features each occur with one label only
+    (so that most of their (feature, label) pairs are never seen), and three numeric
+    features with every label."""
+    rng = np.random.default_rng(3)
+    states = np.array(["O", "A", "B"])
+    X, y = [], []
+    for length in rng.integers(2, 9, size=60):
+        labels = rng.integers(0, 3, size=length)
+        x = np.zeros((length, 9))
+        x[np.arange(length), 3 * rng.integers(0, 2, size=length) + labels] = 1.0
+        x[:, 6:] = rng.normal(size=(length, 3)) * (rng.random((length, 3)) < 0.5)
+        X.append(sp.csr_matrix(x))
+        y.append(states[labels])
+    return X, y
+
+
+def _seen(X, y, classes):
+    """(n_classes, n_features) bool: label k on some token whose feature f is nonzero."""
+    X_all = sp.vstack(X).tocsr()
+    labels = np.searchsorted(classes, np.concatenate(y))
+    seen = np.zeros((len(classes), X_all.shape[1]), dtype=bool)
+    rows, columns = X_all.nonzero()
+    seen[labels[rows], columns] = True
+    return seen
+
+
+def test_seen_pairs_reach_the_lbfgs_optimum_of_the_seen_pairs(labelled_features):
+    """feature_label_pairs="seen": SVRG minimizes F over the seen pairs' weights, the
+    others exactly zero, the same optimum as L-BFGS on the compact vector."""
+    X, y = labelled_features
+    reference = CRF(alpha=ALPHA, tol=1e-9, max_iter=500, feature_label_pairs="seen").fit(X, y)
+    widths = []
+    svrg = CRF(alpha=ALPHA, solver="svrg", tol=1e-7, max_iter=200, random_state=0,
+               feature_label_pairs="seen",
+               callback=lambda k, w, value: widths.append(w.shape[0])).fit(X, y)
+    everything = CRF(alpha=ALPHA, solver="svrg", tol=1e-7, max_iter=200,
+                     random_state=0).fit(X, y)
+    seen = _seen(X, y, svrg.classes_)
+    assert 0 < np.count_nonzero(~seen) < seen.size  # the problem has unseen pairs
+    assert np.all(svrg.coef_[~seen] == 0.0)
+    assert np.all(svrg.coef_[seen] != 0.0)
+    # the compact vector of the seen pairs, as L-BFGS's
+    n_states = len(svrg.classes_)
+    assert set(widths) == {int(seen.sum()) + n_states ** 2 + 2 * n_states}
+    optimum = reference.objective_curve_[-1]
+    assert svrg.n_iter_ < 200  # stopped by the gradient rule
+    assert svrg.objective_curve_[-1] == pytest.approx(optimum, rel=1e-10)
+    assert _objective(svrg, X, y, np.ones(len(X))) == pytest.approx(optimum, rel=1e-10)
+    np.testing.assert_allclose(svrg.coef_, reference.coef_, atol=1e-4)
+    np.testing.assert_allclose(svrg.transition_, reference.transition_, atol=1e-4)
+    # the all-pairs optimum is another point, lower
+    assert everything.objective_curve_[-1] < optimum * 0.9
+
+
+def test_steps_leave_the_held_weights_of_the_engine_at_zero(labelled_features):
+    """The compiled epochs run on all pairs; the unseen pairs' weights there, and those
+    of ``fixed`` parameters, are never written."""
+    X, y = labelled_features
+    risk = _risk(X, y, feature_label_pairs="seen")
+    fixed = np.zeros(risk.n_params, dtype=bool)
+    fixed[[0, risk.n_params - 1]] = True  # a seen pair's weight and an end score
+    sp_ = crf_problem(risk, fixed)
+    problem = sp_.problem
+    assert problem.n_params == risk.n_params < problem.features.n_params
+    w = problem.to_engine(np.zeros(risk.n_params))
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        gbar, _ = sp_.full_gradient(w, 1.0)
+        w = sp_.steps(w, gbar, 1.0, 0.05, 0.0, w, rng.integers(0, len(X), size=len(X)),
+                      False)
+    held = problem.free == 0
+    assert held.sum() == problem.features.n_params - risk.n_params + 2
+    np.testing.assert_array_equal(w[held], 0.0)
+    assert np.all(w[~held] != 0.0)
+    user = problem.to_user(w)
+    assert user[0] == 0.0 and user[-1] == 0.0 and np.count_nonzero(user) == risk.n_params - 2

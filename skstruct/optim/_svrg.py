@@ -111,13 +111,16 @@ class SmoothedProblem:
         λ.
     solver : str, default="svrg"
         The solver's name (the estimator's ``solver``), for the messages.
+    free : ndarray of shape (n_params,) or None, default=None
+        Nonzero for the parameters the epochs train, in the engine's order; the others
+        are held at zero (ḡ is zero there and the steps do not write them). None: all.
 
     The loss is the oracle's: margin rescaling gives the smoothed structured hinge; an
     oracle of plain MAP (rescaling None, no costs) a smooth loss without hinge (with
     entropy smoothing and μ = 1, the CRF's negative log-likelihood).
     """
 
-    def __init__(self, problem, smoothing, top_k, weights, lam, solver="svrg"):
+    def __init__(self, problem, smoothing, top_k, weights, lam, solver="svrg", free=None):
         self.problem = problem
         self.solver = solver
         self.smoothing = int(smoothing)
@@ -135,12 +138,14 @@ class SmoothedProblem:
         self.bounds = _balanced_chunks(f, n_chunks)
         self.grads = np.zeros((n_chunks, f.n_params))
         self.scales = n * self.weights
+        self.free = None if free is None else np.ascontiguousarray(free, dtype=np.uint8)
+        self._free_blocks = _free_blocks(problem, self.free)
         self.oracle_calls = 0
         self.inexact = 0
 
     def full_gradient(self, w, mu):
-        """(ḡ, Σ_i ω_i f_i(w)) at ``w`` (engine order): ḡ = Σ_i ω_i ∇f_i(w), the
-        d_i(w) kept as the anchor's."""
+        """(ḡ, Σ_i ω_i f_i(w)) at ``w`` (engine order): ḡ = Σ_i ω_i ∇f_i(w) (zero at
+        the held parameters), the d_i(w) kept as the anchor's."""
         p = self.problem
         kernels.full_gradient(
             p.features, p.oracle, self.smoothing, float(mu), self.top_k,
@@ -148,7 +153,10 @@ class SmoothedProblem:
             self.exact, self.grads, self.bounds)
         self.oracle_calls += self.n_examples
         self.inexact += int(self.n_examples - self.exact.sum())
-        return self.grads.sum(axis=0), float(self.weights @ self.values)
+        gbar = self.grads.sum(axis=0)
+        if self.free is not None:
+            gbar *= self.free
+        return gbar, float(self.weights @ self.values)
 
     def epoch(self, w_start, mu, eta, kappa, center, order, averaging=True, lazy=True):
         """One SVRG epoch from (and anchored at) ``w_start`` (engine order).
@@ -202,7 +210,8 @@ class SmoothedProblem:
         self.inexact += kernels.svrg_epoch(
             p.features, p.oracle, self.smoothing, float(mu), self.top_k,
             W, b, pair, aW, ab, ap, cW, cb, cp, last, self.anchor_unary, self.anchor_pair,
-            self.scales, float(eta), float(x), order, bool(averaging), bool(lazy))
+            self.scales, float(eta), float(x), order, bool(averaging), bool(lazy),
+            *self._free_blocks)
         steps = order.shape[0]
         kernels.catch_up_all(W, aW, cW, last, steps, float(eta), float(x),
                              bool(averaging))
@@ -210,6 +219,15 @@ class SmoothedProblem:
         if averaging and steps:
             w = (acc - w_start + w) / steps
         return w
+
+
+def _free_blocks(problem, free):
+    """The (W, b, pair) blocks of the mask ``free`` for :func:`~._svrg_kernels.svrg_epoch`,
+    or empty blocks (W of shape (0, 0)) when every parameter is free."""
+    if free is None:
+        return (np.zeros((0, 0), dtype=np.uint8), np.zeros(0, dtype=np.uint8),
+                np.zeros(0, dtype=np.uint8))
+    return problem.blocks(free)
 
 
 def minimize_svrg(

@@ -199,9 +199,55 @@ def full_gradient(feats, orc, smoothing, mu, top_k, W, b, pair, weights,
 
 
 @njit(**_NJIT)
+def _held_update(feats, i, n_rows, d_unary, d_pair, scale, W, b, pair, free_W, free_b,
+                 free_pair, nz_k, nz_g, colsum):
+    """W += scale A_iᵀ d on the free entries only (``free_*`` nonzero); the held entries
+    of W, b and pair are not written.
+
+    The visits of :func:`~._engine_kernels._sparse_update` (nonzero entries of d's rows,
+    through the column dictionary when the features have one), each behind its entry of
+    ``free_W``.
+    """
+    a = feats.row_offsets[i]
+    data, indices, indptr = feats.data, feats.indices, feats.indptr
+    n_unary = d_unary.shape[1]
+    colsum[:] = 0.0
+    local_form = feats.local_slots.shape[0] > 0
+    c0 = feats.column_offsets[i] if local_form else 0
+    binary = feats.binary
+    for r in range(n_rows):
+        count = 0
+        for k in range(n_unary):
+            g = d_unary[r, k]
+            if g != 0.0:
+                nz_k[count] = k
+                nz_g[count] = g
+                count += 1
+                colsum[k] += g
+        if count == 0:
+            continue
+        for p in range(indptr[a + r], indptr[a + r + 1]):
+            x = scale if binary else scale * data[p]
+            f = feats.local_columns[c0 + feats.local_slots[p]] if local_form else indices[p]
+            free = free_W[f]
+            row = W[f]
+            for c in range(count):
+                k = nz_k[c]
+                if free[k]:
+                    row[k] += x * nz_g[c]
+    if feats.has_bias:
+        for k in range(n_unary):
+            if free_b[k]:
+                b[k] += scale * colsum[k]
+    for j in range(pair.shape[0]):
+        if d_pair[j] != 0.0 and free_pair[j]:
+            pair[j] += scale * d_pair[j]
+
+
+@njit(**_NJIT)
 def svrg_epoch(feats, orc, smoothing, mu, top_k, W, b, pair, acc_W, acc_b,
                acc_pair, C_W, C_b, C_pair, last, anchor_unary, anchor_pair, scales, eta,
-               x, order, averaging, lazy):
+               x, order, averaging, lazy, free_W, free_b, free_pair):
     """Variance-reduced steps on the examples of ``order`` (one SVRG epoch).
 
     Step t on example i (w = w_t, rows of W caught up to t before scoring):
@@ -213,6 +259,12 @@ def svrg_epoch(feats, orc, smoothing, mu, top_k, W, b, pair, acc_W, acc_b,
 
     ``lazy=False`` catches up every row at every step (O(dim) per step): the reference
     the lazy form is tested against.
+
+    ``free_W``, ``free_b``, ``free_pair`` (uint8, shaped like W, b and pair, or W's of
+    shape (0, 0) when every parameter is free): the sparse part of a step writes the
+    free parameters only. A held parameter that is 0 with its entry of c 0 stays exactly
+    0 (ρ 0 − η 0), so the epoch minimizes over the free parameters, the others held at
+    zero (``feature_label_pairs="seen"``).
 
     Returns
     -------
@@ -256,8 +308,12 @@ def svrg_epoch(feats, orc, smoothing, mu, top_k, W, b, pair, acc_W, acc_b,
             if averaging:
                 acc_pair[j] += pair[j]
             pair[j] = rho * pair[j] - eta * C_pair[j]
-        _sparse_update(feats, i, n_rows, d_unary, d_pair, -eta, W, b, pair, 0.0, W, b,
-                       pair, nz_k, nz_g, colsum)
+        if free_W.shape[0] == 0:
+            _sparse_update(feats, i, n_rows, d_unary, d_pair, -eta, W, b, pair, 0.0, W, b,
+                           pair, nz_k, nz_g, colsum)
+        else:
+            _held_update(feats, i, n_rows, d_unary, d_pair, -eta, W, b, pair, free_W,
+                         free_b, free_pair, nz_k, nz_g, colsum)
     return inexact
 
 

@@ -39,7 +39,7 @@ _UNSUPPORTED = (
 #: and ``tol``), and the skstruct learner it trains.
 ALGORITHM_PARAMETERS = {
     "lbfgs": ("c1", "c2", "all_possible_states", "all_possible_transitions"),
-    "l2sgd": ("c2",),
+    "l2sgd": ("c2", "all_possible_states", "all_possible_transitions"),
     "ap": (),
     "pa": ("c", "pa_type", "error_sensitive", "averaging"),
 }
@@ -146,16 +146,18 @@ class _CRFsuiteChain(_SkstructCRF):
     """skstruct's CRF on CRFsuite's parameters, through the solver's mask of parameters
     held at zero: start and end scores (CRFsuite has none), the state weights of pairs
     whose values sum to less than 0 (:func:`negative_state_sums`) and, with
-    ``all_possible_transitions=False``, the transitions never seen in training."""
+    ``all_possible_transitions=False``, the transitions never seen in training. Trained
+    by L-BFGS (``"lbfgs"``) or SVRG (``"svrg"``, ``algorithm="l2sgd"``)."""
 
     _parameter_constraints = {**_SkstructCRF._parameter_constraints,
                               "all_possible_transitions": ["boolean"]}
 
     def __init__(self, alpha=1e-4, *, l1_ratio=0.0, feature_label_pairs="seen",
-                 max_iter=100, tol=1e-4, verbose=0, callback=None,
-                 all_possible_transitions=False):
+                 solver="lbfgs", max_iter=100, tol=1e-4, verbose=0, callback=None,
+                 random_state=None, all_possible_transitions=False):
         super().__init__(alpha, l1_ratio=l1_ratio, feature_label_pairs=feature_label_pairs,
-                         max_iter=max_iter, tol=tol, verbose=verbose, callback=callback)
+                         solver=solver, max_iter=max_iter, tol=tol, verbose=verbose,
+                         callback=callback, random_state=random_state)
         self.all_possible_transitions = all_possible_transitions
 
     def _penalty(self, kind, features, batch, y_encoded, classes):
@@ -376,9 +378,10 @@ class CRF(BaseEstimator):
           ``all_possible_states``, ``all_possible_transitions``.
         - ``"l2sgd"``: :class:`skstruct.CRF` with ``solver="svrg"`` (variance-reduced
           stochastic gradient, the same objective as CRFsuite's SGD) and
-          ``alpha = 2 c2 / n``; ``c2`` (default 1). SVRG trains the weights of every
-          (attribute, label) pair and label bigram and start and end scores
-          (``feature_label_pairs="all"``): it cannot hold parameters at zero.
+          ``alpha = 2 c2 / n`` on the parameter set of ``"lbfgs"`` (CRFsuite's, as
+          described above: with ``all_possible_states=False`` the seen pairs only, whose
+          weights alone the steps write); ``c2`` (default 1),
+          ``all_possible_states``, ``all_possible_transitions``.
         - ``"ap"``: :class:`skstruct.StructuredPerceptron`, averaged, as CRFsuite's
           averaged perceptron (start and end scores included).
         - ``"pa"``: :class:`skstruct.StructuredSVM` with ``solver="bcfw"`` and
@@ -601,9 +604,12 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
             alpha, _ = crfsuite_penalty(0.0, c2, n)
             if alpha == 0:
                 raise ValueError("algorithm='l2sgd' needs c2 > 0.")
-            return _SkstructCRF(alpha, solver="svrg", feature_label_pairs="all",
-                                max_iter=max_iter, tol=self.tol, verbose=verbose,
-                                callback=callback, random_state=0)
+            return _CRFsuiteChain(
+                alpha, solver="svrg",
+                feature_label_pairs="all" if self.all_possible_states else "seen",
+                max_iter=max_iter, tol=self.tol, verbose=verbose, callback=callback,
+                random_state=0,
+                all_possible_transitions=bool(self.all_possible_transitions))
         if algorithm == "ap":
             return StructuredPerceptron(max_iter=max_iter, averaging=True, random_state=0,
                                         verbose=verbose, callback=callback)
@@ -791,7 +797,8 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
         """The state to pickle, with the state weights stored sparse: only the nonzero
         ones (with ``all_possible_states=False``, a subset of the (attribute, label)
         pairs seen in training), as a CRFsuite model file stores them; dense when that
-        is smaller (``"l2sgd"``, which trains every pair)."""
+        is smaller (``all_possible_states=True``, when nearly every pair has a
+        weight)."""
         state = super().__getstate__()
         crf = state.get("crf_")
         if crf is not None and getattr(crf, "coef_", None) is not None:
