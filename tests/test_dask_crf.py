@@ -282,3 +282,31 @@ def test_the_cluster_page_example_runs(tmp_path):
                          timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["True", "200", "CRF"], out.stdout
+
+
+def test_shard_tasks_share_their_worker_threads(client):
+    """A worker of one thread holding two shards runs each shard's kernels on one
+    thread, not numba's default of one per core (the tasks would oversubscribe)."""
+    import distributed
+    import numba
+
+    from skstruct.dask._cluster import shard_threads
+    from skstruct.dask._shards import value_and_gradient
+
+    futures = client.map(lambda i: np.zeros(3) + i, range(4), pure=False)
+    distributed.wait(futures, timeout=60)
+    assert shard_threads(client, futures) == [1, 1, 1, 1]
+
+    class Probe:  # a shard whose objective is the kernels' thread count
+        scale = 1.0
+
+        class risk:
+            @staticmethod
+            def value_and_gradient(w):
+                return float(numba.get_num_threads()), np.zeros_like(w)
+
+    if numba.config.NUMBA_NUM_THREADS > 1:
+        assert value_and_gradient(Probe, 0, 1, np.zeros(2), 1)[0] == 1.0
+    default = numba.get_num_threads()
+    assert value_and_gradient(Probe, 0, 1, np.zeros(2), None)[0] == default
+    assert numba.get_num_threads() == default

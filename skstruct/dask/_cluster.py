@@ -13,7 +13,7 @@ from ._shards import (PartitionError, add, either, make_shard, merge_summaries,
                       vocabulary_tokens)
 
 __all__ = ["DistributedData", "fit_vectorizer", "DistributedRisk", "get_client", "is_dask_collection",
-           "send_weights", "sum_over_shards", "tree_reduce"]
+           "send_weights", "shard_threads", "sum_over_shards", "tree_reduce"]
 
 
 def is_dask_collection(X):
@@ -153,6 +153,31 @@ class DistributedData:
         return shards
 
 
+def shard_threads(client, shards):
+    """The kernel threads of each shard's task: its worker's threads shared among the
+    shards of the fit it holds, at least one.
+
+    Dask runs a worker's tasks on its threads at once, so kernels that took every core
+    of the machine in each task would multiply the threads by the tasks: a worker of
+    ``nthreads`` threads holding ``k`` shards gives each ``max(1, nthreads // k)``
+    (one for the workers of ``LocalCluster(threads_per_worker=1)``).
+    """
+    holders = client.who_has(shards)
+    nthreads = client.nthreads()
+    per_worker = {}
+    for shard in shards:
+        for worker in holders.get(shard.key, ())[:1]:
+            per_worker[worker] = per_worker.get(worker, 0) + 1
+    threads = []
+    for shard in shards:
+        worker = next(iter(holders.get(shard.key, ())), None)
+        if worker is None or worker not in nthreads:
+            threads.append(1)
+        else:
+            threads.append(max(1, nthreads[worker] // per_worker[worker]))
+    return threads
+
+
 def _weights(w):
     return w
 
@@ -204,7 +229,7 @@ class DistributedRisk:
     ``n_examples`` and ``compiled_objective`` only: a local solver (the registry's
     ``"lbfgs"``, ``"owlqn"``, ``"lbfgsb"``) runs on the client unchanged. Each
     evaluation sends ``w`` (:func:`send_weights`), runs one
-    task per shard and sums their (value, gradient) pairs by :func:`tree_reduce`; an
+    task per shard (its kernels on :func:`shard_threads` threads) and sums their (value, gradient) pairs by :func:`tree_reduce`; an
     evaluation that fails for a reason other than a partition's own error (a worker lost,
     its shards rebuilt by Dask from their inputs) is redone, up to ``retries`` times.
     """
@@ -212,6 +237,7 @@ class DistributedRisk:
     def __init__(self, client, shards, indices, n_partitions, loss, alpha, n_params,
                  n_examples, retries=3):
         self.client, self.shards, self.indices = client, shards, indices
+        self.threads = shard_threads(client, shards)
         self.n_partitions = n_partitions
         self.loss, self.alpha = loss, float(alpha)
         self.n_params, self.n_examples = n_params, n_examples
@@ -228,7 +254,7 @@ class DistributedRisk:
         w = np.ascontiguousarray(w, dtype=np.float64)
         (value, gradient), redone = sum_over_shards(
             self.client, value_and_gradient, self.shards, self.indices, self.n_partitions,
-            w, retries=self.retries)
+            w, shard_args=[(threads,) for threads in self.threads], retries=self.retries)
         self.n_evaluations += 1
         self.n_redone += redone
         return float(value), np.asarray(gradient, dtype=np.float64)

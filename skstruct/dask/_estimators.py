@@ -25,7 +25,7 @@ from ..losses import CRFLoss, PerceptronLoss, SparseMAPLoss
 from ..optim import OptimizeResult, run_solver
 from ..optim._progress import Progress
 from ._cluster import (DistributedData, DistributedRisk, fit_vectorizer, get_client,
-                       is_dask_collection, sum_over_shards)
+                       is_dask_collection, shard_threads, sum_over_shards)
 from ._shards import perceptron_epoch
 
 __all__ = ["DaskCRF", "DaskSparseMAPClassifier", "DaskStructuredPerceptron"]
@@ -401,7 +401,8 @@ class DaskStructuredPerceptron(_DaskMixin, StructuredPerceptron):
         As for :class:`DaskCRF`.
     **params
         The parameters of :class:`~skstruct.StructuredPerceptron` (``n_jobs``: the
-        kernel threads of each worker's pass, as locally).
+        kernel threads of each worker's pass; None shares each worker's threads among
+        the shards it holds, see :func:`~skstruct.dask._cluster.shard_threads`).
 
     Attributes
     ----------
@@ -449,13 +450,15 @@ class DaskStructuredPerceptron(_DaskMixin, StructuredPerceptron):
         progress = Progress(self.verbose, self.callback, print, unit="epoch",
                             max_iter=self.max_iter)
         average = np.zeros_like(w)
+        threads = shard_threads(client, shards)
         message, converged, n_epochs = "maximum number of epochs reached", False, 0
         for epoch in range(self.max_iter):
             seeds = _epoch_seeds(entropy, epoch, data.n_partitions)
             (raw_sum, average_sum, mistakes), _ = sum_over_shards(
                 client, perceptron_epoch, shards, data.indices, data.n_partitions, w,
-                args=(self.averaging, self.shuffle, self.n_jobs),
-                shard_args=[(seeds[i],) for i in data.indices])
+                args=(self.averaging, self.shuffle),
+                shard_args=[(seeds[i], threads if self.n_jobs is None else self.n_jobs)
+                            for i, threads in zip(data.indices, threads)])
             w = raw_sum / n_shards
             average += average_sum / n_shards
             n_epochs += 1

@@ -16,6 +16,7 @@ import scipy.sparse as sp
 from .._elastic_net import seen_pairs
 from .._partial_fit import _encode
 from ..optim import RegularizedRisk, run_solver
+from ..utils._parallel import n_jobs_threads
 from ..utils._sequences import check_sample_weight_sequences
 
 __all__ = ["PartitionError", "RawShard", "Shard"]
@@ -294,9 +295,11 @@ def make_shard(raw, index, n_partitions, spec):
 
 
 @_guard("evaluating the objective")
-def value_and_gradient(shard, index, n_partitions, w):
-    """The partition's share of the data term and of its gradient at ``w``."""
-    value, gradient = shard.risk.value_and_gradient(w)
+def value_and_gradient(shard, index, n_partitions, w, threads=None):
+    """The partition's share of the data term and of its gradient at ``w``, its kernels
+    on ``threads`` threads (None: numba's current number)."""
+    with n_jobs_threads(threads):
+        value, gradient = shard.risk.value_and_gradient(w)
     return shard.scale * value, shard.scale * gradient
 
 
@@ -306,8 +309,7 @@ def add(a, b):
 
 
 @_guard("its perceptron pass")
-def perceptron_epoch(shard, index, n_partitions, w, seed, averaging, shuffle,
-                     n_jobs=None):
+def perceptron_epoch(shard, index, n_partitions, w, seed, n_jobs, averaging, shuffle):
     """One perceptron pass over the partition from ``w`` (the solver ``"perceptron"`` of
     the local estimator, ``max_iter=1``): (raw iterate, averaged iterate of the pass,
     mistakes, examples), the iterates as the arrays the mixing sums."""
