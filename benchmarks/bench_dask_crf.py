@@ -10,9 +10,9 @@ For each number of worker processes in ``--workers`` (one thread each) and each 
 Reported: the time per L-BFGS iteration (from the callback's timestamps, the first
 iteration excluded: it holds the line search's first trials), the setup time (reading
 the partitions into shards on the workers, up to the first iteration), the objective
-evaluations per iteration, the bytes sent per evaluation (client to workers: ``w`` once
-to each worker, 8 bytes per parameter; sent by the workers, to other workers and to the
-client: measured by the workers' ``transfer_outgoing_bytes_total`` over the whole fit,
+evaluations per iteration, the bytes sent per evaluation (client to workers: ``w`` once,
+in the task the workers fetch it from, 8 bytes per parameter; sent by the workers, to
+other workers and to the client: measured by the workers' ``transfer_outgoing_bytes_total`` over the whole fit,
 divided by the evaluations), the overhead against the local fit, and a cost model
 
     t_iter(N, P) = a · N / min(P, cores) + b · log₂ P + c
@@ -153,7 +153,7 @@ def main(argv=None):
                 n_params = local[copies]["n_params"]
                 row.update(workers=n_workers, copies=copies, tokens=n_tokens * copies,
                            partitions=n_workers,
-                           client_to_workers_bytes_per_evaluation=8 * n_params * n_workers,
+                           client_to_workers_bytes_per_evaluation=8 * n_params,
                            workers_to_client_bytes_per_evaluation=8 * n_params,
                            overhead=row["per_iteration"] / local[copies]["per_iteration"],
                            objective_vs_local=abs(row["objective"] - local[copies]["objective"])
