@@ -28,8 +28,12 @@ __all__ = ["ElasticNetQuasiNewtonMixin", "seen_pairs"]
 #: Parameter constraints of the two options, merged into an estimator's own.
 ELASTIC_NET_CONSTRAINTS = {
     "l1_ratio": [Interval(Real, 0, 1, closed="both")],
-    "feature_label_pairs": [StrOptions({"all", "seen"})],
+    "feature_label_pairs": [StrOptions({"auto", "all", "seen"})],
 }
+
+#: Solvers that train the seen pairs in the compact layout of the chain feature map.
+_SEEN_PAIR_SOLVERS = ("lbfgs", "lbfgsb", "owlqn")
+
 
 def seen_pairs(X, y_encoded, n_outputs, kind):
     """Which (feature, label) pairs occur in the training data.
@@ -109,9 +113,22 @@ class ElasticNetQuasiNewtonMixin:
         check_solver(self.solver, "smooth", warm_start=self.warm_start,
                      l1=self.alpha * self.l1_ratio > 0)
 
+    def _pairs_choice(self, kind, features):
+        """``feature_label_pairs`` with ``"auto"`` resolved for ``kind`` and the feature
+        map of the run: ``"seen"`` on sequences when the map lays out the seen pairs
+        alone (:meth:`~skstruct.features.LinearChainFeatures.restricted`) and the
+        solver is a quasi-Newton one, else ``"all"``."""
+        if self.feature_label_pairs != "auto":
+            return self.feature_label_pairs
+        compact = (feature_map_hook(features, "restricted") is not None
+                   or feature_map_hook(features, "pairs") is not None)
+        if kind.name == "sequence" and compact and self.solver in _SEEN_PAIR_SOLVERS:
+            return "seen"
+        return "all"
+
     def _training_features(self, kind, batch, y_encoded, classes, decoder):
         features = super()._training_features(kind, batch, y_encoded, classes, decoder)
-        if (self.feature_label_pairs == "seen"
+        if (self._pairs_choice(kind, features) == "seen"
                 and feature_map_hook(features, "restricted") is not None):
             check_label_pairs(kind)
             features = features.restricted(
@@ -131,3 +148,4 @@ class ElasticNetQuasiNewtonMixin:
     def _finish_fit(self, kind, classes, batch, features, decoder, result):
         super()._finish_fit(kind, classes, batch, features, decoder, result)
         self.n_nonzero_ = int(np.count_nonzero(result.w))
+        self.feature_label_pairs_ = self._pairs_choice(kind, features)

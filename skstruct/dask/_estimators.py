@@ -200,7 +200,7 @@ class _DaskQuasiNewtonMixin(_DaskMixin):
         data = self._read(client, X, y, sample_weight)
         kind, classes, n_features, decoder, features = self._model_pieces(data)
         options = {}
-        if self.feature_label_pairs == "seen":
+        if self._pairs_choice(kind, features) == "seen":
             # as ElasticNetQuasiNewtonMixin._training_features and _penalty do, from the
             # seen pairs of all partitions
             check_label_pairs(kind)
