@@ -17,6 +17,7 @@ from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .features import feature_map_hook
@@ -66,6 +67,12 @@ def seen_pairs(X, y_encoded, n_outputs, kind):
     """
     if isinstance(kind, str):
         kind = get_output_kind(kind)
+    y_encoded = np.asarray(y_encoded)
+    if sp.issparse(X) and X.format == "csr" and y_encoded.ndim == 1 and _class_rows(kind):
+        seen = np.zeros((X.shape[1], n_outputs), dtype=bool)
+        _mark_seen_pairs(X.data, X.indices, X.indptr,
+                         np.ascontiguousarray(y_encoded, dtype=np.int64), seen)
+        return seen
     if sp.issparse(X):
         present = sp.csr_matrix(X, copy=True)
         present.data = (present.data != 0).astype(np.float64)
@@ -73,6 +80,21 @@ def seen_pairs(X, y_encoded, n_outputs, kind):
         present = sp.csr_matrix((np.asarray(X) != 0).astype(np.float64))
     counts = (present.T @ kind.row_labels(y_encoded, n_outputs)).toarray()
     return counts > 0
+
+
+def _class_rows(kind):
+    """Whether each row of ``kind`` carries the one class its encoded output names."""
+    return kind.name in ("sequence", "multiclass")
+
+
+@njit(cache=True, nogil=True)
+def _mark_seen_pairs(data, indices, indptr, labels, seen):
+    """seen[f, labels[t]] = True for every stored nonzero x_tf of a CSR matrix."""
+    for t in range(indptr.shape[0] - 1):
+        label = labels[t]
+        for p in range(indptr[t], indptr[t + 1]):
+            if data[p] != 0:
+                seen[indices[p], label] = True
 
 
 def check_label_pairs(kind):
