@@ -15,8 +15,9 @@ all threads of the process); a fit is ``sklearn_crfsuite.CRF.fit`` on the dicts 
 ``make_pipeline(SequenceVectorizer(), CRF(...)).fit`` on the dicts. At 100 % both tag the
 test set (chunk F1, conlleval's definition). ``memory``: one fresh process per side
 (``--side crfsuite`` or ``skstruct``), the peak resident set of the fit above the
-resident set once the data are loaded (and, for skstruct, its kernels loaded by a
-2-sentence fit). Without ``--side`` the ``memory`` mode starts both processes itself.
+resident set once the data are loaded (and, for skstruct, its kernels loaded by a fit
+on 18 sentences). Without ``--side`` the ``memory`` mode starts the processes itself,
+``--runs`` per side, alternating, and reports the medians.
 
 Run: ``python benchmarks/bench_crf_default.py`` then ``python benchmarks/bench_crf_default.py
 memory``; each writes its part of ``results/crf_default.json``.
@@ -154,23 +155,29 @@ def main():
     parser.add_argument("--c2", type=float, default=0.1)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--fractions", default=",".join(map(str, FRACTIONS)))
+    parser.add_argument("--runs", type=int, default=3,
+                        help="memory: fresh processes per side (medians)")
     args = parser.parse_args()
     command = "python benchmarks/bench_crf_default.py " + " ".join(sys.argv[1:])
     if args.mode == "memory" and args.side is not None:
         print(json.dumps(memory_side(args.side, args.c2, args.iterations)))
         return
     if args.mode == "memory":
-        rows = []
-        for side in ("crfsuite", "skstruct"):
-            out = subprocess.run(
-                [sys.executable, __file__, "memory", "--side", side,
-                 "--iterations", str(args.iterations), "--c2", str(args.c2)],
-                check=True, capture_output=True, text=True).stdout
-            rows.append(json.loads(out.strip().splitlines()[-1]))
-            print(rows[-1], flush=True)
-        write("memory", {"load_average": os.getloadavg()[0], "sides": rows,
-                         "ratio": rows[1]["above_data_mb"] / rows[0]["above_data_mb"]},
-              command)
+        runs = []
+        for _ in range(args.runs):
+            for side in ("crfsuite", "skstruct"):
+                out = subprocess.run(
+                    [sys.executable, __file__, "memory", "--side", side,
+                     "--iterations", str(args.iterations), "--c2", str(args.c2)],
+                    check=True, capture_output=True, text=True).stdout
+                runs.append(json.loads(out.strip().splitlines()[-1]))
+                print(runs[-1], flush=True)
+        above = {side: float(np.median([r["above_data_mb"] for r in runs
+                                        if r["side"] == side]))
+                 for side in ("crfsuite", "skstruct")}
+        write("memory", {"load_average": os.getloadavg()[0], "runs": runs,
+                         "median_above_data_mb": above,
+                         "ratio": above["skstruct"] / above["crfsuite"]}, command)
         return
     warm_up()
     rows = []

@@ -313,10 +313,14 @@ or (n_samples, n_labels)
         """
         return self._fit_sequence(X, y, sample_weight, loss=CRFLoss(cost=self.cost))
 
+    #: What the solvers' gradient test compares with (``tol_scale`` of
+    #: :func:`~skstruct.optim.minimize_lbfgs`); ``"svrg"`` always compares with ``tol``.
+    _tol_scale = "initial"
+
     def _training_options(self, run):
         options = super()._training_options(run)
         if run.solver != "svrg":
-            options["tol_scale"] = "initial"
+            options["tol_scale"] = self._tol_scale
         return options
 
     def _decoder_needs(self):
