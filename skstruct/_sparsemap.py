@@ -100,6 +100,9 @@ class SparseMAPClassifier(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
     objective_curve_ : ndarray of shape (``n_iter_``,)
     n_nonzero_ : int
         Number of nonzero parameters (``coef_``, pairwise scores, ``intercept_``).
+    feature_label_pairs_ : {"seen", "all"}
+        The unary weights the fit trained: ``feature_label_pairs`` with ``"auto"``
+        resolved.
 
     Notes
     -----
