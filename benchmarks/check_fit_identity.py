@@ -200,9 +200,10 @@ def _pairwise_decoder(n_labels, **kw):
 
 FITS = [
     Fit("crf_conll2000",
-        "CRF, L-BFGS, 30 iterations (tol=0), alpha=1e-4; CoNLL-2000, first 1,000 "
-        "training sentences",
-        lambda: CRF(alpha=1e-4, max_iter=30, tol=0.0), conll2000),
+        "CRF, L-BFGS, 30 iterations (tol=0), alpha=1e-4, all (feature, label) pairs; "
+        "CoNLL-2000, first 1,000 training sentences",
+        lambda: CRF(alpha=1e-4, feature_label_pairs="all", max_iter=30, tol=0.0),
+        conll2000),
     Fit("ssvm_bcfw_letters",
         "StructuredSVM, BCFW with averaging, 30 passes (tol=0), alpha=0.01, "
         "random_state=0; OCR letters fold 0 (626 words)",

@@ -17,6 +17,7 @@ from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .features import feature_map_hook
@@ -28,8 +29,12 @@ __all__ = ["ElasticNetQuasiNewtonMixin", "seen_pairs"]
 #: Parameter constraints of the two options, merged into an estimator's own.
 ELASTIC_NET_CONSTRAINTS = {
     "l1_ratio": [Interval(Real, 0, 1, closed="both")],
-    "feature_label_pairs": [StrOptions({"all", "seen"})],
+    "feature_label_pairs": [StrOptions({"auto", "all", "seen"})],
 }
+
+#: Solvers that train the seen pairs in the compact layout of the chain feature map.
+_SEEN_PAIR_SOLVERS = ("lbfgs", "lbfgsb", "owlqn", "svrg")
+
 
 def seen_pairs(X, y_encoded, n_outputs, kind):
     """Which (feature, label) pairs occur in the training data.
@@ -62,6 +67,12 @@ def seen_pairs(X, y_encoded, n_outputs, kind):
     """
     if isinstance(kind, str):
         kind = get_output_kind(kind)
+    y_encoded = np.asarray(y_encoded)
+    if sp.issparse(X) and X.format == "csr" and y_encoded.ndim == 1 and _class_rows(kind):
+        seen = np.zeros((X.shape[1], n_outputs), dtype=bool)
+        _mark_seen_pairs(X.data, X.indices, X.indptr,
+                         np.ascontiguousarray(y_encoded, dtype=np.int64), seen)
+        return seen
     if sp.issparse(X):
         present = sp.csr_matrix(X, copy=True)
         present.data = (present.data != 0).astype(np.float64)
@@ -69,6 +80,21 @@ def seen_pairs(X, y_encoded, n_outputs, kind):
         present = sp.csr_matrix((np.asarray(X) != 0).astype(np.float64))
     counts = (present.T @ kind.row_labels(y_encoded, n_outputs)).toarray()
     return counts > 0
+
+
+def _class_rows(kind):
+    """Whether each row of ``kind`` carries the one class its encoded output names."""
+    return kind.name in ("sequence", "multiclass")
+
+
+@njit(cache=True, nogil=True)
+def _mark_seen_pairs(data, indices, indptr, labels, seen):
+    """seen[f, labels[t]] = True for every stored nonzero x_tf of a CSR matrix."""
+    for t in range(indptr.shape[0] - 1):
+        label = labels[t]
+        for p in range(indptr[t], indptr[t + 1]):
+            if data[p] != 0:
+                seen[indices[p], label] = True
 
 
 def check_label_pairs(kind):
@@ -109,9 +135,22 @@ class ElasticNetQuasiNewtonMixin:
         check_solver(self.solver, "smooth", warm_start=self.warm_start,
                      l1=self.alpha * self.l1_ratio > 0)
 
+    def _pairs_choice(self, kind, features):
+        """``feature_label_pairs`` with ``"auto"`` resolved for ``kind`` and the feature
+        map of the run: ``"seen"`` on sequences when the map lays out the seen pairs
+        alone (:meth:`~skstruct.features.LinearChainFeatures.restricted`) and the
+        solver is a quasi-Newton one or SVRG, else ``"all"``."""
+        if self.feature_label_pairs != "auto":
+            return self.feature_label_pairs
+        compact = (feature_map_hook(features, "restricted") is not None
+                   or feature_map_hook(features, "pairs") is not None)
+        if kind.name == "sequence" and compact and self.solver in _SEEN_PAIR_SOLVERS:
+            return "seen"
+        return "all"
+
     def _training_features(self, kind, batch, y_encoded, classes, decoder):
         features = super()._training_features(kind, batch, y_encoded, classes, decoder)
-        if (self.feature_label_pairs == "seen"
+        if (self._pairs_choice(kind, features) == "seen"
                 and feature_map_hook(features, "restricted") is not None):
             check_label_pairs(kind)
             features = features.restricted(
@@ -131,3 +170,4 @@ class ElasticNetQuasiNewtonMixin:
     def _finish_fit(self, kind, classes, batch, features, decoder, result):
         super()._finish_fit(kind, classes, batch, features, decoder, result)
         self.n_nonzero_ = int(np.count_nonzero(result.w))
+        self.feature_label_pairs_ = self._pairs_choice(kind, features)

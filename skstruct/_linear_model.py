@@ -194,6 +194,7 @@ class LinearStructuredModel(StructuredEstimator):
         options = self._training_options(run)
         options.update(penalty_options)
         result = self._run_solver(run, risk, options)
+        del risk  # its evaluation buffers are freed before the coefficients are stored
         if not partial_fit:
             self._warn_after_training(run, result)
         self._finish_fit(run.kind, run.classes, run.batch, run.features, run.decoder,

@@ -48,13 +48,14 @@ class SparseMAPClassifier(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         L2 penalty, 1 an L1 penalty; with ``l1_ratio > 0``, ``solver="lbfgs"`` runs
         OWL-QN (:func:`~skstruct.optim.minimize_owlqn`). See :class:`~skstruct.CRF` for
         CRFsuite's c1 and c2.
-    feature_label_pairs : {"all", "seen"}, default="all"
+    feature_label_pairs : {"all", "seen", "auto"}, default="all"
         ``"seen"`` keeps only the unary weights of the (feature, label) pairs that occur
         in training (label k on some sequence token or sample whose feature f is nonzero;
         multilabel: with label k on); the others stay zero. Sequences, multiclass and
         multilabel only (trees and matchings have no labels). On sequences the unseen
         pairs are left out of the solver's parameter vector (``callback`` sees the
-        shorter ``w``). See :class:`~skstruct.CRF`.
+        shorter ``w``). ``"auto"``: ``"seen"`` on sequences, ``"all"`` otherwise, as
+        :class:`~skstruct.CRF`'s default.
     cost : None, str or TaskLoss, default=None
         A task loss that decomposes over the unary parts (``"hamming"``) for m-SparseMAP.
     decoder : Decoder, default=None
@@ -99,6 +100,9 @@ class SparseMAPClassifier(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
     objective_curve_ : ndarray of shape (``n_iter_``,)
     n_nonzero_ : int
         Number of nonzero parameters (``coef_``, pairwise scores, ``intercept_``).
+    feature_label_pairs_ : {"seen", "all"}
+        The unary weights the fit trained: ``feature_label_pairs`` with ``"auto"``
+        resolved.
 
     Notes
     -----

@@ -116,6 +116,17 @@ def test_sample_weight_equals_repetition(rng):
     np.testing.assert_allclose(weighted.transition_, repeated.transition_, atol=1e-5)
 
 
+def test_the_default_tolerance_stops_repeated_data_at_the_same_iteration(rng):
+    X, y = make_sequences(rng, n_sequences=40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        once = CRF(alpha=1e-3).fit(X, y)
+        twice = CRF(alpha=1e-3).fit(X + X, y + y)
+    assert 1 < once.n_iter_ < once.max_iter
+    assert twice.n_iter_ == once.n_iter_
+    np.testing.assert_allclose(twice.objective_curve_, once.objective_curve_, rtol=1e-9)
+
+
 def test_softmax_margin_cost(rng):
     X, y = make_sequences(rng)
     plain = CRF(alpha=1e-2).fit(X, y)

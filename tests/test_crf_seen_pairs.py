@@ -76,7 +76,7 @@ def test_crf_keeps_unseen_pairs_at_zero_and_is_at_a_minimum_on_the_others(rng):
 
 def test_seen_differs_from_all_and_has_a_higher_objective(rng):
     X, y = make_sparse_sequences(rng)
-    every = CRF(alpha=0.01, max_iter=1000, tol=1e-8).fit(X, y)
+    every = CRF(alpha=0.01, feature_label_pairs="all", max_iter=1000, tol=1e-8).fit(X, y)
     seen = CRF(alpha=0.01, feature_label_pairs="seen", max_iter=1000, tol=1e-8).fit(X, y)
     assert seen.n_nonzero_ < every.n_nonzero_
     assert seen.objective_curve_[-1] > every.objective_curve_[-1]
@@ -85,7 +85,7 @@ def test_seen_differs_from_all_and_has_a_higher_objective(rng):
 def test_when_every_pair_is_seen_the_model_is_the_same_bit_for_bit(rng):
     X = [rng.normal(size=(rng.integers(2, 6), 5)) for _ in range(30)]
     y = [LABELS[rng.integers(3, size=x.shape[0])] for x in X]
-    every = CRF(alpha=0.01, max_iter=60).fit(X, y)
+    every = CRF(alpha=0.01, max_iter=60, feature_label_pairs="all").fit(X, y)
     seen = CRF(alpha=0.01, max_iter=60, feature_label_pairs="seen").fit(X, y)
     np.testing.assert_array_equal(seen.coef_, every.coef_)
     np.testing.assert_array_equal(seen.objective_curve_, every.objective_curve_)
@@ -105,7 +105,8 @@ def test_with_l1_and_warm_start(rng):
               warm_start=True).fit(X, y)
     assert np.all(crf.coef_[unseen] == 0)
     # a warm start from a model with all pairs: the unseen ones go back to zero
-    every = CRF(alpha=0.01, warm_start=True, max_iter=200).fit(X, y)
+    every = CRF(alpha=0.01, feature_label_pairs="all", warm_start=True,
+                max_iter=200).fit(X, y)
     assert np.all(every.coef_[unseen] != 0)
     every.set_params(feature_label_pairs="seen").fit(X, y)
     assert np.all(every.coef_[unseen] == 0)
@@ -144,3 +145,28 @@ def test_bad_values_are_clear_errors(rng, value):
                                                     r"must be a str among"):
         CRF(feature_label_pairs=value).fit(X, y)
     assert clone(CRF(feature_label_pairs="seen")).feature_label_pairs == "seen"
+
+
+def test_the_default_trains_the_seen_pairs_on_sequences(rng):
+    X, y = make_sparse_sequences(rng)
+    default = CRF(alpha=0.01, max_iter=1000, tol=1e-8).fit(X, y)
+    seen = CRF(alpha=0.01, feature_label_pairs="seen", max_iter=1000, tol=1e-8).fit(X, y)
+    assert default.feature_label_pairs == "auto"
+    assert default.feature_label_pairs_ == "seen"
+    unseen = ~seen_by_loops(X, y, 15).T
+    assert unseen.any()
+    assert np.all(default.coef_[unseen] == 0.0)
+    np.testing.assert_array_equal(default.coef_, seen.coef_)
+    assert CRF(feature_label_pairs="all").fit(X, y).feature_label_pairs_ == "all"
+
+
+def test_the_default_trains_all_pairs_where_seen_pairs_do_not_apply(rng):
+    X, y = make_sparse_sequences(rng, n_sequences=10)
+    assert CRF(alpha=0.01, solver="svrg", max_iter=2, tol=0.0).fit(
+        X, y).feature_label_pairs_ == "seen"
+    tabular = sp.vstack(X).toarray()
+    labels = np.concatenate(y)
+    clf = CRF(alpha=0.01).fit(tabular, labels)
+    assert clf.feature_label_pairs_ == "all"
+    np.testing.assert_array_equal(
+        clf.coef_, CRF(alpha=0.01, feature_label_pairs="all").fit(tabular, labels).coef_)

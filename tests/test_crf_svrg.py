@@ -43,7 +43,8 @@ def _risk(X, y, weights=None, **params):
             "lbfgs", spy, spec.losses, spec.warm_start, spec.description, spec.l1))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            CRF(alpha=ALPHA, **params).fit(X, y, sample_weight=weights)
+            CRF(alpha=ALPHA, **{"feature_label_pairs": "all", **params}).fit(
+                X, y, sample_weight=weights)
     assert len(seen) == 1
     return seen[0]
 

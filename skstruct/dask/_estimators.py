@@ -199,7 +199,7 @@ class _DaskQuasiNewtonMixin(_DaskMixin):
         data = self._read(client, X, y, sample_weight)
         kind, classes, n_features, decoder, features = self._model_pieces(data)
         options = {}
-        if self.feature_label_pairs == "seen":
+        if self._pairs_choice(kind, features) == "seen":
             # as ElasticNetQuasiNewtonMixin._training_features and _penalty do, from the
             # seen pairs of all partitions
             check_label_pairs(kind)
@@ -294,8 +294,8 @@ class DaskCRF(_DaskQuasiNewtonMixin, CRF):
     _parameter_constraints = {**CRF._parameter_constraints, **_DASK_CONSTRAINTS}
 
     def __init__(self, alpha=1e-4, *, client=None, vectorizer=None, l1_ratio=0.0,
-                 feature_label_pairs="all", cost=None, decoder=None, solver="lbfgs",
-                 max_iter=100, tol=1e-4, warm_start=False, verbose=0, callback=None,
+                 feature_label_pairs="auto", cost=None, decoder=None, solver="lbfgs",
+                 max_iter=100, tol=2e-3, warm_start=False, verbose=0, callback=None,
                  learning_rate="auto", random_state=None):
         super().__init__(alpha, l1_ratio=l1_ratio, feature_label_pairs=feature_label_pairs,
                          cost=cost, decoder=decoder, solver=solver, max_iter=max_iter,

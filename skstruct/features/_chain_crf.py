@@ -313,14 +313,26 @@ def _table_layout(X, pair_offsets, pair_labels, width):
     table_labels = np.zeros(n_table, dtype=np.int64)
     table_labels[:n_dense * width] = np.tile(np.arange(width), n_dense)
     table_labels[positions] = pair_labels
-    renumbered = sp.csr_matrix((X.data, new_of_old[X.indices], X.indptr), shape=X.shape)
+    index_dtype = X.indices.dtype if n_features <= np.iinfo(np.int32).max else np.int64
+    renumbered = sp.csr_matrix((X.data, new_of_old.astype(index_dtype)[X.indices],
+                                X.indptr), shape=X.shape)
     renumbered.sort_indices()
-    n_tokens = X.shape[0]
-    token = np.repeat(np.arange(n_tokens), np.diff(renumbered.indptr))
-    split = renumbered.indptr[:-1] + np.bincount(
-        token[renumbered.indices < n_dense], minlength=n_tokens)
-    return (renumbered, split.astype(np.int64), width, sparse_offsets, table_labels,
-            positions, n_table)
+    split = _dense_run_ends(renumbered.indices, renumbered.indptr, n_dense)
+    return (renumbered, split, width, sparse_offsets, table_labels, positions, n_table)
+
+
+@njit(**_NJIT)
+def _dense_run_ends(indices, indptr, n_dense):
+    """Per row of a CSR matrix with sorted indices, the end of its entries below
+    ``n_dense``."""
+    n_rows = indptr.shape[0] - 1
+    split = np.empty(n_rows, dtype=np.int64)
+    for t in range(n_rows):
+        p = indptr[t]
+        while p < indptr[t + 1] and indices[p] < n_dense:
+            p += 1
+        split[t] = p
+    return split
 
 
 def _gold_transitions(y, offsets, n_states, weights):

@@ -139,6 +139,17 @@ def _small_decrease(previous_value, value, tol):
     return previous_value - value <= tol * 1e-3 * max(abs(previous_value), abs(value), 1.0)
 
 
+def gradient_threshold(tol, gradient, tol_scale):
+    """The largest absolute gradient entry at which a quasi-Newton solver stops:
+    ``tol`` (``tol_scale="absolute"``), or ``tol`` times the largest absolute entry of
+    ``gradient``, the gradient at the starting point (``"initial"``)."""
+    if tol_scale == "absolute":
+        return tol
+    if tol_scale == "initial":
+        return tol * float(np.max(np.abs(gradient), initial=0.0))
+    raise ValueError(f"tol_scale must be 'absolute' or 'initial', got {tol_scale!r}.")
+
+
 def _backtracking(objective, w, direction, value, slope):
     """Armijo backtracking, the fallback when the Wolfe search fails."""
     step = 1.0
@@ -151,7 +162,8 @@ def _backtracking(objective, w, direction, value, slope):
 
 
 def minimize_lbfgs(
-    fun, w0, *, max_iter=100, tol=1e-4, memory=10, verbose=0, callback=None, printer=print
+    fun, w0, *, max_iter=100, tol=1e-4, tol_scale="absolute", memory=10, verbose=0,
+    callback=None, printer=print
 ):
     """Minimize a smooth function with L-BFGS.
 
@@ -164,8 +176,14 @@ def minimize_lbfgs(
     max_iter : int, default=100
         Maximum number of iterations (each needs one or more evaluations of ``fun``).
     tol : float, default=1e-4
-        Stop when the largest absolute gradient entry is at most ``tol``, or when the
-        relative decrease of the objective over one iteration is below ``tol * 1e-3``.
+        Stop when the largest absolute gradient entry is at most ``tol`` (times the
+        largest absolute entry of the gradient at ``w0`` with ``tol_scale="initial"``),
+        or when the relative decrease of the objective over one iteration is below
+        ``tol * 1e-3``.
+    tol_scale : {"absolute", "initial"}, default="absolute"
+        What the gradient test compares with: ``tol`` itself, or ``tol`` relative to
+        the gradient at the starting point (a test unchanged when the objective is
+        multiplied by a constant).
     memory : int, default=10
         Number of correction pairs kept.
     verbose : int, default=0
@@ -194,11 +212,12 @@ def minimize_lbfgs(
     progress = Progress(verbose, callback, printer, max_iter=max_iter)
     w = np.array(w0, dtype=np.float64)
     value, grad = objective.evaluate(w)
+    threshold = gradient_threshold(tol, grad, tol_scale)
     pairs = deque(maxlen=memory)
     previous_value = None
     message, converged = "maximum number of iterations reached", False
     for _ in range(max_iter):
-        if np.max(np.abs(grad)) <= tol:
+        if np.max(np.abs(grad)) <= threshold:
             message, converged = "gradient below tol", True
             break
         direction = _two_loop(grad, pairs)
@@ -237,7 +256,8 @@ def minimize_lbfgs(
 
 
 def minimize_lbfgsb(
-    fun, w0, *, max_iter=100, tol=1e-4, memory=10, verbose=0, callback=None, printer=print
+    fun, w0, *, max_iter=100, tol=1e-4, tol_scale="absolute", memory=10, verbose=0,
+    callback=None, printer=print
 ):
     """Minimize a smooth function with scipy's L-BFGS-B (no bounds).
 
@@ -246,6 +266,9 @@ def minimize_lbfgsb(
     objective = _CachedObjective(fun)
     progress = Progress(verbose, callback, printer, max_iter=max_iter)
     stopped = []
+    w0 = np.asarray(w0, dtype=np.float64)
+    gtol = (tol if tol_scale == "absolute"
+            else gradient_threshold(tol, objective.gradient(w0), tol_scale))
 
     def after_iteration(intermediate_result):
         # scipy >= 1.11 passes an OptimizeResult, older versions the iterate itself; an
@@ -260,14 +283,14 @@ def minimize_lbfgsb(
     try:
         result = minimize(
             objective.evaluate,
-            np.asarray(w0, dtype=np.float64),
+            w0,
             jac=True,
             method="L-BFGS-B",
             callback=after_iteration,
             options=dict(
                 maxiter=max_iter,
                 maxfun=max(15000, 2 * max_iter),
-                gtol=tol,
+                gtol=gtol,
                 ftol=tol * 1e-3,
                 maxcor=memory,
             ),

@@ -12,7 +12,14 @@ from collections import deque
 import numpy as np
 from numba import njit
 
-from ._lbfgs import _CachedObjective, _inner, _remember_pair, _small_decrease, _two_loop
+from ._lbfgs import (
+    _CachedObjective,
+    _inner,
+    _remember_pair,
+    _small_decrease,
+    _two_loop,
+    gradient_threshold,
+)
 from ._progress import Progress
 from ._result import OptimizeResult
 
@@ -113,7 +120,8 @@ def _masked(fun, free):
 
 
 def minimize_owlqn(
-    fun, w0, *, l1=0.0, fixed=None, max_iter=100, tol=1e-4, memory=10, verbose=0,
+    fun, w0, *, l1=0.0, fixed=None, max_iter=100, tol=1e-4, tol_scale="absolute",
+    memory=10, verbose=0,
     callback=None, printer=print,
 ):
     """Minimize f(w) + l1 ‖w‖₁ with OWL-QN, f smooth.
@@ -136,6 +144,9 @@ def minimize_owlqn(
         subgradient of F, :func:`pseudo_gradient`) is at most ``tol``, or when the relative
         decrease of F over one iteration is below ``tol * 1e-3`` (L-BFGS's rules, with the
         pseudo-gradient in place of the gradient).
+    tol_scale : {"absolute", "initial"}, default="absolute"
+        ``"initial"``: the pseudo-gradient test is relative to the largest absolute
+        entry of the pseudo-gradient at ``w0`` (see :func:`minimize_lbfgs`).
     memory : int, default=10
         Number of correction pairs kept.
     verbose : int, default=0
@@ -196,9 +207,12 @@ def minimize_owlqn(
     pg = np.empty_like(w)
     pairs = deque(maxlen=memory)
     message, converged = "maximum number of iterations reached", False
+    threshold = None
     for _ in range(max_iter):
         largest, squares = _pseudo_gradient_into(w, grad, l1, pg)
-        if largest <= tol:
+        if threshold is None:
+            threshold = gradient_threshold(tol, pg, tol_scale)
+        if largest <= threshold:
             message, converged = "pseudo-gradient below tol", True
             break
         direction = _two_loop(pg, pairs)

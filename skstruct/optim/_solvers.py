@@ -152,8 +152,8 @@ def _quasi_newton(minimize, l1_fallback=None):
                                       {**options, "preconditioner": None})
         fun, w0 = _smooth_part(risk, w0, options)
         with _blas_for(risk):
-            return minimize(fun, w0, **_pick(options, "max_iter", "tol", "verbose",
-                                             "callback"))
+            return minimize(fun, w0, **_pick(options, "max_iter", "tol", "tol_scale",
+                                             "verbose", "callback"))
     return run
 
 
@@ -162,7 +162,7 @@ def _run_owlqn(risk, w0, options):
         return minimize_owlqn(
             risk.value_and_gradient, w0, l1=options.get("l1", 0.0),
             fixed=options.get("fixed"),
-            **_pick(options, "max_iter", "tol", "verbose", "callback"))
+            **_pick(options, "max_iter", "tol", "tol_scale", "verbose", "callback"))
 
 
 def _run_perturbed_ascent(risk, w0, options):

@@ -62,7 +62,7 @@ def column_table(by_value, by_key):
     return table
 
 
-def _codes(tokens, counts, table):
+def _codes(tokens, counts, table, code_dtype=np.int64):
     """Table code of every (key, value) item of every token, in token then dict order.
 
     C-level passes over the items: the list of all values, their types (checked on that
@@ -78,10 +78,12 @@ def _codes(tokens, counts, table):
         ``len`` of every token.
     table : dict
         From :func:`column_table`.
+    code_dtype : integer dtype, default=np.int64
+        The type of the codes (int32 when every column fits: half the memory).
 
     Returns
     -------
-    codes : ndarray of shape (n_items,), dtype int64, or None
+    codes : ndarray of shape (n_items,), dtype ``code_dtype``, or None
         Column, :data:`DROP` or :data:`MISS`; None when a value's type is not one of
         :data:`_TABLE_TYPES`.
     values : list of n_items values, or None
@@ -95,7 +97,7 @@ def _codes(tokens, counts, table):
     inner_tables = map(table.get, chain.from_iterable(map(dict.keys, tokens)), repeat(_EMPTY))
     lookups = map(dict.get, inner_tables, values, repeat(MISS))
     try:
-        codes = np.fromiter(lookups, dtype=np.int64, count=n_items)
+        codes = np.fromiter(lookups, dtype=code_dtype, count=n_items)
     except ValueError as error:  # fewer keys than counted
         raise RuntimeError("a token feature dict changed while it was being vectorized"
                            ) from error
@@ -134,7 +136,8 @@ def lookup_csr(tokens, table, by_key, n_features, dtype):
     """
     try:
         counts = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
-        codes, values = _codes(tokens, counts, table)
+        code_dtype = np.int32 if n_features <= np.iinfo(np.int32).max else np.int64
+        codes, values = _codes(tokens, counts, table, code_dtype)
     except TypeError:  # a token that is not a dict
         return None
     if codes is None:
@@ -144,6 +147,7 @@ def lookup_csr(tokens, table, by_key, n_features, dtype):
     if misses.size:
         number_items, number_values = _resolve_misses(tokens, values, counts, misses,
                                                       by_key, codes, dtype)
+    del values, misses  # one reference per item: freed before the rows are assembled
     indptr, indices, data = _assemble_rows(codes, counts, number_items, number_values)
     return sp.csr_matrix((data, indices, indptr), shape=(len(tokens), n_features))
 
@@ -165,7 +169,7 @@ def _assemble_rows(codes, counts, number_items, number_values):
 
     Parameters
     ----------
-    codes : ndarray of shape (n_items,), int64
+    codes : ndarray of shape (n_items,), int32 or int64
     counts : ndarray of shape (n_tokens,), int64
     number_items : ndarray of shape (n_numbers,), int64, increasing
     number_values : ndarray of shape (n_numbers,), floating

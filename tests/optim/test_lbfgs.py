@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize, rosen, rosen_der
 
-from skstruct.optim import minimize_lbfgs, minimize_lbfgsb
+from skstruct.optim import minimize_lbfgs, minimize_lbfgsb, minimize_owlqn
 
 SOLVERS = [minimize_lbfgs, minimize_lbfgsb]
 
@@ -63,3 +63,29 @@ def test_same_optimum_as_scipy(rng):
                    options=dict(maxiter=200, gtol=1e-9, ftol=1e-14))
     assert ours.objective_curve[-1] == pytest.approx(ref.fun, rel=1e-10)
     assert ours.n_evaluations <= 2 * ours.n_iter + 2
+
+
+@pytest.mark.parametrize("minimize", [minimize_lbfgs, minimize_owlqn])
+def test_a_tolerance_relative_to_the_start_ignores_the_scale_of_the_objective(minimize, rng):
+    fun, _ = _quadratic(rng)
+    w0 = np.full(20, 3.0)
+
+    def scaled(factor):
+        def scaled_fun(w):
+            value, gradient = fun(w)
+            return factor * value, factor * gradient
+        return scaled_fun
+
+    small = minimize(scaled(1e-3), w0, tol=1e-3, tol_scale="initial", max_iter=500)
+    large = minimize(scaled(1e3), w0, tol=1e-3, tol_scale="initial", max_iter=500)
+    assert small.converged and large.converged
+    assert large.n_iter == small.n_iter > 1
+    plain = minimize(fun, w0, tol=1e-3, tol_scale="initial", max_iter=500)
+    initial = np.max(np.abs(fun(w0)[1]))
+    assert np.max(np.abs(fun(plain.w)[1])) <= 1e-3 * initial
+
+
+def test_tol_scale_must_be_known(rng):
+    fun, _ = _quadratic(rng)
+    with pytest.raises(ValueError, match="tol_scale"):
+        minimize_lbfgs(fun, np.zeros(20), tol_scale="relative")

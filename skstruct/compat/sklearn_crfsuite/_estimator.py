@@ -151,6 +151,7 @@ class _CRFsuiteChain(_SkstructCRF):
 
     _parameter_constraints = {**_SkstructCRF._parameter_constraints,
                               "all_possible_transitions": ["boolean"]}
+    _tol_scale = "absolute"
 
     def __init__(self, alpha=1e-4, *, l1_ratio=0.0, feature_label_pairs="seen",
                  solver="lbfgs", max_iter=100, tol=1e-4, verbose=0, callback=None,
