@@ -108,13 +108,13 @@ TaskLoss, default="hamming"
         (μ log Σ exp) or ℓ2 over the ``top_k`` best outputs (the paper's choice).
     mu : float, default=None
         Smoothing strength μ > 0. ``"svrg"``: a constant μ; None: the decreasing
-        μ_k = 3 · 0.9^k of epoch k, with the automatic step scaled with μ_k.
-        ``"casimir"``: μ_0 of ``schedule="decay"`` (None: 3.0) or ``"adapt"`` (None: 2.0),
+        μ_k = 0.95^k of epoch k, with the automatic step scaled with μ_k.
+        ``"casimir"``: μ_0 of ``schedule="decay"`` (None: 1.0) or ``"adapt"`` (None: 2.0),
         the constant μ of ``"const"`` (None: 1.0, the paper's setting).
     top_k : int, default=5
         K of ℓ2 smoothing.
     schedule : {"decay", "const", "adapt"}, default="decay"
-        ``"casimir"``: μ_k = μ_0 · 0.9^k with κ = L/(n + 1) − λ and the step scaled with
+        ``"casimir"``: μ_k = μ_0 · 0.95^k with κ = L/(n + 1) − λ and the step scaled with
         μ_k (the default; the smoothing bias vanishes, see :doc:`/developers/svrg`);
         constant μ with the same κ; or κ = λ with μ_k decreasing geometrically
         (μ_0 (1 − √q/2)^{k/2}, q = λ/(λ + κ)). The fit keeps the epoch end of the

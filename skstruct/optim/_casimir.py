@@ -82,12 +82,12 @@ def minimize_casimir(
     smoothing : {"entropy", "l2"}, default="l2"
         ℓ2 with top-K is the paper's choice.
     mu : float, default=None
-        μ_0 (``"decay"``, ``"adapt"``) or μ (``"const"``); None: 3.0 for ``"decay"``, the
+        μ_0 (``"decay"``, ``"adapt"``) or μ (``"const"``); None: 1.0 for ``"decay"``, the
         paper's 2.0 and 1.0 for the others.
     top_k : int, default=5
         K of the ℓ2 smoothing.
     schedule : {"decay", "const", "adapt"}, default="decay"
-        ``"decay"``: μ_k = μ_0 · 0.9^k with the automatic step 2/(L_k + λ + κ) scaled with
+        ``"decay"``: μ_k = μ_0 · 0.95^k with the automatic step 2/(L_k + λ + κ) scaled with
         μ_k (L_k = :func:`~skstruct.optim._svrg.smoothness_estimate` / μ_k) and κ as for
         ``"const"`` at μ_0: the smoothing bias vanishes, so that the iterates approach the
         non-smooth optimum. ``"const"``: μ_k = μ and κ = L/(n + 1) − λ (L/(n + 1) when that is not positive),

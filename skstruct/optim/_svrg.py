@@ -17,8 +17,8 @@ SMOOTHINGS = {"entropy": 0, "l2": 1}
 #: The default smoothing schedule (``mu=None``): μ_k = MU_START · MU_DECAY^k at epoch k,
 #: with the automatic step ``STEP_SCALE`` / (L_μk + λ) shrinking with μ_k (the smoothed
 #: objective's smoothness constant is proportional to 1/μ).
-MU_START = 3.0
-MU_DECAY = 0.9
+MU_START = 1.0
+MU_DECAY = 0.95
 STEP_SCALE = 2.0
 
 #: Chunks of the full-gradient pass: fixed, so that ḡ (summed chunk by chunk in order)
@@ -245,7 +245,7 @@ def minimize_svrg(
         ℓ2 with top-K is the paper's choice for its experiments.
     mu : float, default=None
         Constant smoothing strength μ > 0 (the paper's SVRG runs: 1). None: the
-        decreasing schedule μ_k = 3 · 0.9^k of epoch k = 0, 1, ..., whose smoothing bias
+        decreasing schedule μ_k = 0.95^k of epoch k = 0, 1, ..., whose smoothing bias
         (at most μ_k / 2 for ℓ2) vanishes, so that the iterates approach the non-smooth
         optimum rather than the smoothed one.
     top_k : int, default=5
