@@ -107,18 +107,23 @@ TaskLoss, default="hamming"
         ``"svrg"``, ``"casimir"``: the smoothing of the hinge's max, entropy
         (μ log Σ exp) or ℓ2 over the ``top_k`` best outputs (the paper's choice).
     mu : float, default=None
-        Smoothing strength μ > 0 (``"casimir"`` with ``schedule="adapt"``: μ_0). None:
-        1.0, or 2.0 for the adaptive schedule (the paper's settings).
+        Smoothing strength μ > 0. ``"svrg"``: a constant μ; None: the decreasing
+        μ_k = 0.95^k of epoch k, with the automatic step scaled with μ_k.
+        ``"casimir"``: μ_0 of ``schedule="decay"`` (None: 1.0) or ``"adapt"`` (None: 2.0),
+        the constant μ of ``"const"`` (None: 1.0, the paper's setting).
     top_k : int, default=5
         K of ℓ2 smoothing.
-    schedule : {"const", "adapt"}, default="const"
-        ``"casimir"``: constant μ with κ = L/(n + 1) − λ, or κ = λ with μ_k decreasing
-        geometrically (μ_0 (1 − √q/2)^{k/2}, q = λ/(λ + κ)).
+    schedule : {"decay", "const", "adapt"}, default="decay"
+        ``"casimir"``: μ_k = μ_0 · 0.95^k with κ = L/(n + 1) − λ and the step scaled with
+        μ_k (the default; the smoothing bias vanishes, see :doc:`/developers/svrg`);
+        constant μ with the same κ; or κ = λ with μ_k decreasing geometrically
+        (μ_0 (1 − √q/2)^{k/2}, q = λ/(λ + κ)). The fit keeps the epoch end of the
+        smallest primal.
     kappa : float, default=None
         ``"casimir"``: the weight of the proximal term; None: the schedule's value.
     warm_start_rule : {"prox_center", "extrapolation", "prev_iterate"}, default=None
         ``"casimir"``: where each SVRG epoch starts; None: ``"prev_iterate"`` for
-        ``schedule="const"``, ``"extrapolation"`` for ``"adapt"`` (the paper's).
+        ``schedule="decay"`` and ``"const"``, ``"extrapolation"`` for ``"adapt"`` (the paper's).
     learning_rate : float or "auto", default="auto"
         ``"svrg"``, ``"casimir"``: the SVRG step size; "auto" is 1/(L + λ + κ) with L a
         smoothness estimate from the data (:doc:`/developers/svrg`).
@@ -218,7 +223,7 @@ TaskLoss, default="hamming"
         "smoothing": [StrOptions({"entropy", "l2"})],
         "mu": [None, Interval(Real, 0, None, closed="neither")],
         "top_k": [Interval(Integral, 1, None, closed="left")],
-        "schedule": [StrOptions({"const", "adapt"})],
+        "schedule": [StrOptions({"decay", "const", "adapt"})],
         "kappa": [None, Interval(Real, 0, None, closed="neither")],
         "warm_start_rule": [None, StrOptions({"prox_center", "extrapolation",
                                               "prev_iterate"})],
@@ -245,7 +250,7 @@ TaskLoss, default="hamming"
         smoothing="l2",
         mu=None,
         top_k=5,
-        schedule="const",
+        schedule="decay",
         kappa=None,
         warm_start_rule=None,
         learning_rate="auto",

@@ -5,13 +5,13 @@ import math
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._svrg import (EpochLog, _check_common, epoch_order, smoothed_problem,
-                    smoothness_estimate, starting_point)
+from ._svrg import (MU_START, STEP_SCALE, EpochLog, _check_common, epoch_order,
+                    scheduled_mu, smoothed_problem, smoothness_estimate, starting_point)
 
 __all__ = ["SCHEDULES", "WARM_START_RULES", "catalyst_alpha_beta", "minimize_casimir"]
 
 #: Smoothing and κ schedules.
-SCHEDULES = ("const", "adapt")
+SCHEDULES = ("decay", "const", "adapt")
 #: Starting points of the inner SVRG epoch.
 WARM_START_RULES = ("prox_center", "extrapolation", "prev_iterate")
 
@@ -20,7 +20,8 @@ WARM_START_RULES = ("prox_center", "extrapolation", "prev_iterate")
 MU_FLOOR = 1e-6
 
 #: The paper's experimental settings per schedule (CoNLL-2003 NER): μ, warm start.
-_DEFAULTS = {"const": (1.0, "prev_iterate"), "adapt": (2.0, "extrapolation")}
+_DEFAULTS = {"decay": (MU_START, "prev_iterate"), "const": (1.0, "prev_iterate"),
+             "adapt": (2.0, "extrapolation")}
 
 
 def catalyst_alpha_beta(alpha_prev, q):
@@ -37,9 +38,18 @@ def catalyst_alpha_beta(alpha_prev, q):
     return alpha, beta
 
 
+def _mu_of(schedule, mu0, decay, k):
+    """μ_k of outer iteration ``k`` under ``schedule``."""
+    if schedule == "const":
+        return mu0
+    if schedule == "decay":
+        return scheduled_mu(None, k) * mu0 / MU_START
+    return mu0 * max(decay ** k, MU_FLOOR)
+
+
 def minimize_casimir(
     risk, w0=None, *, max_iter=50, tol=0.0, smoothing="l2", mu=None, top_k=5,
-    schedule="const", kappa=None, warm_start_rule=None, learning_rate="auto",
+    schedule="decay", kappa=None, warm_start_rule=None, learning_rate="auto",
     averaging=True, random_state=None, verbose=0, callback=None, printer=print,
     shuffle=True, state=None,
 ):
@@ -72,11 +82,15 @@ def minimize_casimir(
     smoothing : {"entropy", "l2"}, default="l2"
         ℓ2 with top-K is the paper's choice.
     mu : float, default=None
-        μ (``"const"``) or μ_0 (``"adapt"``); None: the paper's 1.0 and 2.0.
+        μ_0 (``"decay"``, ``"adapt"``) or μ (``"const"``); None: 1.0 for ``"decay"``, the
+        paper's 2.0 and 1.0 for the others.
     top_k : int, default=5
         K of the ℓ2 smoothing.
-    schedule : {"const", "adapt"}, default="const"
-        ``"const"``: μ_k = μ and κ = L/(n + 1) − λ (L/(n + 1) when that is not positive),
+    schedule : {"decay", "const", "adapt"}, default="decay"
+        ``"decay"``: μ_k = μ_0 · 0.95^k with the automatic step 2/(L_k + λ + κ) scaled with
+        μ_k (L_k = :func:`~skstruct.optim._svrg.smoothness_estimate` / μ_k) and κ as for
+        ``"const"`` at μ_0: the smoothing bias vanishes, so that the iterates approach the
+        non-smooth optimum. ``"const"``: μ_k = μ and κ = L/(n + 1) − λ (L/(n + 1) when that is not positive),
         the value of the paper's complexity bound, with L the smoothness estimate, or
         the L for which a given ``learning_rate`` is 1/(L + λ + κ). ``"adapt"``: κ = λ and
         μ_k = μ_0 c^k with c = √(1 − √q / 2), so that the smoothing error decreases as
@@ -112,7 +126,8 @@ def minimize_casimir(
     Returns
     -------
     OptimizeResult
-        ``objective_curve``: P(w_k); ``n_evaluations``: smoothed oracle calls; ``extra``:
+        ``w``: the w_k of the smallest P(w_k), min(``objective_curve``) (the last one when
+        continuing with ``state``); ``objective_curve``: P(w_k); ``n_evaluations``: smoothed oracle calls; ``extra``:
         ``mu`` per epoch, ``kappa``, ``learning_rate`` (last), ``oracle_calls``
         (cumulative smoothed oracle calls after each epoch, 2n per epoch; the primal's
         evaluation is not counted), ``inexact``, and with ``state`` the ``state`` to
@@ -144,7 +159,7 @@ def minimize_casimir(
     if state and "kappa" in state:
         kappa = state["kappa"]
     if kappa is None:
-        if schedule == "const":
+        if schedule in ("const", "decay"):
             # L of the step 1/(L + λ + κ): the estimate, or the one a given step implies
             smooth = (l_mu / mu0 if learning_rate == "auto"
                       else (n + 1) / ((n + 2) * float(learning_rate)))
@@ -174,9 +189,11 @@ def minimize_casimir(
     next_order = epoch_order(rng, n, shuffle)
     k = first - 1
     for k in range(first, first + max_iter):
-        mu_k = mu0 if schedule == "const" else mu0 * max(decay ** k, MU_FLOOR)
+        mu_k = _mu_of(schedule, mu0, decay, k)
         if learning_rate != "auto":
             eta = float(learning_rate)
+        elif schedule == "decay":
+            eta = min(STEP_SCALE / (l_mu / mu_k + lam + kappa), 0.5 / (lam + kappa))
         elif fixed_eta is not None:
             eta = float(fixed_eta)
         else:
@@ -202,4 +219,5 @@ def minimize_casimir(
         "learning_rate": eta, "t": int(state.get("t", 0)) + sp.oracle_calls}}
     if state is not None:
         kept["t"] = kept["state"]["t"]
-    return log.result(w, kappa=kappa, learning_rate=eta, **kept)
+        return log.result(w, kappa=kappa, learning_rate=eta, **kept)
+    return log.result(log.best(w), kappa=kappa, learning_rate=eta, **kept)

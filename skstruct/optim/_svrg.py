@@ -14,6 +14,13 @@ __all__ = ["SMOOTHINGS", "SmoothedProblem", "minimize_svrg", "smoothed_problem"]
 #: Smoothing names and their oracle codes.
 SMOOTHINGS = {"entropy": 0, "l2": 1}
 
+#: The default smoothing schedule (``mu=None``): μ_k = MU_START · MU_DECAY^k at epoch k,
+#: with the automatic step ``STEP_SCALE`` / (L_μk + λ) shrinking with μ_k (the smoothed
+#: objective's smoothness constant is proportional to 1/μ).
+MU_START = 1.0
+MU_DECAY = 0.95
+STEP_SCALE = 2.0
+
 #: Chunks of the full-gradient pass: fixed, so that ḡ (summed chunk by chunk in order)
 #: is the same for any number of threads.
 GRADIENT_CHUNKS = 8
@@ -231,7 +238,7 @@ def _free_blocks(problem, free):
 
 
 def minimize_svrg(
-    risk, w0=None, *, max_iter=50, tol=0.0, smoothing="l2", mu=1.0, top_k=5,
+    risk, w0=None, *, max_iter=50, tol=0.0, smoothing="l2", mu=None, top_k=5,
     learning_rate="auto", averaging=True, random_state=None, verbose=0, callback=None,
     printer=print, shuffle=True, state=None,
 ):
@@ -254,13 +261,17 @@ def minimize_svrg(
         Stop when an epoch changes P by at most ``tol`` relative to the previous value.
     smoothing : {"entropy", "l2"}, default="l2"
         ℓ2 with top-K is the paper's choice for its experiments.
-    mu : float, default=1.0
-        Smoothing strength μ > 0 (the paper's SVRG runs: 1).
+    mu : float, default=None
+        Constant smoothing strength μ > 0 (the paper's SVRG runs: 1). None: the
+        decreasing schedule μ_k = 0.95^k of epoch k = 0, 1, ..., whose smoothing bias
+        (at most μ_k / 2 for ℓ2) vanishes, so that the iterates approach the non-smooth
+        optimum rather than the smoothed one.
     top_k : int, default=5
         K of the ℓ2 smoothing's top-K outputs (the paper's: 5); unused for entropy.
     learning_rate : float or "auto", default="auto"
         Step size η; "auto" is 1/(L + λ) with L the smoothness estimate
-        ``smoothness_estimate`` / μ.
+        ``smoothness_estimate`` / μ for a constant μ, and 2/(L_k + λ) with
+        L_k = ``smoothness_estimate`` / μ_k (capped below 1/λ) under the default schedule.
     averaging : bool, default=True
         An epoch returns the average of its iterates (else the last one).
     random_state : int, RandomState or None
@@ -282,7 +293,9 @@ def minimize_svrg(
     Returns
     -------
     OptimizeResult
-        ``objective_curve``: P after each epoch; ``n_evaluations``: smoothed oracle
+        ``w``: the iterate of the smallest P among the epoch ends, min(``objective_curve``)
+        (the last one when continuing with ``state``); ``objective_curve``: P after each epoch;
+        ``n_evaluations``: smoothed oracle
         calls; ``extra``: ``mu`` per epoch, ``oracle_calls`` (cumulative oracle calls
         after each epoch, 2n per epoch; the primal's evaluation is not counted),
         ``inexact`` (top-K calls
@@ -300,28 +313,48 @@ def minimize_svrg(
     sp = smoothed_problem(risk, smoothing, top_k, "svrg")
     rng = check_random_state(random_state)
     n, lam = risk.n_examples, risk.alpha
-    if learning_rate != "auto":
-        eta = float(learning_rate)
-    elif state and "learning_rate" in state:
-        eta = float(state["learning_rate"])
-    else:
-        eta = 1.0 / (smoothness_estimate(sp.problem, risk.weights) / mu + lam)
+    l_mu = smoothness_estimate(sp.problem, risk.weights)
     problem = sp.problem
+    first = int(state.get("k", 0)) if state else 0
     if state:
         w0 = state["w"]
     w = problem.to_engine(starting_point(w0, problem.n_params))
     log = EpochLog(sp, risk, tol, verbose, callback, printer, max_iter)
     next_order = epoch_order(rng, n, shuffle)
-    for _ in range(max_iter):
-        w, _ = sp.epoch(w, mu, eta, 0.0, w, next_order(), averaging)
-        if log.after_epoch(w, mu):
+    eta = None
+    for k in range(first, first + max_iter):
+        mu_k = scheduled_mu(mu, k)
+        eta = svrg_step(learning_rate, state, mu, mu_k, l_mu, lam)
+        w, _ = sp.epoch(w, mu_k, eta, 0.0, w, next_order(), averaging)
+        if log.after_epoch(w, mu_k):
             break
+    first = k + 1
     kept = {} if state is None else {"state": {
-        "w": problem.to_user(w), "learning_rate": eta,
+        "w": problem.to_user(w), "learning_rate": eta, "k": first,
         "t": int(state.get("t", 0)) + sp.oracle_calls}}
     if state is not None:
         kept["t"] = kept["state"]["t"]
-    return log.result(w, learning_rate=eta, **kept)
+        return log.result(w, learning_rate=eta, **kept)
+    return log.result(log.best(w), learning_rate=eta, **kept)
+
+
+def scheduled_mu(mu, k):
+    """μ of epoch ``k``: ``mu``, or the default schedule MU_START · MU_DECAY^k (None)."""
+    if mu is not None:
+        return float(mu)
+    return MU_START * max(MU_DECAY ** k, 1e-6)
+
+
+def svrg_step(learning_rate, state, mu, mu_k, l_mu, lam):
+    """SVRG's step size: the given one, the one a continued run fixed, 1/(L_μ + λ) for a
+    constant μ, or STEP_SCALE/(L_μk + λ) (below 1/λ) under the default schedule."""
+    if learning_rate != "auto":
+        return float(learning_rate)
+    if state and "learning_rate" in state and mu is not None:
+        return float(state["learning_rate"])
+    if mu is not None:
+        return 1.0 / (l_mu / mu + lam)
+    return min(STEP_SCALE / (l_mu / mu_k + lam), 0.5 / lam)
 
 
 def starting_point(w0, n_params):
@@ -364,6 +397,7 @@ class EpochLog:
         self.progress = Progress(verbose, callback, printer, unit="epoch", max_iter=max_iter)
         self.message, self.converged = "maximum number of epochs reached", False
         self.mus, self.calls = [], []
+        self.best_w, self.best_value = None, np.inf
 
     def after_epoch(self, w, mu):
         """Record the epoch that ended at engine-order ``w`` with smoothing ``mu``;
@@ -373,6 +407,8 @@ class EpochLog:
         primal = problem.hinge_primal(w_user, self.risk.weights, self.risk.alpha)
         self.mus.append(mu)
         self.calls.append(self.sp.oracle_calls)
+        if primal < self.best_value:
+            self.best_w, self.best_value = np.array(w, dtype=np.float64), primal
         if self.progress.report(w_user, primal, mu=float(mu), oracle=self.sp.oracle_calls):
             self.message, self.converged = "stopped by callback", True
             return True
@@ -380,6 +416,10 @@ class EpochLog:
             self.message, self.converged = "relative change below tol", True
             return True
         return False
+
+    def best(self, w):
+        """The engine-order iterate of the smallest P recorded (``w`` before any)."""
+        return w if self.best_w is None else self.best_w
 
     def result(self, w, **extra):
         """The OptimizeResult at engine-order ``w``; ``extra`` joins the per-epoch
