@@ -205,7 +205,7 @@ def test_seen_pairs_reach_the_lbfgs_optimum_of_the_seen_pairs(labelled_features)
                feature_label_pairs="seen",
                callback=lambda k, w, value: widths.append(w.shape[0])).fit(X, y)
     everything = CRF(alpha=ALPHA, solver="svrg", tol=1e-7, max_iter=200,
-                     random_state=0).fit(X, y)
+                     random_state=0, feature_label_pairs="all").fit(X, y)
     seen = _seen(X, y, svrg.classes_)
     assert 0 < np.count_nonzero(~seen) < seen.size  # the problem has unseen pairs
     assert np.all(svrg.coef_[~seen] == 0.0)
