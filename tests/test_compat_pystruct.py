@@ -218,7 +218,26 @@ def test_graph_crf_joint_feature_scores_what_inference_maximizes():
     model.initialize(X, Y)
     w = rng.normal(size=model.size_joint_feature)
     from itertools import product
+    unary_w, pair_w = w[:3 * 4].reshape(3, 4), w[3 * 4:].reshape(3, 3)
     for x in X:
+        y = rng.integers(3, size=len(x[0]))
+        explicit = sum(unary_w[y[v]] @ x[0][v] for v in range(len(y))) + sum(
+            pair_w[y[a], y[b]] for a, b in x[1])
+        assert w @ model.joint_feature(x, y) == pytest.approx(explicit)
+    edge_model = models.EdgeFeatureGraphCRF()
+    X_edges = [(x[0], x[1], rng.normal(size=(len(x[1]), 2))) for x in X]
+    edge_model.initialize(X_edges, Y)
+    w_edges = rng.normal(size=edge_model.size_joint_feature)
+    pair_edges = w_edges[3 * 4:].reshape(2, 3, 3)
+    for x in X_edges:
+        y = rng.integers(3, size=len(x[0]))
+        explicit = sum(w_edges[:12].reshape(3, 4)[y[v]] @ x[0][v] for v in range(len(y)))
+        explicit += sum(x[2][e] @ pair_edges[:, y[a], y[b]] for e, (a, b) in enumerate(x[1]))
+        assert w_edges @ edge_model.joint_feature(x, y) == pytest.approx(explicit)
+        y_hat = edge_model.inference(x, w_edges)
+        assert w_edges @ edge_model.joint_feature(x, y_hat) == pytest.approx(max(
+            w_edges @ edge_model.joint_feature(x, np.array(y))
+            for y in product(range(3), repeat=4)))
         y_hat = model.inference(x, w)
         best = max(w @ model.joint_feature(x, np.array(y))
                    for y in product(range(3), repeat=4))
