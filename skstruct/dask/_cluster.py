@@ -137,13 +137,14 @@ class DistributedData:
                 for raw, i in zip(self.raws, self.indices)]
         return tree_reduce(self.client, seen, either).result()
 
-    def shards(self, spec):
-        """Futures of the :class:`~._shards.Shard` of every non-empty partition (built,
-        and waited for, on the workers); the raw shards are released."""
+    def shards(self, spec, build=make_shard):
+        """Futures of the :class:`~._shards.Shard` of every non-empty partition (built
+        by ``build(raw, index, n_partitions, spec)``, and waited for, on the workers);
+        the raw shards are released."""
         from distributed import wait
 
         n = self.n_partitions
-        shards = [self.client.submit(make_shard, raw, i, n, spec, pure=False)
+        shards = [self.client.submit(build, raw, i, n, spec, pure=False)
                   for raw, i in zip(self.raws, self.indices)]
         wait(shards)
         for shard in shards:
