@@ -23,7 +23,7 @@ pytest.importorskip("distributed")
 from skstruct.dask import DaskStructuredSVM, PartitionError  # noqa: E402
 
 #: Seconds any one fit or computation of a test may take.
-TIMEOUT = 240
+TIMEOUT = 150
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,7 @@
 """One-slack cutting-plane training of the structured SVM (margin or slack rescaling)."""
 
+import copy
+
 import numpy as np
 
 from ..features._base import feature_map_hook
@@ -226,7 +228,9 @@ class LocalConstraintOracle:
       ψ̄ = Σ_{i: h_i > 0} c_i (ψ_i(y_i) − ψ_i(ŷ_i)) and Δ̄ = Σ_{i: h_i > 0} ω_i Δ_i
       (c_i = ω_i, or ω_i Δ_i under slack rescaling), so that the constraint is
       ξ ≥ Δ̄ − ⟨w, ψ̄⟩;
-    - ``has_cache``: whether ``evaluate(w, use_cache=True)`` has outputs to use;
+    - ``has_cache``: whether ``evaluate(w, use_cache=True)`` has outputs to use (and,
+      here, :meth:`cache_state` and :meth:`restore_cache` to copy the cache out and
+      back);
     - ``compiled``: whether the compiled pass is used.
 
     The constraints come from the fastest form the risk offers: one compiled pass
@@ -254,6 +258,17 @@ class LocalConstraintOracle:
     @property
     def has_cache(self):
         return self.source.has_cache
+
+    def cache_state(self):
+        """A copy of the inference cache (a dict; empty without a cache), which
+        :meth:`restore_cache` puts back, here or in an oracle of the same examples."""
+        return {name: copy.deepcopy(getattr(self.source, name))
+                for name in self.source.cache_attributes}
+
+    def restore_cache(self, state):
+        """Put back (a copy of) a :meth:`cache_state`."""
+        for name, value in state.items():
+            setattr(self.source, name, copy.deepcopy(value))
 
     def evaluate(self, w, use_cache):
         """Σ_i ω_i max(h_i, 0) of the outputs found at ``w``."""
@@ -303,6 +318,10 @@ class _BatchedConstraints:
     hinge terms h_i; ``plane`` builds ψ̄ = A^T Σ_i c_i (a_{y_i} − a_ŷ) for the active
     examples.
     """
+
+    #: The attributes that hold the inference cache (see
+    #: :meth:`LocalConstraintOracle.cache_state`).
+    cache_attributes = ("cache",)
 
     def __init__(self, risk, cache_size):
         self.risk = risk
@@ -384,6 +403,7 @@ class _PairwiseConstraints:
         self.relaxed = decoder.relaxes_loss_augmented(risk.loss.task_loss, "margin")
 
     has_cache = False
+    cache_attributes = ()
 
     def _pair_products(self, y):
         y = np.asarray(y, dtype=np.float64)
@@ -441,6 +461,8 @@ class _CompiledConstraints:
             return None
         problem = compiled_problem(risk, rescaling)
         return None if problem is None else cls(risk, problem, cache_size)
+
+    cache_attributes = ("cache_y", "cache_delta", "cache_filled", "next_slot")
 
     def __init__(self, risk, problem, cache_size):
         self.risk, self.problem = risk, problem
