@@ -221,7 +221,7 @@ def test_a_partition_that_raises_fails_the_fit_and_is_named(client):
 
 def test_the_model_is_a_local_structured_svm(client):
     X, y = _sequences(n=24, seed=10)
-    model = _fit(DaskStructuredSVM(client=client, alpha=0.1, max_iter=50),
+    model = _fit(DaskStructuredSVM(client=client, alpha=0.1, max_iter=200),
                  db.from_sequence(list(zip(X, y)), npartitions=2))
     local = model.to_local()
     assert type(local) is StructuredSVM and "client" not in local.get_params()

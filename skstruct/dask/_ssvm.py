@@ -254,10 +254,14 @@ class DaskStructuredSVM(_DaskMixin, StructuredSVM):
     the client, its most violated constraint found on the workers. Each iteration sends
     ``w`` to the workers; every partition runs loss-augmented inference on its shard
     (the local fit's compiled pass where it has one) and returns its share of the
-    constraint, scale_p × (Σ_{i ∈ p} ω_i⁽ᵖ⁾ max(h_i, 0), Δ̄_p, ψ̄_p), summed as a tree;
-    the client adds the plane to its working set and solves the QP by the local code.
-    The constraints are those of the local fit on the concatenated data (up to the
-    order of the sums), so are the iterates and the model.
+    constraint, μ_p × (Σ_{i ∈ p} ω_i⁽ᵖ⁾ max(h_i, 0), Δ̄_p, ψ̄_p) (ω⁽ᵖ⁾ the weights
+    normalized over the partition, μ_p = Σ_{i ∈ p} s_i / Σ_i s_i its share of the
+    sample weight), summed as a tree; the client adds the plane to its working set and
+    solves the QP by the local code. The constraints are those of the local fit on the
+    concatenated data up to the order of the sums, and so are the iterates (near the
+    optimum, the QP of an ill-conditioned working set may amplify that rounding into a
+    few iterations more or fewer) and the model. The inference caches of slack
+    rescaling and count losses stay on the workers (:class:`DistributedConstraints`).
 
     ``solver="subgradient"``: iterative parameter mixing (McDonald, Hall & Mann 2010)
     of the local subgradient solver. Epoch e starts from the mixed state (w⁽ᵉ⁻¹⁾, its
