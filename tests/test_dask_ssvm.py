@@ -283,3 +283,40 @@ def test_a_worker_killed_mid_fit_changes_nothing(client, solver):
                                    rtol=0, atol=1e-10, err_msg=name)
     if solver == "cutting_plane":
         _same_model(model, StructuredSVM(**params).fit(X, y))
+
+
+def _generated_examples(indices, n_features=100):
+    """Examples made on the worker from their indices alone (the client never holds
+    them): sequences of 4 tokens, dense features."""
+    out = []
+    for i in indices:
+        rng = np.random.default_rng(int(i))
+        x = rng.normal(size=(4, n_features))
+        out.append((x, np.where(x[:, 0] > 0, "B", "I")))
+    return out
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("solver", ["cutting_plane", "subgradient"])
+def test_the_client_memory_does_not_grow_with_the_data(client, solver):
+    """The peak of the client's allocations during a fit (tracemalloc, numpy's arrays
+    included) is about the same for 1,000 and 10,000 sequences (3.2 and 32 MB of
+    features on the workers), and far below the data: the client holds planes and
+    weight vectors, not examples."""
+    import tracemalloc
+
+    def fit_peak(n):
+        bag = db.range(n, npartitions=4).map_partitions(_generated_examples)
+        tracemalloc.start()
+        try:
+            _fit(DaskStructuredSVM(client=client, solver=solver, alpha=0.1, max_iter=4,
+                                   tol=0.0, random_state=0), bag)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    fit_peak(200)  # first-use costs (imports, caches) out of the way
+    small, large = fit_peak(1_000), fit_peak(10_000)
+    data = 10_000 * 4 * 100 * 8
+    assert large < 0.1 * data, (small, large)
+    assert large < 1.5 * small + 500_000, (small, large)
