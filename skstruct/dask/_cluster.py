@@ -13,7 +13,8 @@ from ._shards import (PartitionError, add, either, make_shard, merge_summaries,
                       vocabulary_tokens)
 
 __all__ = ["DistributedData", "fit_vectorizer", "DistributedRisk", "get_client", "is_dask_collection",
-           "send_weights", "shard_threads", "sum_over_shards", "tree_reduce"]
+           "send_weights", "shard_threads", "sum_over_shards", "tree_reduce",
+           "with_retries"]
 
 
 def is_dask_collection(X):
@@ -137,13 +138,14 @@ class DistributedData:
                 for raw, i in zip(self.raws, self.indices)]
         return tree_reduce(self.client, seen, either).result()
 
-    def shards(self, spec):
-        """Futures of the :class:`~._shards.Shard` of every non-empty partition (built,
-        and waited for, on the workers); the raw shards are released."""
+    def shards(self, spec, build=make_shard):
+        """Futures of the :class:`~._shards.Shard` of every non-empty partition (built
+        by ``build(raw, index, n_partitions, spec)``, and waited for, on the workers);
+        the raw shards are released."""
         from distributed import wait
 
         n = self.n_partitions
-        shards = [self.client.submit(make_shard, raw, i, n, spec, pure=False)
+        shards = [self.client.submit(build, raw, i, n, spec, pure=False)
                   for raw, i in zip(self.raws, self.indices)]
         wait(shards)
         for shard in shards:
@@ -196,29 +198,42 @@ def send_weights(client, w):
         return client.submit(_weights, w, pure=False)
 
 
-def sum_over_shards(client, function, shards, indices, n_partitions, w, args=(),
-                    shard_args=None, retries=3):
-    """Σ_k ``function(shards[k], indices[k], n_partitions, w, *shard_args[k], *args)``,
-    summed by :func:`tree_reduce` on the workers, and the number of attempts redone.
-
-    An attempt that fails for a reason other than a partition's own error (a worker
-    lost, its shards rebuilt by Dask from their inputs) is redone, up to ``retries``
-    times; a :class:`~._shards.PartitionError` is raised at once.
-    """
-    if shard_args is None:
-        shard_args = [()] * len(shards)
+def with_retries(call, retries, counter, before_redo=None):
+    """``call()``, redone up to ``retries`` times when it fails for a reason other than
+    a partition's own error (a lost worker, whose shards Dask rebuilds from their
+    inputs), after ``before_redo()`` when given; ``counter`` (a dict) counts the redos
+    under ``"redone"``. A :class:`~._shards.PartitionError` is raised at once."""
     for attempt in range(retries + 1):
         try:
-            sent = send_weights(client, w)
-            parts = [client.submit(function, shard, i, n_partitions, sent, *own, *args,
-                                   pure=False)
-                     for shard, i, own in zip(shards, indices, shard_args)]
-            return tree_reduce(client, parts, add).result(), attempt
+            return call()
         except PartitionError:
             raise
         except Exception:  # noqa: BLE001 - a lost worker or connection: redo
             if attempt == retries:
                 raise
+            counter["redone"] = counter.get("redone", 0) + 1
+            if before_redo is not None:
+                before_redo()
+
+
+def sum_over_shards(client, function, shards, indices, n_partitions, w, args=(),
+                    shard_args=None, retries=3):
+    """Σ_k ``function(shards[k], indices[k], n_partitions, w, *shard_args[k], *args)``,
+    summed by :func:`tree_reduce` on the workers, and the number of attempts redone
+    (:func:`with_retries`)."""
+    if shard_args is None:
+        shard_args = [()] * len(shards)
+
+    def run():
+        sent = send_weights(client, w)
+        parts = [client.submit(function, shard, i, n_partitions, sent, *own, *args,
+                               pure=False)
+                 for shard, i, own in zip(shards, indices, shard_args)]
+        return tree_reduce(client, parts, add).result()
+
+    counter = {}
+    total = with_retries(run, retries, counter)
+    return total, counter.get("redone", 0)
 
 
 class DistributedRisk:

