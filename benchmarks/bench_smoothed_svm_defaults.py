@@ -18,8 +18,6 @@ import argparse
 import json
 import os
 import sys
-import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -29,8 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _report import code_version  # noqa: E402
 
 import skstruct  # noqa: E402
-from skstruct import StructuredSVM  # noqa: E402
-from skstruct.datasets import load_letters  # noqa: E402
+from bench_smoothed_defaults import fit, load  # noqa: E402,F401 (one loader and fit)
 
 RESULTS = Path(__file__).parent / "results"
 LAMBDAS_N = (1.0, 0.1, 0.01)
@@ -42,29 +39,6 @@ CONFIGS = {
     "svrg, constant μ = 1 (previous default)": dict(solver="svrg", mu=1.0),
     "casimir const, μ = 1 (previous default)": dict(solver="casimir", schedule="const"),
 }
-
-
-def load(task, n_train):
-    """(X, y) of a task: OCR fold 0, or the first ``n_train`` sentences of the others."""
-    if task == "ocr":
-        letters = load_letters()
-        keep = letters.folds == 0
-        return ([x for x, k in zip(letters.data, keep) if k],
-                [t for t, k in zip(letters.target, keep) if k])
-    from bench_casimir_reference import load_task
-    return load_task(task, n_train, 2 ** 16)
-
-
-def fit(X, y, lam, passes, **params):
-    """(objective curve, CPU seconds, estimator) of one fit."""
-    curve = []
-    est = StructuredSVM(alpha=lam, max_iter=passes, tol=0.0, random_state=0, n_jobs=1,
-                        callback=lambda k, w, f: curve.append(f), **params)
-    cpu = time.process_time()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est.fit(X, y)
-    return np.asarray(curve), time.process_time() - cpu, est
 
 
 def certificate(X, y, lam, passes):

@@ -181,6 +181,16 @@ class _DaskMixin:
             del self.vectorizer_
 
 
+class _NotDistributedPartialFit:
+    """``partial_fit`` of a Dask estimator whose local class has one: refused, naming
+    :meth:`to_local`."""
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Not distributed: use :meth:`to_local` and the local ``partial_fit``."""
+        raise NotImplementedError(f"{type(self).__name__}.partial_fit is not "
+                                  "distributed; call to_local().partial_fit(...).")
+
+
 class _DaskQuasiNewtonMixin(_DaskMixin):
     """Full-batch training: the local solver on the client, each evaluation of the
     objective a sum over the shards on the workers (:class:`~._cluster.DistributedRisk`)."""
@@ -373,7 +383,7 @@ def _epoch_seeds(entropy, epoch, n_partitions):
     return [int(s.generate_state(1)[0]) for s in states]
 
 
-class DaskStructuredPerceptron(_DaskMixin, StructuredPerceptron):
+class DaskStructuredPerceptron(_NotDistributedPartialFit, _DaskMixin, StructuredPerceptron):
     """:class:`~skstruct.StructuredPerceptron` trained on a Dask cluster by iterative
     parameter mixing (McDonald, Hall & Mann 2010).
 
@@ -431,10 +441,6 @@ class DaskStructuredPerceptron(_DaskMixin, StructuredPerceptron):
         self.client = client
         self.vectorizer = vectorizer
 
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Not distributed: use :meth:`to_local` and the local ``partial_fit``."""
-        raise NotImplementedError("DaskStructuredPerceptron.partial_fit is not "
-                                  "distributed; call to_local().partial_fit(...).")
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):

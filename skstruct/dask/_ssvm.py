@@ -21,7 +21,8 @@ from ..losses import StructuredHingeLoss
 from ..optim import OptimizeResult, run_solver
 from ..optim._progress import Progress
 from ._cluster import send_weights, tree_reduce, with_retries
-from ._estimators import _DASK_CONSTRAINTS, _FIT_DOC, _DaskMixin
+from ._estimators import (_DASK_CONSTRAINTS, _FIT_DOC, _DaskMixin,
+                          _NotDistributedPartialFit)
 from ._shards import add
 from ._ssvm_shards import (constraint_step, hinge_term, make_hinge_shard, replay_cache,
                            subgradient_epoch)
@@ -229,7 +230,7 @@ def mix_subgradient(shards, w0, *, alpha, max_iter, tol, averaging, shuffle,
                                            for k in range(progress.n_iter)]})
 
 
-class DaskStructuredSVM(_DaskMixin, StructuredSVM):
+class DaskStructuredSVM(_NotDistributedPartialFit, _DaskMixin, StructuredSVM):
     """:class:`~skstruct.StructuredSVM` trained on a Dask cluster.
 
     ``solver="cutting_plane"`` (the default): the local one-slack cutting plane, run on
@@ -313,11 +314,6 @@ class DaskStructuredSVM(_DaskMixin, StructuredSVM):
                          shuffle=shuffle)
         self.client = client
         self.vectorizer = vectorizer
-
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Not distributed: use :meth:`to_local` and the local ``partial_fit``."""
-        raise NotImplementedError("DaskStructuredSVM.partial_fit is not distributed; "
-                                  "call to_local().partial_fit(...).")
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
