@@ -103,3 +103,11 @@ def test_walk_counts_the_items():
     for n_items in (1, 3):
         with pytest.raises(RuntimeError, match="changed while"):
             _dict_walk.dict_codes(tokens, n_items, table, -2)
+
+
+def test_a_column_that_is_not_an_int_stops_the_walk():
+    """PyLong_AsSsize_t would fail on it: the walk must not read it."""
+    table = _vectorizing.column_table({"w": {"a": np.int64(0)}}, {})
+    assert _dict_walk.dict_codes([{"w": "a"}], 1, table, -2) is None
+    table = _vectorizing.column_table({"w": {"a": 0}}, {})
+    np.testing.assert_array_equal(_dict_walk.dict_codes([{"w": "a"}], 1, table, -2), [0])

@@ -9,8 +9,9 @@ passes of :func:`._vectorizing._codes` (the list of values, the set of their typ
 It holds the GIL throughout (the kernel is not ``nogil``) and runs no Python code: it
 takes only exact ``dict`` tokens, exact ``str`` keys and values of the exact types
 ``str``, ``bool``, ``int`` and ``float``, whose hashing and comparison are CPython's C
-code, and it reads every object by a borrowed reference that the caller's list of tokens
-keeps alive. Any other token, key or value type stops the walk, and the caller takes its
+code, and columns stored as exact ``int`` (read with ``PyLong_AsSsize_t``, which cannot
+fail on them), and it reads every object by a borrowed reference that the caller's list
+of tokens (and the fitted table) keep alive. Any other token, key or value type stops the walk, and the caller takes its
 general path: the results are those of the C-level passes, item for item.
 
 The object header (``ob_type`` one machine word after the start of the object) and the
@@ -156,6 +157,8 @@ def _walk(token_ids, table_id, api, kinds, miss, codes):
             if inner != 0:
                 column = _call_word_2(get_item, inner, value)
                 if column != 0:
+                    if _word_at(column + 8) != int_type:  # PyLong_AsSsize_t needs an int
+                        return _OTHER_TYPE
                     code = _call_word_1(as_ssize, column)
                 elif not is_str:
                     code = NUMBER
