@@ -25,6 +25,7 @@ import sysconfig
 
 import numpy as np
 from llvmlite import ir
+import numba
 from numba import njit, types
 from numba.extending import intrinsic
 
@@ -175,8 +176,8 @@ def _setup():
     """``(api, kinds)`` arrays for :func:`_walk`, or None where the walk does not apply."""
     if sys.implementation.name != "cpython" or sysconfig.get_config_var("Py_GIL_DISABLED"):
         return None
-    if _WORD != 8 or not hasattr(ctypes, "pythonapi"):
-        return None
+    if _WORD != 8 or not hasattr(ctypes, "pythonapi") or numba.config.DISABLE_JIT:
+        return None  # (uncompiled, the kernel's intrinsics cannot run)
     try:
         api = np.array([_function_address(name) for name in
                         ("PyDict_Next", "PyDict_GetItem", "PyLong_AsSsize_t")], dtype=np.intp)
