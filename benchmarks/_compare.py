@@ -10,12 +10,22 @@ the peer's first import) is the caller's job, before :func:`alternate`.
 """
 
 import importlib
+import json
 import os
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Side", "alternate", "load_average", "peer_import", "ratio", "timed"]
+__all__ = ["ALONE_OPTION", "Side", "alone_summary", "alternate", "fresh_process",
+           "load_average", "peer_import", "ratio", "timed", "write_alone"]
+
+#: Command-line option by which a benchmark runs only its peer's sides, in a fresh process
+#: started by :func:`fresh_process`, and writes their times to the file it names.
+ALONE_OPTION = "--peer-alone-json"
 
 
 class Side:
@@ -121,3 +131,38 @@ def load_average():
         return float(os.getloadavg()[0])
     except (AttributeError, OSError):
         return 0.0
+
+
+def fresh_process(script, argv, option=ALONE_OPTION):
+    """Run ``script`` in a fresh Python process with ``argv`` and ``option FILE``; its JSON.
+
+    The fair-baseline check: the script, given ``option``, times its peer's sides alone
+    (its own warm-up, the same repeats, nothing of skstruct's run in between) and writes
+    :func:`alone_summary` of them to FILE with :func:`write_alone`. The caller reports these
+    times beside the alternating ones, to show that running the two side by side in one
+    process did not inflate the peer's figure. Returns ``{"error": message}`` when the
+    child fails (the caller's run is still reported).
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "alone.json"
+        command = [sys.executable, str(script), *argv, option, str(path)]
+        tic, load = time.perf_counter(), load_average()
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0 or not path.exists():
+            tail = (done.stderr or "").strip().splitlines()[-3:]
+            return {"error": f"exit status {done.returncode}: {' / '.join(tail)}"}
+        out = json.loads(path.read_text())
+    out.update({"load_average_before": load, "process_seconds": time.perf_counter() - tic})
+    return out
+
+
+def alone_summary(measured):
+    """Wall and CPU medians (and all rounds) of every side of an :func:`alternate` run."""
+    return {"sides": {name: {key: entry[key] for key in
+                             ("seconds", "cpu_seconds", "median", "cpu_median")}
+                      for name, entry in measured.items()},
+            "load_average_after": load_average()}
+
+
+def write_alone(path, summary):
+    Path(path).write_text(json.dumps(summary, indent=1))

@@ -20,6 +20,12 @@ Run: ``python benchmarks/bench_crf_conll2000.py`` (needs ``pip install sklearn-c
 skstruct with ``feature_label_pairs="seen"`` (the parameters CRFsuite has: its
 ``all_possible_states=False``, which the benchmark always uses), ``--pairs all`` (the
 default) with a weight for every (feature, label) pair.
+
+Fair-baseline check: after the machine state ``all``, the script runs itself in a fresh
+process with ``--peer-alone-json``, where only CRFsuite's fits run (same data, settings and
+repeats), and reports their medians beside the alternating ones, with skstruct's CPU ratio
+to them (``--no-fresh-check`` skips it). The fits alternate with the order swapped every
+round. ``--output`` writes the results elsewhere than ``results/`` (a short check run).
 """
 
 import argparse
@@ -37,6 +43,9 @@ import numba
 import numpy as np
 import pycrfsuite
 import sklearn_crfsuite
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _compare import ALONE_OPTION, fresh_process, load_average  # noqa: E402
 
 import skstruct
 from skstruct import CRF
@@ -62,8 +71,10 @@ def alternating_medians(functions, repeats):
     wall = {name: [] for name in functions}
     cpu = {name: [] for name in functions}
     results = {}
-    for _ in range(repeats):
-        for name, function in functions.items():
+    names = list(functions)
+    for k in range(repeats):
+        for name in (names if k % 2 == 0 else names[::-1]):  # order swapped every round
+            function = functions[name]
             tic, tic_cpu = time.perf_counter(), time.process_time()
             results[name] = function()
             wall[name].append(time.perf_counter() - tic)
@@ -167,6 +178,12 @@ def main():
                         "all_possible_states=False, the seen pairs)")
     parser.add_argument("--data", default=None, help="folder with train.txt.gz, test.txt.gz "
                         "(default: the copy bundled with skstruct, the same files)")
+    parser.add_argument("--output", default=str(RESULTS), help="results folder")
+    parser.add_argument("--no-fresh-check", action="store_true",
+                        help="skip timing CRFsuite alone in a fresh process")
+    parser.add_argument(ALONE_OPTION, default=None, metavar="FILE",
+                        help="fit only CRFsuite and write its times to FILE (the fresh "
+                        "process of the fair-baseline check)")
     args = parser.parse_args()
 
     train, test = load_conll2000("train", path=args.data), load_conll2000("test", path=args.data)
@@ -180,6 +197,13 @@ def main():
     # --- training, from the token feature dicts (what a user calls) ---
     def fit_crfsuite():
         return crfsuite_model(args.c2, args.iterations).fit(X_train, y_train)
+
+    if args.peer_alone_json:
+        wall, cpu, _ = alternating_medians({"crfsuite": fit_crfsuite}, args.repeats)
+        Path(args.peer_alone_json).write_text(json.dumps(
+            {"wall": wall["crfsuite"], "cpu": cpu["crfsuite"],
+             "load_average_after": load_average()}))
+        return
 
     def fit_skstruct():
         vectorizer = SequenceVectorizer()
@@ -198,8 +222,18 @@ def main():
             wall, cpu, fitted = alternating_medians(
                 {"crfsuite": fit_crfsuite, "skstruct": fit_skstruct}, args.repeats)
         training[state] = {"wall": wall, "cpu": cpu, "load_average": load,
-                           "ratio": wall["skstruct"] / wall["crfsuite"]}
+                           "ratio": wall["skstruct"] / wall["crfsuite"],
+                           "cpu_ratio": cpu["skstruct"] / cpu["crfsuite"]}
         print(state, training[state], flush=True)
+    alone = None
+    if "all" in training and not args.no_fresh_check:
+        passed = ["--iterations", str(args.iterations), "--c2", str(args.c2),
+                  "--repeats", str(args.repeats)] + (["--data", args.data] if args.data
+                                                     else [])
+        alone = fresh_process(Path(__file__).resolve(), passed)
+        if "error" not in alone:
+            alone["cpu_ratio"] = training["all"]["cpu"]["skstruct"] / alone["cpu"]
+        print("crfsuite alone", alone, flush=True)
     crfsuite = fitted["crfsuite"]
     vectorizer, crf, sk_solver = fitted["skstruct"]
     crfsuite_fit, sk_fit = wall["crfsuite"], wall["skstruct"]
@@ -230,6 +264,7 @@ def main():
         "features_crfsuite": int(crfsuite.training_log_.last_iteration["active_features"]),
         "fit_seconds": {"crfsuite": crfsuite_fit, "skstruct": sk_fit},
         "training": training,
+        "crfsuite_alone": alone,
         "objective_steps": shares,
         "solver_seconds": {"crfsuite": crfsuite_solver, "skstruct": sk_solver},
         "tag_tokens_per_second": {"crfsuite": n_test_tokens / crfsuite_tag,
@@ -252,10 +287,28 @@ def main():
         "repeats": args.repeats,
         "command": "python benchmarks/bench_crf_conll2000.py " + " ".join(sys.argv[1:]),
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "crf_conll2000.json").write_text(json.dumps(results, indent=2) + "\n")
-    (RESULTS / "crf_conll2000.md").write_text(report(results))
+    output = Path(args.output)
+    output.mkdir(exist_ok=True)
+    (output / "crf_conll2000.json").write_text(json.dumps(results, indent=2) + "\n")
+    (output / "crf_conll2000.md").write_text(report(results))
     print(report(results))
+
+
+def _alone_lines(r):
+    """The fair-baseline check: CRFsuite alone in a fresh process."""
+    alone = r.get("crfsuite_alone")
+    if not alone:
+        return ["Fair-baseline check: not run (results from before the check was added, "
+                "or `--no-fresh-check`)."]
+    if "error" in alone:
+        return [f"Fair-baseline check: CRFsuite alone in a fresh process failed "
+                f"({alone['error']})."]
+    t = r["training"]["all"]
+    return [f"Fair-baseline check, CRFsuite alone in a fresh process (load "
+            f"{alone['load_average_before']:.1f}): {alone['wall']:.1f} s (CPU "
+            f"{alone['cpu']:.1f} s) against {t['wall']['crfsuite']:.1f} s (CPU "
+            f"{t['cpu']['crfsuite']:.1f} s) alternating; skstruct's CPU over CRFsuite "
+            f"alone: **{alone['cpu_ratio']:.2f}x**."]
 
 
 def report(r):
@@ -288,14 +341,18 @@ def report(r):
         "Training time by machine state (the two fits alternating, medians of "
         f"{r['repeats']}; wall, with CPU time in parentheses; load average at the start):",
         "",
-        "| machine state | load | CRFsuite | skstruct | skstruct / CRFsuite |",
-        "|---|---|---|---|---|",
+        "| machine state | load | CRFsuite | skstruct | skstruct / CRFsuite, CPU | wall |",
+        "|---|---|---|---|---|---|",
     ] + [
         f"| {state} | {t['load_average']:.1f} | {t['wall']['crfsuite']:.1f} s "
         f"({t['cpu']['crfsuite']:.1f} s) | {t['wall']['skstruct']:.1f} s "
-        f"({t['cpu']['skstruct']:.1f} s) | {t['ratio']:.2f}x |"
+        f"({t['cpu']['skstruct']:.1f} s) | "
+        + (f"**{t['cpu_ratio']:.2f}x**" if "cpu_ratio" in t else "—")
+        + f" | {t['ratio']:.2f}x |"
         for state, t in r["training"].items()
     ] + [
+        "",
+    ] + _alone_lines(r) + [
         "",
         "One objective evaluation on one thread (best CPU time of 5; share of the total):",
         "",

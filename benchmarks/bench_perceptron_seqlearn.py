@@ -22,7 +22,10 @@ Timed: ``fit`` alone (the vectorizing is shared and done once), ``--repeats`` ti
 alternating, after a warm-up fit of each on a few sentences (numba compilation or cache
 loading). Reported: median fit time of each and their ratio skstruct / seqlearn, the
 tagging time of the 2,012 test sentences, and the chunk F1 of each (conlleval's
-definition, ``skstruct.metrics.span_f1_score``). Writes
+definition, ``skstruct.metrics.span_f1_score``). Fair-baseline check: the script then runs
+itself in a fresh process with ``--peer-alone-json``, where only seqlearn's fits run (same
+data, warm-up and repeats), and reports their times beside the alternating ones
+(``--no-fresh-check`` skips it). Writes
 ``results/perceptron_seqlearn.md`` and ``.json``. Without seqlearn the skstruct side still
 runs and the peer columns say why they are empty.
 """
@@ -43,7 +46,8 @@ from skstruct.metrics import span_f1_score, token_accuracy
 from skstruct.preprocessing import SequenceVectorizer, sentences_to_features
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _compare import Side, alternate, load_average, peer_import, ratio, timed  # noqa: E402
+from _compare import (ALONE_OPTION, Side, alone_summary, alternate,  # noqa: E402
+                      fresh_process, load_average, peer_import, ratio, timed, write_alone)
 from _report import code_version, command_line, machine_summary, record_run  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
@@ -94,6 +98,11 @@ def main(argv=None):
                         help="smoke run: 300 sentences, 2 passes, 1 repeat, no results "
                         "written unless --output is given")
     parser.add_argument("--no-peer", action="store_true", help="skip seqlearn")
+    parser.add_argument("--no-fresh-check", action="store_true",
+                        help="skip timing seqlearn alone in a fresh process")
+    parser.add_argument(ALONE_OPTION, default=None, metavar="FILE",
+                        help="time only seqlearn's fits and write them to FILE (the fresh "
+                        "process of the fair-baseline check)")
     parser.add_argument("--label", default="latest",
                         help="name of this run in the results (e.g. before, latest)")
     parser.add_argument("--output", default=None,
@@ -126,6 +135,14 @@ def main(argv=None):
 
     # Warm-up: compile (or load numba's cache) and touch every code path before timing.
     warm = min(50, len(X_train))
+    if args.peer_alone_json:
+        n_warm = int(len_train[:warm].sum())
+        fit_seqlearn(Xs_train[:n_warm], ys_train[:n_warm], len_train[:warm], 1)
+        side = Side("seqlearn", lambda: fit_seqlearn(Xs_train, ys_train, len_train,
+                                                     args.passes), True)
+        write_alone(args.peer_alone_json, alone_summary(alternate([side], args.repeats,
+                                                                  log=log)))
+        return None
     fit_skstruct(X_train[:warm], y_train[:warm], 1)[0].predict(X_test[:10])
     sides = [Side("skstruct", lambda: fit_skstruct(X_train, y_train, args.passes), True)]
     if seqlearn_perceptron is not None:
@@ -134,6 +151,17 @@ def main(argv=None):
         sides.append(Side("seqlearn", lambda: fit_seqlearn(Xs_train, ys_train, len_train,
                                                            args.passes), True))
     measured = alternate(sides, args.repeats, log=log)
+    alone = None
+    if "seqlearn" in measured and not args.no_fresh_check:
+        log("seqlearn alone in a fresh process")
+        passed = ["--passes", str(args.passes), "--repeats", str(args.repeats),
+                  "--seed", str(args.seed)]
+        for option, value in (("--train-sentences", args.train_sentences),
+                              ("--test-sentences", args.test_sentences),
+                              ("--data", args.data)):
+            if value is not None:
+                passed += [option, str(value)]
+        alone = fresh_process(Path(__file__).resolve(), passed)
 
     libraries = {}
     for name, entry in measured.items():
@@ -169,6 +197,7 @@ def main(argv=None):
         "n_feature_columns": int(X_train[0].shape[1]),
         "libraries": libraries,
         "peer_missing": why_no_peer,
+        "peer_alone": alone,
         "fit_ratio_skstruct_over_seqlearn": fit_ratio,
         "fit_cpu_ratio_skstruct_over_seqlearn": cpu_ratio,
         "target_ratio": TARGET_RATIO,
@@ -243,8 +272,26 @@ def report(runs):
             + ("" if peer is None else f"; seqlearn {_list(peer['fit_seconds'])}") + ". "
             + _verdict(r),
             "",
+            *_alone_lines(r),
         ]
     return "\n".join(lines)
+
+
+def _alone_lines(r):
+    """The fair-baseline check: seqlearn alone in a fresh process."""
+    alone, peer = r.get("peer_alone"), r["libraries"].get("seqlearn")
+    if not alone or peer is None:
+        return []
+    if "error" in alone:
+        return [f"seqlearn alone in a fresh process: failed ({alone['error']}).", ""]
+    side = alone["sides"]["seqlearn"]
+    sk_cpu = r["libraries"]["skstruct"]["fit_cpu_seconds_median"]
+    return [f"Fair-baseline check, seqlearn alone in a fresh process (median of "
+            f"{len(side['seconds'])}, load {alone['load_average_before']:.1f}): fit "
+            f"{side['median']:.2f} s (CPU {side['cpu_median']:.2f} s) against "
+            f"{peer['fit_seconds_median']:.2f} s (CPU {peer['fit_cpu_seconds_median']:.2f} "
+            f"s) alternating here; skstruct's CPU over seqlearn alone: "
+            f"**{sk_cpu / side['cpu_median']:.3f}**.", ""]
 
 
 def _num(entry, key, fmt, scale=1):

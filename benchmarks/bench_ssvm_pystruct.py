@@ -66,7 +66,8 @@ from skstruct.datasets import load_letters, load_multilabel
 from skstruct.metrics import token_accuracy
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _compare import Side, alternate, load_average, peer_import, ratio, timed  # noqa: E402
+from _compare import (ALONE_OPTION, Side, alone_summary, alternate,  # noqa: E402
+                      fresh_process, load_average, peer_import, ratio, timed, write_alone)
 from _report import code_version, command_line, machine_summary, record_run  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
@@ -75,6 +76,8 @@ MULTILABEL_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "mul
 TARGETS = {"step_seconds": 10e-6, "cutting_plane_ratio": 0.1, "bcfw_ratio": 0.1}
 N_LETTERS = 26
 PARTS = ("multilabel", "cutting_plane", "bcfw")
+#: With ``--peer-alone-json``: pystruct's sides of every comparison, timed alone.
+ALONE = {}
 
 
 def log(text):
@@ -217,10 +220,21 @@ def chain_crf(pystruct, X):
     return pystruct.models.ChainCRF(n_states=N_LETTERS, n_features=X[0].shape[1])
 
 
-def chain_comparison(args, pystruct, X, y, X_test, y_test, make_sk, make_ps, passes=None):
-    """Warm up, time both alternating, evaluate both; ``passes`` for a per-pass time."""
+def chain_comparison(args, pystruct, X, y, X_test, y_test, make_sk, make_ps, passes=None,
+                     name=None):
+    """Warm up, time both alternating, evaluate both; ``passes`` for a per-pass time.
+
+    In the fresh process of the fair-baseline check (``--peer-alone-json``), only
+    pystruct's side runs; its times are kept in :data:`ALONE` under ``name``.
+    """
     warm = covering_words(y, 20)
     X_warm, y_warm = [X[i] for i in warm], [y[i] for i in warm]
+    if args.peer_alone_json:
+        quiet_fit(make_ps(few=True), X_warm, y_warm)
+        measured = alternate([Side("pystruct", lambda: quiet_fit(make_ps(), X, y), True)],
+                             args.repeats, log=log)
+        ALONE[name] = alone_summary(measured)["sides"]["pystruct"]
+        return None
     quiet_fit(make_sk(few=True), X_warm, y_warm)[0].predict(X_test[:5])
     sides = [Side("skstruct", lambda: quiet_fit(make_sk(), X, y), True)]
     if pystruct.available:
@@ -272,7 +286,10 @@ def run_cutting_plane(args, pystruct):
             chain_crf(pystruct, X), C=args.C, tol=args.cp_tol, inference_cache=50,
             max_iter=3 if few else args.cp_max_iter)
 
-    entry = chain_comparison(args, pystruct, X, y, X_test, y_test, make_sk, make_ps)
+    entry = chain_comparison(args, pystruct, X, y, X_test, y_test, make_sk, make_ps,
+                             name="cutting_plane")
+    if entry is None:
+        return None
     entry.update({"tol": args.cp_tol, "train_fold": args.train_fold})
     entry["meets_target"] = None if entry["ratio"] is None else \
         entry["ratio"] <= TARGETS["cutting_plane_ratio"]
@@ -301,7 +318,9 @@ def run_bcfw(args, pystruct):
                 max_iter=2 if few else passes, random_state=args.seed)
 
         entry = chain_comparison(args, pystruct, X, y, X_test, y_test, make_sk, make_ps,
-                                 passes=passes)
+                                 passes=passes, name=title)
+        if entry is None:
+            continue
         entry.update({"passes": passes, "train_folds": folds})
         entry["meets_target"] = None if entry["ratio"] is None else \
             entry["ratio"] <= TARGETS["bcfw_ratio"]
@@ -341,6 +360,11 @@ def main(argv=None):
                         help="smoke run: slices of the data, a few passes, 1 repeat, yeast "
                         "only, no folds 1-9; no results written unless --output is given")
     parser.add_argument("--no-peer", action="store_true", help="skip pystruct")
+    parser.add_argument("--no-fresh-check", action="store_true",
+                        help="skip timing pystruct alone in a fresh process")
+    parser.add_argument(ALONE_OPTION, default=None, metavar="FILE",
+                        help="time only pystruct's sides of the OCR parts and write them to "
+                        "FILE (the fresh process of the fair-baseline check)")
     parser.add_argument("--raise-errors", action="store_true",
                         help="stop at the first failing part instead of recording it")
     parser.add_argument("--label", default="latest",
@@ -356,6 +380,13 @@ def main(argv=None):
 
     pystruct = Pystruct(args.no_peer)
     log(f"pystruct: {pystruct.missing or 'available'}")
+    if args.peer_alone_json:
+        for part in args.parts:
+            if part != "multilabel":
+                {"cutting_plane": run_cutting_plane, "bcfw": run_bcfw}[part](args, pystruct)
+        write_alone(args.peer_alone_json, {"sides": ALONE, "load_average_after":
+                                           load_average()})
+        return ALONE
     run = {}
     for part in args.parts:
         load_before, tic = load_average(), time.perf_counter()
@@ -368,6 +399,11 @@ def main(argv=None):
                 raise
             result, error = None, f"{type(failure).__name__}: {failure}"
             log(f"{part} failed: {error}")
+        if result is not None and part != "multilabel" and pystruct.available \
+                and not args.no_fresh_check:
+            log(f"{part}: pystruct alone in a fresh process")
+            add_alone(result if part == "bcfw" else {"cutting_plane": result},
+                      fresh_process(Path(__file__).resolve(), child_argv(args, part)))
         run[part] = {
             "result": result, "error": error,
             "commit": code_version(skstruct),
@@ -389,6 +425,59 @@ def main(argv=None):
     markdown = None if output is None else report(runs)
     print(markdown or report({args.label: run}))
     return run
+
+
+def child_argv(args, part):
+    """The options of the fresh process that times pystruct's side of ``part`` alone."""
+    argv = ["--parts", part, "--C", str(args.C), "--train-fold", str(args.train_fold),
+            "--cp-tol", str(args.cp_tol), "--cp-max-iter", str(args.cp_max_iter),
+            "--bcfw-passes", str(args.bcfw_passes),
+            "--bcfw-large-passes", str(args.bcfw_large_passes),
+            "--repeats", str(args.repeats), "--seed", str(args.seed)]
+    if args.letters_data:
+        argv += ["--letters-data", args.letters_data]
+    return argv + (["--quick"] if args.quick else [])
+
+
+def add_alone(entries, alone):
+    """Put pystruct's times alone (fresh process) beside each comparison's entry."""
+    for name, entry in entries.items():
+        if "error" in alone:
+            entry["pystruct_alone"] = {"error": alone["error"]}
+            continue
+        side = alone["sides"].get(name)
+        if side is None or "pystruct" not in entry:
+            continue
+        entry["pystruct_alone"] = dict(side, load_average_before=alone[
+            "load_average_before"], load_average_after=alone["load_average_after"])
+        passes = entry.get("passes")
+        if passes:
+            entry["pystruct_alone"]["seconds_per_pass"] = side["median"] / passes
+            entry["pystruct_alone"]["cpu_seconds_per_pass"] = side["cpu_median"] / passes
+        entry["cpu_ratio_to_alone"] = ratio(entry["skstruct"]["fit_cpu_seconds_median"],
+                                            side["cpu_median"])
+
+
+def _alone_line(e):
+    """The fair-baseline check of one comparison, or an empty list."""
+    alone = e.get("pystruct_alone")
+    if not alone:
+        return []
+    if "error" in alone:
+        return [f"pystruct alone in a fresh process: failed ({alone['error']})."]
+    ps = e["pystruct"]
+    if "seconds_per_pass" in alone:
+        times = (f"{1e3 * alone['seconds_per_pass']:.1f} ms a pass (CPU "
+                 f"{1e3 * alone['cpu_seconds_per_pass']:.1f} ms) against "
+                 f"{1e3 * ps['seconds_per_pass']:.1f} ms (CPU "
+                 f"{1e3 * ps['cpu_seconds_per_pass']:.1f} ms)")
+    else:
+        times = (f"fit {alone['median']:.2f} s (CPU {alone['cpu_median']:.2f} s) against "
+                 f"{ps['fit_seconds_median']:.2f} s (CPU {ps['fit_cpu_seconds_median']:.2f} s)")
+    return [f"Fair-baseline check, pystruct alone in a fresh process (median of "
+            f"{len(alone['seconds'])}, load {alone['load_average_before']:.1f}): {times} "
+            f"alternating here; skstruct's CPU over pystruct alone: "
+            f"**{e['cpu_ratio_to_alone']:.3f}**."]
 
 
 # --------------------------------------------------------------------------- report
@@ -499,6 +588,8 @@ def _report_cutting_plane(p):
         + ". pystruct's iterations: entries of its objective curve (cached and fresh "
         "constraints).",
         "",
+        *_alone_line(e),
+        "",
     ]
     return lines
 
@@ -528,6 +619,9 @@ def _report_bcfw(p):
         "folds not trained on. Both averaged, C = 0.1 (skstruct alpha = 1/(C n)), tol = 0.",
         "",
     ]
+    for title, e in p["result"].items():
+        if e.get("pystruct_alone"):
+            lines += [f"{title}: " + " ".join(_alone_line(e)), ""]
     return lines
 
 

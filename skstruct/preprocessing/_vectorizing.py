@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from ..utils._sequences import SequenceBlocks
+from ._dict_walk import NUMBER, dict_codes
 
 __all__ = ["DROP", "MISS", "column_table", "lookup_csr", "split_rows"]
 
@@ -136,18 +137,28 @@ def lookup_csr(tokens, table, by_key, n_features, dtype):
     """
     try:
         counts = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
-        code_dtype = np.int32 if n_features <= np.iinfo(np.int32).max else np.int64
-        codes, values = _codes(tokens, counts, table, code_dtype)
     except TypeError:  # a token that is not a dict
         return None
-    if codes is None:
-        return None
+    code_dtype = np.int32 if n_features <= np.iinfo(np.int32).max else np.int64
     number_items, number_values = _NO_NUMBERS, np.zeros(0, dtype=dtype)
-    misses = np.flatnonzero(codes == MISS)
-    if misses.size:
-        number_items, number_values = _resolve_misses(tokens, values, counts, misses,
-                                                      by_key, codes, dtype)
-    del values, misses  # one reference per item: freed before the rows are assembled
+    codes = dict_codes(tokens, int(counts.sum()), table, MISS, code_dtype)
+    if codes is not None:  # the compiled walk: only numbers it missed are left
+        numbers = np.flatnonzero(codes == NUMBER)
+        if numbers.size:
+            number_items, number_values = _resolve_numbers(tokens, counts, numbers, by_key,
+                                                           codes, dtype)
+    else:
+        try:
+            codes, values = _codes(tokens, counts, table, code_dtype)
+        except TypeError:  # a token that is not a dict
+            return None
+        if codes is None:
+            return None
+        misses = np.flatnonzero(codes == MISS)
+        if misses.size:
+            number_items, number_values = _resolve_misses(tokens, values, counts, misses,
+                                                          by_key, codes, dtype)
+        del values, misses  # one reference per item: freed before the rows are assembled
     indptr, indices, data = _assemble_rows(codes, counts, number_items, number_values)
     return sp.csr_matrix((data, indices, indptr), shape=(len(tokens), n_features))
 
@@ -268,6 +279,36 @@ def _resolve_misses(tokens, values, counts, misses, by_key, codes, dtype):
                 number_items.append(item)
                 number_columns.append(column)
                 number_values.append(value)
+    if number_items:
+        codes[number_items] = number_columns
+    return (np.array(number_items, dtype=np.int64),
+            np.array(number_values, dtype=dtype).reshape(-1))
+
+
+def _resolve_numbers(tokens, counts, numbers, by_key, codes, dtype):
+    """The numbers the compiled walk missed (its :data:`NUMBER` codes): their columns.
+
+    Each is read back from its token by position (Python code once per such number) and
+    treated as :func:`_resolve_misses` treats a missed number: the column of its key, if
+    the key was numeric in fit, and its own value unless that is 0 (dropped).
+
+    Returns
+    -------
+    number_items : ndarray of shape (n_numbers,), int64
+        Increasing positions of the kept numbers among all items.
+    number_values : ndarray of shape (n_numbers,), ``dtype``
+    """
+    starts = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+    token_of = np.searchsorted(starts, numbers, side="right") - 1
+    number_items, number_columns, number_values = [], [], []
+    for item, token in zip(numbers.tolist(), token_of.tolist()):
+        key, value = next(islice(tokens[token].items(), item - int(starts[token]), None))
+        column = by_key.get(key)
+        if column is not None and value:
+            number_items.append(item)
+            number_columns.append(column)
+            number_values.append(value)
     if number_items:
         codes[number_items] = number_columns
     return (np.array(number_items, dtype=np.int64),
