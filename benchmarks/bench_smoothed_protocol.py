@@ -286,12 +286,12 @@ def run_reference_group(stored, group, task, X, y, lam, methods, args):
             continue
         eta = etas.get(method, float("nan"))
         curve = run_reference(method, eta, ifo, lam, 0, args.passes, len(X))
-        curve.update(load=os.getloadavg(), eta=eta)
+        curve.update(load=os.getloadavg(), eta=eta,
+                     command=command_line("benchmarks/bench_smoothed_protocol.py"))
         stored["runs"][f"{group}|reference|{method}|0"] = curve
         print(f"  reference {method}: F = {min(curve['objective']):.6f} after "
               f"{curve['passes'][-1]:g} passes, CPU {curve['cpu'][-1]:.1f} s, "
               f"load {os.getloadavg()[0]:.2f}", flush=True)
-        stored["reference_command"] = command_line("benchmarks/bench_smoothed_protocol.py")
         save(stored)
 
 
@@ -335,8 +335,9 @@ def write_report(stored):
     lines = ["# The smoothed-SSVM paper's claim, tested the paper's way", "",
              "Produced by `benchmarks/bench_smoothed_protocol.py` (its docstring has the "
              "protocol). Command: `" + stored.get("command", "?") + "`"
-             + (f"; reference runs: `{stored['reference_command']}`"
-                if "reference_command" in stored else "") + ".", "",
+             + "".join(f"; reference runs: " + ", ".join(f"`{c}`" for c in sorted(
+                 {r["command"] for k, r in stored["runs"].items()
+                  if "|reference|" in k and "command" in r}))) + ".", "",
              "Per task and λ: the step η chosen on the common grid 2^-1 … 2^-9 (by the "
              "best non-smooth primal after 6 passes, seed 0); then, medians over 3 seeds: "
              "the best primal after 10, 20 and 40 passes (oracle calls / n), the passes "
