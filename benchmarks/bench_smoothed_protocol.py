@@ -335,7 +335,7 @@ def write_report(stored):
     lines = ["# The smoothed-SSVM paper's claim, tested the paper's way", "",
              "Produced by `benchmarks/bench_smoothed_protocol.py` (its docstring has the "
              "protocol). Command: `" + stored.get("command", "?") + "`"
-             + "".join(f"; reference runs: " + ", ".join(f"`{c}`" for c in sorted(
+             + "".join("; reference runs: " + ", ".join(f"`{c}`" for c in sorted(
                  {r["command"] for k, r in stored["runs"].items()
                   if "|reference|" in k and "command" in r}))) + ".", "",
              "Per task and λ: the step η chosen on the common grid 2^-1 … 2^-9 (by the "
