@@ -332,12 +332,13 @@ TARGETS = (0.3, 0.1, 0.03, 0.01)
 
 
 def write_report(stored):
+    reference_commands = sorted({r["command"] for k, r in stored["runs"].items()
+                                 if "|reference|" in k and "command" in r})
     lines = ["# The smoothed-SSVM paper's claim, tested the paper's way", "",
              "Produced by `benchmarks/bench_smoothed_protocol.py` (its docstring has the "
              "protocol). Command: `" + stored.get("command", "?") + "`"
-             + "".join("; reference runs: " + ", ".join(f"`{c}`" for c in sorted(
-                 {r["command"] for k, r in stored["runs"].items()
-                  if "|reference|" in k and "command" in r}))) + ".", "",
+             + ("; reference runs: " + ", ".join(f"`{c}`" for c in reference_commands)
+                if reference_commands else "") + ".", "",
              "Per task and λ: the step η chosen on the common grid 2^-1 … 2^-9 (by the "
              "best non-smooth primal after 6 passes, seed 0); then, medians over 3 seeds: "
              "the best primal after 10, 20 and 40 passes (oracle calls / n), the passes "
