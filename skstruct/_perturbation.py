@@ -29,7 +29,7 @@ __all__ = ["PerturbedMAPClassifier"]
 #: Decoder operations the counter reports (``decoder_calls_``).
 COUNTED_OPERATIONS = ("map", "top_k", "marginals", "log_partition", "loss_augmented_map",
                       "sparsemap", "sample_uniform", "neighbours", "best_neighbour",
-                      "score_outputs", "parts")
+                      "score_outputs", "parts", "neighbour_differences")
 
 
 class _CountingDecoder:
