@@ -289,6 +289,90 @@ class _CandidateSampler:
             decoder, scores, y_encoded, self.state["offsets"], layers, keep))
 
 
+def _l2_diagonal(alpha, free, n_params):
+    """The L2 term's curvature of every parameter: α, 0 at the positions ``free``."""
+    if free is None or not free.size:
+        return alpha
+    diagonal = np.full(n_params, float(alpha))
+    diagonal[free] = 0.0
+    return diagonal
+
+
+def _feature_mean(X, sample_weight):
+    """The weighted mean of the feature rows of ``X`` (dense or CSR), shape
+    (n_features,)."""
+    weights = np.asarray(sample_weight, dtype=np.float64)
+    weights = weights / weights.sum()
+    if sp.issparse(X):
+        return np.asarray(X.T @ weights, dtype=np.float64).ravel()
+    return weights @ np.asarray(X, dtype=np.float64)
+
+
+class _CentredRisk:
+    """G(v) = F(T v) for the change of coordinates T of the feature map's
+    ``intercept_centring``; ∇G = Tᵀ ∇F."""
+
+    def __init__(self, risk, centring):
+        self.risk, self.centring = risk, centring
+        self.loss = risk.loss
+
+    @property
+    def n_examples(self):
+        return self.risk.n_examples
+
+    @property
+    def n_params(self):
+        return self.risk.n_params
+
+    def value_and_gradient(self, v):
+        value, gradient = self.risk.value_and_gradient(self.centring.forward(v))
+        return value, self.centring.adjoint(gradient)
+
+    def compiled_objective(self):
+        return self.risk.compiled_objective()
+
+
+class _InterceptFreeRisk:
+    """A risk F(w) = data term + (α / 2) ‖w‖² seen without the L2 term on the positions
+    ``free`` (the intercept): F(w) − (α / 2) ‖w_free‖², as a logistic regression leaves
+    its intercept unpenalized.
+
+    Parameters
+    ----------
+    risk : RegularizedRisk
+    free : ndarray of int64
+    """
+
+    def __init__(self, risk, free):
+        self.risk = risk
+        self.free = np.asarray(free, dtype=np.int64)
+        self.loss = risk.loss
+
+    @property
+    def alpha(self):
+        return self.risk.alpha
+
+    @property
+    def n_examples(self):
+        return self.risk.n_examples
+
+    @property
+    def n_params(self):
+        return self.risk.n_params
+
+    def value_and_gradient(self, w):
+        value, gradient = self.risk.value_and_gradient(w)
+        kept = w[self.free]
+        gradient = np.array(gradient, dtype=np.float64)
+        gradient[self.free] -= self.risk.alpha * kept
+        return value - 0.5 * self.risk.alpha * float(kept @ kept), gradient
+
+    def compiled_objective(self):
+        """The wrapped risk's compiled evaluation (whether BLAS may run single-threaded);
+        this risk is evaluated through ``value_and_gradient``."""
+        return self.risk.compiled_objective()
+
+
 #: Steps of one ``partial_fit`` call when ``max_iter`` is None.
 PARTIAL_FIT_STEPS = 1
 
@@ -716,29 +800,63 @@ class PerturbedMAPClassifier(PartialFitMixin, LinearStructuredModel):
             # F on the batch with λ N / n, so that (n / N) F carries the L2 term λ
             seen, batch_weight = run.state["seen_weight"], float(np.sum(run.sample_weight))
             risk.alpha *= (seen + batch_weight) / batch_weight
+        free = None
+        if run.solver == "lbfgs":
+            positions = feature_map_hook(run.features, "intercept_positions")
+            free = None if positions is None else np.asarray(positions(), dtype=np.int64)
+        centring = None
+        if free is not None and free.size:
+            risk = _InterceptFreeRisk(risk, free)
+            make = feature_map_hook(run.features, "intercept_centring")
+            if make is not None and not streamed:
+                centring = make(_feature_mean(run.batch.X, run.sample_weight))
+        if streamed:
             risk = StreamedRisk(risk, batch_weight, run.state["w"], run.state["curvature"],
                                 seen)
         if run.solver == "lbfgs" and options.get("l1", 0.0) == 0:
             if streamed:
                 share, total = risk.batch_share, risk.total_weight
-                curvature = (share * (self._curvature_bound(run) + risk.risk.alpha)
+                curvature = (share * (self._curvature_bound(run)
+                                      + _l2_diagonal(risk.risk.alpha, free, risk.n_params))
                              + risk.curvature / total)
                 scale = 1.0 / np.sqrt(np.maximum(curvature, np.finfo(np.float64).tiny))
             else:
-                scale = self._preconditioner(run, risk.alpha)
+                scale = self._preconditioner(
+                    run, _l2_diagonal(risk.alpha, free, risk.n_params), centring)
             options = {**options, "preconditioner": scale}
+        if centring is not None:
+            return self._run_centred(run, risk, options, centring)
         try:
             return super()._run_solver(run, risk, options)
         except TrainingDivergedError as error:
             raise ValueError(f"{type(self).__name__}: {error}") from error
 
-    def _preconditioner(self, run, alpha):
-        """D_p = 1 / sqrt(h_p + α), h the :meth:`_curvature_bound` of the batch: the
-        diagonal preconditioner of L-BFGS."""
-        curvature = self._curvature_bound(run) + alpha
+    def _run_centred(self, run, risk, options, centring):
+        """The solver on v, w = T v with the features centred at their mean (the
+        intercept unpenalized: same minimizer); the callback and the result in w."""
+        callback = options.get("callback")
+        if callback is not None:
+            options = {**options, "callback": lambda n_iter, v, *args: callback(
+                n_iter, centring.forward(v), *args)}
+        w0 = run.w0
+        run.w0 = centring.inverse(w0)
+        try:
+            result = super()._run_solver(run, _CentredRisk(risk, centring), options)
+        except TrainingDivergedError as error:
+            raise ValueError(f"{type(self).__name__}: {error}") from error
+        finally:
+            run.w0 = w0
+        result.w = centring.forward(result.w)
+        return result
+
+    def _preconditioner(self, run, alpha, centring=None):
+        """D_p = 1 / sqrt(h_p + α), h the :meth:`_curvature_bound` of the batch (in the
+        centred coordinates of ``centring`` when given): the diagonal preconditioner of
+        L-BFGS."""
+        curvature = self._curvature_bound(run, centring=centring) + alpha
         return 1.0 / np.sqrt(np.maximum(curvature, np.finfo(np.float64).tiny))
 
-    def _curvature_bound(self, run, probabilities=None):
+    def _curvature_bound(self, run, probabilities=None, centring=None):
         """h_p = (1 / (m β²)) Σ_r π_r Σ_{parts a changed by candidate r} abs(d_ra) x_{a,p}²,
         a bound on the curvature of parameter p in the batch's mean loss (through the
         feature map's transpose at the squared features): with π_r = 1 the curvature if
@@ -760,6 +878,9 @@ class PerturbedMAPClassifier(PartialFitMixin, LinearStructuredModel):
             run.squared_batch = squared
         beta = run.candidate_state["beta"]
         curvature = np.asarray(run.features.transpose(squared, parts), dtype=np.float64)
+        if centring is not None:  # Σ c (x − mean)² = Σ c x² − 2 mean Σ c x + mean² Σ c
+            curvature = centring.curvature(
+                curvature, np.asarray(run.features.transpose(run.batch, parts)))
         curvature = np.abs(curvature) / (m * beta ** 2)
         if not np.all(np.isfinite(curvature)):
             raise ValueError(
