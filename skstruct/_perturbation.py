@@ -392,7 +392,9 @@ class PerturbedMAPClassifier(PartialFitMixin, LinearStructuredModel):
     **Default** (``candidates="neighbourhood"``, ``objective="pseudo_likelihood"``):
     T_i = {y_i} ∪ N_k(y_i), the outputs within Hamming distance ``k`` of the gold one.
     These sets do not depend on w, so their parts are listed once per fit (kept as
-    sparse differences from the gold parts, within ``max_memory``), and the neighbours
+    sparse differences from the gold parts, within ``max_memory``; written by the
+    decoder's compiled ``neighbour_differences`` where it offers them: chains and
+    multilabel vectors for k = 1), and the neighbours
     are grouped by the position they change (a token's tag, a label, a dependent's
     head): the loss
 
@@ -404,6 +406,11 @@ class PerturbedMAPClassifier(PartialFitMixin, LinearStructuredModel):
     is minimized by L-BFGS (``solver="lbfgs"``) in coordinates rescaled by the curvature
     of every parameter (a diagonal preconditioner from the squared features), so that
     neither the scale of the features nor β changes what it converges to or how fast.
+    The L2 term leaves the intercept out (multiclass and multilabel outputs), as a
+    logistic regression does; L-BFGS then runs with the features centred at their mean
+    (an exact change of coordinates, W and b − meanᵀW), which keeps uncentred features
+    (counts, positive values) from making the intercept and the coefficients
+    ill-conditioned.
 
     **The paper's learner** (``candidates="proposal"``, ``objective="pooled"``, Algorithm 1
     of Ghoshal & Honorio 2019, run with ``solver="perturbed_ascent"``): T_i is the gold
@@ -432,7 +439,9 @@ class PerturbedMAPClassifier(PartialFitMixin, LinearStructuredModel):
     the same preconditioned L-BFGS, the risk of its batch plus a diagonal quadratic
     summary of the earlier batches (:class:`~skstruct.optim._streaming.StreamedRisk`:
     their data term expanded at the weights they left, its Hessian by the diagonal
-    (1/β²) Σ_r p_r abs(d_r) x² accumulated over the calls), with ``l2="auto"`` = 1 / (the
+    (1/β²) Σ_r p_r (1 − p_r) abs(d_r) x² accumulated over the calls, each batch's at the
+    weights its call started from: at its own minimizer a small batch is nearly
+    separated and its curvature would vanish), with ``l2="auto"`` = 1 / (the
     total sample weight seen so far): the first call is a :meth:`fit` on its batch, and
     one pass over a stream approximates a :meth:`fit` on all of it. With drawn sets a call
     takes ``max_iter`` steps (1 when None) of the stochastic ascent, its step counter
@@ -483,9 +492,9 @@ class PerturbedMAPClassifier(PartialFitMixin, LinearStructuredModel):
         sample of Y(x_i) rather than from the gold output (the paper's α); ``"auto"`` is
         min(1, ‖w‖₁ / √m), recomputed every iteration.
     l2 : "auto" or float, default="auto"
-        Strength of (l2 / 2) ‖w / β‖²; ``"auto"`` is 1 / Σ_i s_i (1 / m without
-        ``sample_weight``), the penalty of a logistic regression with C = 1 written as
-        a mean over the examples.
+        Strength of (l2 / 2) ‖w / β‖² (the intercept left out under L-BFGS);
+        ``"auto"`` is 1 / Σ_i s_i (1 / m without ``sample_weight``), the penalty of a
+        logistic regression with C = 1 written as a mean over the examples.
     l1 : float, default=0.0
         ℓ1 strength: of the proximal step (stochastic ascent; the paper's 0.01), or of
         (l1 / β) ‖w‖₁ for L-BFGS, which then runs as OWL-QN (without the
