@@ -127,7 +127,8 @@ def test_preconditioner_leaves_the_minimizer_and_speeds_up_badly_scaled_features
         fast = PerturbedMAPClassifier(max_iter=60).fit(X, Y)
         plain_short = PerturbedMAPClassifier(max_iter=60)
         monkeypatch.setattr(PerturbedMAPClassifier, "_preconditioner",
-                            lambda self, run, alpha: np.ones(run.features.n_params))
+                            lambda self, run, alpha, centring=None:
+                            np.ones(run.features.n_params))
         plain_short.fit(X, Y)
         plain = PerturbedMAPClassifier(**params).fit(X, Y)
     monkeypatch.undo()

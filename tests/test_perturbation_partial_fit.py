@@ -93,3 +93,21 @@ def test_the_streamed_risk_is_the_batch_share_plus_the_quadratic_summary():
     offset = w - risk.center
     assert value == pytest.approx(0.25 * 0.5 + 0.5 * (2 * 0.25 + 4 * 2.25) / 4)
     np.testing.assert_allclose(gradient, 0.25 * 2 * w + np.array([2.0, 4.0]) * offset / 4)
+
+
+def test_a_separated_batch_is_not_forgotten():
+    # batch A: label 0 is separated by feature 0; batch B: feature 0 absent, so only the
+    # summary of A holds its coefficient against the L2 term. At A's own minimizer
+    # p (1 - p) is small and the summary would let the coefficient shrink to 0.69 of the
+    # fit's on A and B together; from the curvature at the weights the call started
+    # from it stays at 0.88 of it
+    rng = np.random.RandomState(0)
+    n = 60
+    XA = np.column_stack([rng.choice([-1.0, 1.0], n), rng.randn(n, 3)])
+    YA = np.column_stack([XA[:, 0] > 0, rng.rand(n) < 0.5]).astype(int)
+    XB = np.column_stack([np.zeros(n), rng.randn(n, 3)])
+    YB = (rng.rand(n, 2) < 0.5).astype(int)
+    full = PerturbedMAPClassifier().fit(np.vstack([XA, XB]), np.vstack([YA, YB]))
+    stream = PerturbedMAPClassifier().partial_fit(XA, YA).partial_fit(XB, YB)
+    ratio = (stream.coef_[0, 0] / stream.beta_) / (full.coef_[0, 0] / full.beta_)
+    assert 0.8 < ratio < 1.2

@@ -48,6 +48,11 @@ class FeatureMap:
     ``store_coefficients(fitted, w)``, ``coefficients(fitted)``
         A map that stores and reads its own fitted attributes (a factor graph's
         ``coupling_``); without them the output kind does.
+    ``intercept_positions()``, ``intercept_centring(mean)``
+        The positions in w of the intercept (bias) parameters, for estimators that
+        leave them out of the L2 term, and the change of coordinates that centres the
+        features at ``mean`` (better conditioned with an unpenalized intercept); without
+        them the map has no intercept.
     """
 
     #: The (feature, label) pairs that have a weight (bool, (n_features, n_states)), or
@@ -59,6 +64,9 @@ class FeatureMap:
     #: kind stores and reads the fitted attributes (class docstring).
     store_coefficients = None
     coefficients = None
+    #: ``intercept_positions()``, or None: the map has no intercept (class docstring).
+    intercept_positions = None
+    intercept_centring = None
 
     def zero_scores(self, batch):
         """The part scores at w = 0.

@@ -46,6 +46,19 @@ class LinearFeatures(FeatureMap):
         """The inverse of :meth:`unpack`."""
         return np.concatenate([np.ravel(unary), np.ravel(bias)])
 
+    def intercept_positions(self):
+        """The positions of the bias b in w, shape (n_outputs,), int64."""
+        cut = self.n_features * self.n_outputs
+        return np.arange(cut, cut + self.n_outputs, dtype=np.int64)
+
+    def intercept_centring(self, mean):
+        """The change of coordinates w = T v that centres the features at ``mean``
+        (n_features,): W = W', b = b' − meanᵀ W', so that X W + b = (X − mean) W' + b'.
+        With an unpenalized intercept it leaves the L2 term and the minimizer's W
+        unchanged and decorrelates the intercept from the coefficients of uncentred
+        features (an :class:`InterceptCentring`)."""
+        return InterceptCentring(mean, self.n_features, self.n_outputs)
+
     def scores(self, batch, w):
         """Part scores of every example of ``batch`` (one row of ``batch.X`` each)."""
         unary, bias = self.unpack(w)
@@ -95,3 +108,56 @@ class LinearFeatures(FeatureMap):
             [(columns[:, None] * m + np.arange(m)).ravel(), self.n_features * m + np.arange(m)]
         )
         return indices, np.concatenate([unary.ravel(), grad.unary.sum(axis=0)])
+
+
+class InterceptCentring:
+    """w = T v with W = W', b = b' − meanᵀ W' (the other parameters unchanged), for a
+    parameter vector laid out as [vec W (n_features, n_outputs); b (n_outputs); ...].
+
+    Parameters
+    ----------
+    mean : ndarray of shape (n_features,)
+    n_features, n_outputs : int
+    """
+
+    def __init__(self, mean, n_features, n_outputs):
+        self.mean = np.asarray(mean, dtype=np.float64).reshape(-1)
+        self.n_features, self.n_outputs = int(n_features), int(n_outputs)
+        self.cut = self.n_features * self.n_outputs
+        if self.mean.shape != (self.n_features,):
+            raise ValueError("the mean has the wrong number of features.")
+
+    def _shift(self, v, sign):
+        out = np.array(v, dtype=np.float64)
+        W = out[:self.cut].reshape(self.n_features, self.n_outputs)
+        out[self.cut:self.cut + self.n_outputs] += sign * (self.mean @ W)
+        return out
+
+    def forward(self, v):
+        """w = T v."""
+        return self._shift(v, -1.0)
+
+    def inverse(self, w):
+        """v = T⁻¹ w."""
+        return self._shift(w, 1.0)
+
+    def adjoint(self, gradient):
+        """Tᵀ g: the gradient in v of a function whose gradient in w is ``gradient``."""
+        out = np.array(gradient, dtype=np.float64)
+        bias = out[self.cut:self.cut + self.n_outputs]
+        out[:self.cut] -= np.outer(self.mean, bias).ravel()
+        return out
+
+    def curvature(self, squared, linear):
+        """Σ_i c_ik (x_ij − mean_j)² for the W entries (and Σ_i c_ik for b) from
+        ``squared`` = the transpose of c at the squared features (Σ_i c_ik x_ij², Σ_i c_ik)
+        and ``linear`` = the transpose at the features (Σ_i c_ik x_ij), both laid out like w;
+        negative rounding clipped to 0."""
+        out = np.array(squared, dtype=np.float64)
+        F, K, cut = self.n_features, self.n_outputs, self.cut
+        counts = out[cut:cut + K]
+        lin = np.asarray(linear, dtype=np.float64)[:cut].reshape(F, K)
+        W = out[:cut].reshape(F, K)
+        W += self.mean[:, None] * (self.mean[:, None] * counts[None, :] - 2.0 * lin)
+        np.maximum(out, 0.0, out=out)
+        return out

@@ -182,6 +182,18 @@ class NeighbourhoodDifferences:
         offsets = np.asarray(output_offsets)
         m = offsets.shape[0] - 1
         layout = _Layout(template, scores, m)
+        offered = getattr(decoder, "neighbour_differences", None)
+        if offered is not None:
+            try:
+                listed = offered(scores, y, k, max_entries=None if max_bytes is None
+                                 else max(0, int(max_bytes // _BYTES_PER_NONZERO)))
+            except MemoryError as error:
+                raise MemoryError(
+                    f"{error} The neighbourhood candidates of the {m} examples would take "
+                    f"more than the limit of {max_bytes / 1e9:.2f} GB (max_memory); lower "
+                    "k, raise max_memory or use candidates='proposal'.") from error
+            if listed is not None:
+                return cls._from_listed(listed, layout, m, max_bytes)
         # a chunk holds about |N_k| ≤ (unary size)^k copies of every example's parts
         sizes = np.maximum(np.diff(layout.unary_offsets).astype(np.float64), 1.0)
         blocks = sizes + sum(layout.block_size(name) for name in layout.names
@@ -273,6 +285,54 @@ class NeighbourhoodDifferences:
         del part_blocks
         transposed = by_parts.T.tocsr()
         del by_parts
+        return cls(matrix, transposed, row_offsets, group_offsets, layout)
+
+    @classmethod
+    def _from_listed(cls, listed, layout, m, max_bytes):
+        """The matrices from a decoder's ``neighbour_differences``: the neighbours'
+        counts, the position each changes first and the nonzero entries of every part
+        array (row, flat index into the batch's array, value)."""
+        counts, position, entries = listed
+        counts = np.asarray(counts, dtype=np.int64)
+        row_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        n_rows = int(row_offsets[-1])
+        nonzeros = sum(np.asarray(entries[name][0]).size for name in layout.names
+                       if name in entries)
+        if max_bytes is not None:
+            needed = nonzeros * _BYTES_PER_NONZERO + 8 * n_rows
+            if needed > max_bytes:
+                raise MemoryError(
+                    f"the neighbourhood candidates of the {m} examples take "
+                    f"{needed / 1e9:.2f} GB, more than the limit of {max_bytes / 1e9:.2f} "
+                    "GB (max_memory); lower k, raise max_memory or use "
+                    "candidates='proposal'.")
+        rows, score_cols, part_cols, values = [], [], [], []
+        for name in layout.names:
+            if name not in entries:
+                continue
+            row, flat, value = (np.asarray(a) for a in entries[name])
+            flat = flat.astype(np.int64)
+            rows.append(row)
+            values.append(value)
+            part_cols.append(layout.part_base[name] + flat)
+            within = flat % layout.block_size(name) if layout.shared[name] else flat
+            score_cols.append(layout.score_base[name] + within)
+        if rows:
+            rows, values = np.concatenate(rows), np.concatenate(values)
+            score_cols, part_cols = np.concatenate(score_cols), np.concatenate(part_cols)
+        else:
+            rows = score_cols = part_cols = np.zeros(0, np.int64)
+            values = np.zeros(0)
+        matrix = sp.csr_matrix((values, (rows, score_cols)), shape=(n_rows, layout.n_scores))
+        del score_cols
+        transposed = sp.csr_matrix((values, (part_cols, rows)),
+                                   shape=(layout.n_parts, n_rows))
+        del rows, values, part_cols
+        position = np.asarray(position, dtype=np.int64)
+        owner = np.repeat(np.arange(m), counts)
+        starts = np.ones(n_rows, dtype=bool)
+        starts[1:] = (owner[1:] != owner[:-1]) | (position[1:] != position[:-1])
+        group_offsets = np.concatenate([np.flatnonzero(starts), [n_rows]])
         return cls(matrix, transposed, row_offsets, group_offsets, layout)
 
     def softmax(self, scores, beta, grouped=False):

@@ -13,7 +13,8 @@ class StreamedRisk:
     The earlier batches' total data term Σ_{j<b} s_j ℓ_j(w) is replaced by its
     second-order expansion at the weights w̄ they left, with the gradient there taken as
     zero (w̄ minimized them) and the Hessian by its diagonal c (accumulated over the
-    batches, each at the weights its call ended on). With F the batch's weighted mean
+    batches, each where its caller chose: PerturbedMAPClassifier takes it at the weights
+    its call started from). With F the batch's weighted mean
     loss plus (λ N / (2n)) ‖w‖², G is, up to that expansion, the regularized risk of all
     N units of sample weight seen so far: (1/N) Σ_j s_j ℓ_j(w) + (λ/2) ‖w‖². The first
     batch (c = 0) is exactly a ``fit`` on it.

@@ -788,6 +788,83 @@ class ChainDecoder(Decoder):
             kernels.neighbours(*args, paths, counts, True)
         return paths, counts
 
+    def neighbour_differences(self, scores, y, k=1, max_entries=None):
+        """The part differences a_{y'} − a_y of every neighbour y' of :meth:`neighbours`,
+        without listing the neighbours, or None where this is not offered (k > 1, or a
+        subclass that changes :meth:`neighbours` or :meth:`parts`).
+
+        Relabeling token t from y_t to v changes at most six parts: the unary parts of
+        (t, v) and (t, y_t) and the transitions (or start / end parts) into and out of
+        t; a compiled kernel writes those of every valid neighbour, merged (a transition
+        entered and left by the relabeled token) and without zeros: O(L S) per sequence
+        of length L with S states, instead of the O(L² S) of listing every neighbour as
+        a labeling and building its parts.
+
+        Parameters
+        ----------
+        scores : ChainScores
+        y : ndarray of shape (n_tokens,), int
+            Encoded label sequences, stacked (checked like ``y_true``).
+        k : int >= 1, default=1
+        max_entries : int or None, default=None
+            Raise ``MemoryError`` before allocating more entries than this.
+
+        Returns
+        -------
+        None, or a tuple (counts, positions, entries)
+            ``counts`` (n_sequences,): the neighbours of every sequence, as
+            :meth:`neighbours` counts them; ``positions`` (sum of counts,): the token,
+            within its sequence, that the neighbour relabels (rows in the order of
+            :meth:`neighbours`); ``entries``: for every array of :meth:`parts`
+            (``"unary"``, ``"transition"``, ``"start"``, ``"end"``) a tuple (rows, flat,
+            values): the row of the neighbour, the flat index into that array of the
+            batch's parts and the nonzero difference.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skstruct.decoders import ChainDecoder, ChainScores
+        >>> scores = ChainScores(np.zeros((2, 2)), [0, 2], transition=np.zeros((2, 2)),
+        ...                      start=np.zeros(2), end=np.zeros(2))
+        >>> counts, positions, entries = ChainDecoder().neighbour_differences(
+        ...     scores, np.array([0, 0]))
+        >>> counts, positions, entries["unary"][1]
+        (array([2]), array([0, 1]), array([1, 0, 3, 2]))
+        """
+        scores = self._check_scores(scores)
+        k = check_k(k)
+        if k > 1 or not keeps_operations(self, ChainDecoder, ("neighbours", "parts")):
+            return None
+        y = np.ascontiguousarray(self._check_y_true(scores, y), dtype=np.int64)
+        from . import neighbour_kernels as nk
+
+        n_seq = scores.n_sequences
+        rows = np.zeros(n_seq, dtype=np.int64)
+        nonzeros = np.zeros(n_seq, dtype=np.int64)
+        args = scores._kernel_args() + (y,)
+        with threads_for(scores.unary.size), dynamic_schedule():
+            nk.neighbour_difference_counts(*args, rows, nonzeros)
+            row_offsets = np.concatenate([[0], np.cumsum(rows)]).astype(np.int64)
+            entry_offsets = np.concatenate([[0], np.cumsum(nonzeros)]).astype(np.int64)
+            positions = np.empty(row_offsets[-1], dtype=np.int64)
+            n_entries = int(entry_offsets[-1])
+            if max_entries is not None and n_entries > max_entries:
+                raise MemoryError(
+                    f"the neighbours' part differences have {n_entries:,} entries, more "
+                    f"than the limit of {int(max_entries):,}.")
+            entry_rows = np.empty(n_entries, dtype=np.int64)
+            codes = np.empty(n_entries, dtype=np.int8)
+            flats = np.empty(n_entries, dtype=np.int64)
+            values = np.empty(n_entries, dtype=np.float64)
+            nk.neighbour_differences(*args, row_offsets, entry_offsets, positions,
+                                     entry_rows, codes, flats, values)
+        entries = {}
+        for name, code in (("unary", nk.UNARY), ("start", nk.START),
+                           ("transition", nk.TRANSITION), ("end", nk.END)):
+            mine = codes == code
+            entries[name] = (entry_rows[mine], flats[mine], values[mine])
+        return rows, positions, entries
+
     def best_neighbour(self, scores, start, k=1, start_scores=None):
         """The result of scanning the Hamming-``k`` neighbourhood of ``start`` keeping
         y ← y' whenever θ(y') ≥ θ(y), for every sequence.

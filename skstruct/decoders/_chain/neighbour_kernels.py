@@ -143,3 +143,153 @@ def best_neighbour(unary, offsets, trans, start, end, y, theta_y, out, out_theta
             a, b = offsets[seq], offsets[seq + 1]
             out_theta[seq] = best_neighbour_one(unary[a:b], trans, start, end, y[a:b],
                                                 theta_y[seq], out[a:b])
+
+
+# -- the part differences of every Hamming-1 neighbour ---------------------------------
+
+#: Codes of the part arrays in the entries of :func:`neighbour_differences`.
+UNARY, START, TRANSITION, END = 0, 1, 2, 3
+
+
+@njit(**_NJIT)
+def _relabel_entries(unary, trans, start, end, y, seq, base, t, v, bad_y, codes, flats,
+                     values):
+    """The merged nonzero part differences of relabeling token ``t`` of one chain from
+    y_t to ``v``, written into ``codes``, ``flats``, ``values`` (6 slots); returns how
+    many, or -1 when the neighbour is not valid (a forbidden part stays or appears).
+
+    ``base`` is the chain's first token in the batch, ``seq`` its index; flat indices
+    are into the batch's part arrays (unary (n_tokens, S), start / end (n_seq, S),
+    transition (n_seq, S, S))."""
+    length, n_states = unary.shape
+    current = y[t]
+    left_old = start[current] if t == 0 else trans[y[t - 1], current]
+    right_old = end[current] if t == length - 1 else trans[current, y[t + 1]]
+    bad_old = 0
+    for part in (unary[t, current], left_old, right_old):
+        if part == -np.inf:
+            bad_old += 1
+    if bad_old != bad_y:
+        return -1
+    left = start[v] if t == 0 else trans[y[t - 1], v]
+    right = end[v] if t == length - 1 else trans[v, y[t + 1]]
+    if unary[t, v] == -np.inf or left == -np.inf or right == -np.inf:
+        return -1
+    n = 0
+    codes[0], flats[0], values[0] = UNARY, (base + t) * n_states + v, 1.0
+    codes[1], flats[1], values[1] = UNARY, (base + t) * n_states + current, -1.0
+    n = 2
+    for side in range(2):
+        for sign in range(2):
+            label = v if sign == 0 else current
+            value = 1.0 if sign == 0 else -1.0
+            if side == 0:
+                if t == 0:
+                    code, flat = START, seq * n_states + label
+                else:
+                    code = TRANSITION
+                    flat = (seq * n_states + y[t - 1]) * n_states + label
+            else:
+                if t == length - 1:
+                    code, flat = END, seq * n_states + label
+                else:
+                    code = TRANSITION
+                    flat = (seq * n_states + label) * n_states + y[t + 1]
+            merged = False
+            for j in range(n):
+                if codes[j] == code and flats[j] == flat:
+                    values[j] += value
+                    merged = True
+                    break
+            if not merged:
+                codes[n], flats[n], values[n] = code, flat, value
+                n += 1
+    kept = 0
+    for j in range(n):
+        if values[j] != 0.0:
+            codes[kept], flats[kept], values[kept] = codes[j], flats[j], values[j]
+            kept += 1
+    return kept
+
+
+@njit(**_NJIT)
+def _bad_parts(unary, trans, start, end, y):
+    """How many parts of the labeling ``y`` of one chain are scored -inf."""
+    length = unary.shape[0]
+    bad = 0
+    for t in range(length):
+        if unary[t, y[t]] == -np.inf:
+            bad += 1
+        if t > 0 and trans[y[t - 1], y[t]] == -np.inf:
+            bad += 1
+    if start[y[0]] == -np.inf:
+        bad += 1
+    if end[y[length - 1]] == -np.inf:
+        bad += 1
+    return bad
+
+
+@njit(parallel=True, **_NJIT)
+def neighbour_difference_counts(unary, offsets, trans, start, end, y, rows, nonzeros):
+    """Per chain: how many Hamming-1 neighbours of ``y`` are valid (``rows``) and how many
+    nonzero part differences they have in all (``nonzeros``)."""
+    bounds = token_chunks(offsets, chunk_count_of(offsets))
+    n_states = unary.shape[1]
+    for chunk in prange(bounds.shape[0] - 1):
+        codes = np.empty(6, np.int8)
+        flats = np.empty(6, np.int64)
+        values = np.empty(6, np.float64)
+        for seq in range(bounds[chunk], bounds[chunk + 1]):
+            a, b = offsets[seq], offsets[seq + 1]
+            bad_y = _bad_parts(unary[a:b], trans, start, end, y[a:b])
+            n_rows = 0
+            n_nonzero = 0
+            for t in range(b - a):
+                for v in range(n_states):
+                    if v == y[a + t]:
+                        continue
+                    n = _relabel_entries(unary[a:b], trans, start, end, y[a:b], seq, a, t,
+                                         v, bad_y, codes, flats, values)
+                    if n >= 0:
+                        n_rows += 1
+                        n_nonzero += n
+            rows[seq] = n_rows
+            nonzeros[seq] = n_nonzero
+
+
+@njit(parallel=True, **_NJIT)
+def neighbour_differences(unary, offsets, trans, start, end, y, row_offsets,
+                          entry_offsets, positions, entry_rows, entry_codes, entry_flats,
+                          entry_values):
+    """The part differences of every valid Hamming-1 neighbour of ``y``, in the order of
+    :meth:`ChainDecoder.neighbours` (tokens, then their new labels, increasing): row r
+    (owned by its chain, rows ``row_offsets[seq]:row_offsets[seq + 1]``) relabels token
+    ``positions[r]`` (within the chain) and has the entries ``entry_offsets[seq]``
+    onwards: ``entry_rows``, the part array's code, its flat index and the value."""
+    bounds = token_chunks(offsets, chunk_count_of(offsets))
+    n_states = unary.shape[1]
+    for chunk in prange(bounds.shape[0] - 1):
+        codes = np.empty(6, np.int8)
+        flats = np.empty(6, np.int64)
+        values = np.empty(6, np.float64)
+        for seq in range(bounds[chunk], bounds[chunk + 1]):
+            a, b = offsets[seq], offsets[seq + 1]
+            bad_y = _bad_parts(unary[a:b], trans, start, end, y[a:b])
+            row = row_offsets[seq]
+            entry = entry_offsets[seq]
+            for t in range(b - a):
+                for v in range(n_states):
+                    if v == y[a + t]:
+                        continue
+                    n = _relabel_entries(unary[a:b], trans, start, end, y[a:b], seq, a, t,
+                                         v, bad_y, codes, flats, values)
+                    if n < 0:
+                        continue
+                    positions[row] = t
+                    for j in range(n):
+                        entry_rows[entry] = row
+                        entry_codes[entry] = codes[j]
+                        entry_flats[entry] = flats[j]
+                        entry_values[entry] = values[j]
+                        entry += 1
+                    row += 1
