@@ -43,9 +43,11 @@ from numba import njit, prange
 from ..decoders._chain.decoder import CONSTRAINED_UNARY_SPREAD, _finite_spread
 from ..decoders._chain.kernels import (
     BLOCK,
+    GROUP,
     SCALED_RANGE_LIMIT,
+    group_order,
     padded_width,
-    scaled_forward_backward_one,
+    scaled_forward_backward_group,
     scaled_pairwise,
 )
 from ..utils._parallel import chunk_count, dynamic_schedule, threads_for, token_chunks
@@ -466,42 +468,59 @@ def _sequence_pass(data, indices, indptr, split, binary, offsets, y, weights, ta
         longest = 1
         for seq in range(first_seq, stop_seq):
             longest = max(longest, offsets[seq + 1] - offsets[seq])
-        alpha = np.empty((longest, width))
-        norm = np.empty(longest)
-        beta = np.empty((1, width))
-        weight = np.empty((1, width))
-        acc = pair[chunk]
-        for i in range(acc.shape[0]):
+        alpha = np.empty((longest, GROUP, width))
+        norm = np.empty((longest, GROUP))
+        beta = np.empty((1, GROUP, width))
+        weight = np.empty((1, GROUP, width))
+        firsts = np.empty(GROUP, dtype=np.int64)
+        lengths = np.empty(GROUP, dtype=np.int64)
+        scales = np.empty(GROUP)
+        golds = np.empty(GROUP)
+        log_z = np.empty(GROUP)
+        acc = pair[chunk:chunk + 1]
+        for i in range(acc.shape[1]):
             for j in range(width):
-                acc[i, j] = 0.0
+                acc[0, i, j] = 0.0
         low, high = np.inf, -np.inf
-        for seq in range(first_seq, stop_seq):
-            a, b = offsets[seq], offsets[seq + 1]
-            # unary scores X_t W, dense rows read by whole blocks: the reads past a row of
-            # w stay inside w (the pair parameters follow) and land in the padding, reset
-            # below
-            for t in range(a, b):
-                for block in range(n_blocks):
-                    _score_block(rows, t, data, indices, indptr[t], split[t], binary,
-                                 table, stride, block * BLOCK)
-                _add_sparse(rows, t, data, indices, split[t], indptr[t + 1], binary, table,
-                            sparse_offsets, table_labels)
-                for j in range(s, width):
-                    rows[t, j] = -np.inf
-                if track_range:
-                    for j in range(s):
-                        low = min(low, rows[t, j])
-                        high = max(high, rows[t, j])
-            gold = start[y[a]] + end[y[b - 1]] + rows[a, y[a]]
-            for t in range(a + 1, b):
-                gold += rows[t, y[t]] + trans[y[t - 1], y[t]]
-            log_z = scaled_forward_backward_one(
-                rows, a, b - a, s, expo, expo_t, start_padded, exp_end, trans_max, end_max,
-                alpha, norm, beta, weight, y[a:b], weights[seq], acc, True)
-            values[seq] = log_z - gold
-            for j in range(width):
-                acc[width, j] += rows[a, j]
-                acc[width + 1, j] += rows[b - 1, j]
+        order = group_order(offsets, first_seq, stop_seq)
+        for head in range(0, order.shape[0], GROUP):
+            n_group = min(GROUP, order.shape[0] - head)
+            for g in range(n_group):
+                seq = order[head + g]
+                a, b = offsets[seq], offsets[seq + 1]
+                # unary scores X_t W, dense rows read by whole blocks: the reads past a
+                # row of w stay inside w (the pair parameters follow) and land in the
+                # padding, reset below
+                for t in range(a, b):
+                    for block in range(n_blocks):
+                        _score_block(rows, t, data, indices, indptr[t], split[t], binary,
+                                     table, stride, block * BLOCK)
+                    _add_sparse(rows, t, data, indices, split[t], indptr[t + 1], binary,
+                                table, sparse_offsets, table_labels)
+                    for j in range(s, width):
+                        rows[t, j] = -np.inf
+                    if track_range:
+                        for j in range(s):
+                            low = min(low, rows[t, j])
+                            high = max(high, rows[t, j])
+                gold = start[y[a]] + end[y[b - 1]] + rows[a, y[a]]
+                for t in range(a + 1, b):
+                    gold += rows[t, y[t]] + trans[y[t - 1], y[t]]
+                golds[g] = gold
+                firsts[g] = a
+                lengths[g] = b - a
+                scales[g] = weights[seq]
+            scaled_forward_backward_group(
+                rows, firsts, lengths, n_group, s, expo, expo_t, start_padded, exp_end,
+                trans_max, end_max, alpha, norm, beta, weight, y, scales, acc, True, True,
+                log_z)
+            for g in range(n_group):
+                seq = order[head + g]
+                a, b = offsets[seq], offsets[seq + 1]
+                values[seq] = log_z[g] - golds[g]
+                for j in range(width):
+                    acc[0, width, j] += rows[a, j]
+                    acc[0, width + 1, j] += rows[b - 1, j]
         if track_range:
             unary_range[chunk, 0] = low
             unary_range[chunk, 1] = high

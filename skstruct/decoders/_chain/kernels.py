@@ -417,6 +417,244 @@ def scaled_forward_backward_one(rows, first, length, n_states, expo, expo_t, sta
     return log_z
 
 
+#: Sequences of a chunk run through the scaled forward-backward this many at a time, in
+#: lockstep (:func:`scaled_forward_backward_group`).
+GROUP = 4
+
+
+@njit(inline="always")
+def _vector_matrix_group(coef, c_row, matrix, n_rows, out, o_row, n_group):
+    """out[o_row, g] = Σ_i coef[c_row, g, i] * matrix[i] for i < n_rows and g < n_group,
+    each sum in the order of i (a chain of fused multiply-adds, as :func:`_vector_matrix`).
+
+    Four rows of ``matrix`` per pass over a row of ``out`` (four multiply-adds per load and
+    store of it), the sequences of the group interleaved at every pass: their sums are
+    independent, so the core overlaps them instead of waiting on one chain.
+    """
+    width = out.shape[2]
+    for g in range(n_group):
+        c = coef[c_row, g, 0]
+        for j in range(width):
+            out[o_row, g, j] = c * matrix[0, j]
+    i = 1
+    while i + 4 <= n_rows:
+        for g in range(n_group):
+            c0, c1 = coef[c_row, g, i], coef[c_row, g, i + 1]
+            c2, c3 = coef[c_row, g, i + 2], coef[c_row, g, i + 3]
+            for j in range(width):
+                v = out[o_row, g, j]
+                v += c0 * matrix[i, j]
+                v += c1 * matrix[i + 1, j]
+                v += c2 * matrix[i + 2, j]
+                v += c3 * matrix[i + 3, j]
+                out[o_row, g, j] = v
+        i += 4
+    while i < n_rows:
+        for g in range(n_group):
+            c = coef[c_row, g, i]
+            for j in range(width):
+                out[o_row, g, j] += c * matrix[i, j]
+        i += 1
+
+
+@njit(inline="always")
+def _group_row_sum(matrix, r, g):
+    """sum(matrix[r, g]), in four interleaved sums (as :func:`_row_sum`)."""
+    s0 = s1 = s2 = s3 = 0.0
+    for o in range(0, matrix.shape[2], 4):
+        s0 += matrix[r, g, o]
+        s1 += matrix[r, g, o + 1]
+        s2 += matrix[r, g, o + 2]
+        s3 += matrix[r, g, o + 3]
+    return (s0 + s1) + (s2 + s3)
+
+
+@njit(inline="always")
+def _active(lengths, n_group, t):
+    """How many sequences of a group (lengths decreasing) are longer than ``t``."""
+    n = n_group
+    while n > 0 and lengths[n - 1] <= t:
+        n -= 1
+    return n
+
+
+@njit(fastmath=_CONTRACT, **_NJIT)
+def scaled_forward_backward_group(rows, firsts, lengths, n_group, n_states, expo, expo_t,
+                                  start, exp_end, trans_max, end_max, alpha, norm, beta,
+                                  weight, labels, scales, pair, shared_pair, with_marginals,
+                                  log_z):
+    """:func:`scaled_forward_backward_one` of up to ``GROUP`` chains in lockstep.
+
+    Every chain goes through the same operations, in the same order, as in
+    :func:`scaled_forward_backward_one`, so its log-partition, marginals and (with
+    ``shared_pair`` False) transition sums are the same bits; position by position, the
+    products of the group's chains with the transition factors are interleaved
+    (:func:`_vector_matrix_group`), which keeps the core's multiply-add units busy where
+    one chain's dependent sums would leave them waiting.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n_rows, width)
+        As in :func:`scaled_forward_backward_one`; chain g has rows ``firsts[g]:firsts[g]
+        + lengths[g]``.
+    firsts, lengths : ndarray of shape (>= n_group,), int64
+        Lengths >= 1, in decreasing order.
+    n_group : int
+        At most ``GROUP``.
+    alpha : ndarray of shape (>= longest, GROUP, width)
+    norm : ndarray of shape (>= longest, GROUP)
+    beta, weight : ndarray of shape (1, GROUP, width)
+        Scratch.
+    labels : ndarray of shape (n_rows,) or (0,), int
+        Gold labels of the rows (``labels[firsts[g] + t]``), subtracted from the marginals.
+    scales : ndarray of shape (>= n_group,)
+        The factor of each chain's marginals and transition sums.
+    pair : ndarray of shape (GROUP, width, width), or (1, >= width, width) with
+        ``shared_pair``
+        The transition sums are ADDED to ``pair[g]`` (one chain each), or all to
+        ``pair[0]`` with ``shared_pair``, position by position with the chains in group
+        order (so not in the order of chain after chain).
+    log_z : ndarray of shape (>= n_group,)
+        Output: log Z of each chain, -inf when no labeling has a finite score (its
+        outputs are then meaningless and its transition sums untouched).
+    """
+    width = rows.shape[1]
+    tops = np.empty(GROUP)
+    closing = np.empty(GROUP)
+    for g in range(n_group):
+        f = firsts[g]
+        top = -np.inf
+        for j in range(width):
+            v = start[j] + rows[f, j]
+            rows[f, j] = v
+            top = max(top, v)
+        if top == -np.inf:
+            log_z[g] = -np.inf
+            for j in range(width):
+                alpha[0, g, j] = 0.0
+            continue
+        for j in range(width):
+            alpha[0, g, j] = _exp_nonpositive(rows[f, j] - top)
+        total = _group_row_sum(alpha, 0, g)
+        inv = 1.0 / total
+        for j in range(width):
+            alpha[0, g, j] *= inv
+        log_z[g] = top + np.log(total)
+    longest = lengths[0]
+    for t in range(1, longest):
+        n_active = _active(lengths, n_group, t)
+        for g in range(n_active):
+            if log_z[g] == -np.inf:
+                continue
+            r = firsts[g] + t
+            top = _row_max(rows, r)
+            tops[g] = top
+            if top == -np.inf:
+                log_z[g] = -np.inf
+                continue
+            for j in range(width):
+                rows[r, j] = _exp_nonpositive(rows[r, j] - top)
+        _vector_matrix_group(alpha, t - 1, expo, n_states, alpha, t, n_active)
+        for g in range(n_active):
+            if log_z[g] > -np.inf:
+                r = firsts[g] + t
+                for j in range(width):
+                    alpha[t, g, j] *= rows[r, j]
+                total = _group_row_sum(alpha, t, g)
+                if total > 0.0:
+                    inv = 1.0 / total
+                    norm[t, g] = inv
+                    for j in range(width):
+                        alpha[t, g, j] *= inv
+                    log_z[g] += tops[g] + trans_max + np.log(total)
+                    continue
+                log_z[g] = -np.inf
+            for j in range(width):
+                alpha[t, g, j] = 0.0
+    for g in range(n_group):
+        if log_z[g] == -np.inf:
+            continue
+        last = lengths[g] - 1
+        c = 0.0
+        for j in range(width):
+            c += alpha[last, g, j] * exp_end[j]
+        if not c > 0.0:
+            log_z[g] = -np.inf
+            continue
+        closing[g] = c
+        log_z[g] += end_max + np.log(c)
+    if not with_marginals:
+        return
+    all_feasible = True
+    for g in range(n_group):
+        all_feasible = all_feasible and log_z[g] > -np.inf
+    for t in range(longest - 1, 0, -1):
+        n_active = _active(lengths, n_group, t)
+        for g in range(n_active):
+            if log_z[g] == -np.inf:
+                for j in range(width):
+                    weight[0, g, j] = 0.0
+                continue
+            if lengths[g] - 1 == t:
+                inv = 1.0 / closing[g]
+                for j in range(width):
+                    beta[0, g, j] = exp_end[j] * inv
+            r = firsts[g] + t
+            inv = norm[t, g]
+            scale = scales[g]
+            for j in range(width):
+                weight[0, g, j] = rows[r, j] * beta[0, g, j] * inv
+                rows[r, j] = scale * alpha[t, g, j] * beta[0, g, j]
+        if shared_pair and n_active == 4 and all_feasible:
+            s0, s1, s2, s3 = scales[0], scales[1], scales[2], scales[3]
+            for i in range(n_states):
+                c0, c1 = s0 * alpha[t - 1, 0, i], s1 * alpha[t - 1, 1, i]
+                c2, c3 = s2 * alpha[t - 1, 2, i], s3 * alpha[t - 1, 3, i]
+                for j in range(width):
+                    v = pair[0, i, j]
+                    v += c0 * weight[0, 0, j]
+                    v += c1 * weight[0, 1, j]
+                    v += c2 * weight[0, 2, j]
+                    v += c3 * weight[0, 3, j]
+                    pair[0, i, j] = v
+        else:
+            for g in range(n_active):
+                if log_z[g] == -np.inf:
+                    continue
+                p = 0 if shared_pair else g
+                scale = scales[g]
+                for i in range(n_states):
+                    c = scale * alpha[t - 1, g, i]
+                    for j in range(width):
+                        pair[p, i, j] += c * weight[0, g, j]
+        _vector_matrix_group(weight, 0, expo_t, n_states, beta, 0, n_active)
+    for g in range(n_group):
+        if log_z[g] == -np.inf:
+            continue
+        if lengths[g] == 1:
+            inv = 1.0 / closing[g]
+            for j in range(width):
+                beta[0, g, j] = exp_end[j] * inv
+        f = firsts[g]
+        scale = scales[g]
+        for j in range(width):
+            rows[f, j] = scale * alpha[0, g, j] * beta[0, g, j]
+        if labels.shape[0] > 0:
+            for t in range(lengths[g]):
+                rows[f + t, labels[f + t]] -= scale
+
+
+@njit(inline="always")
+def group_order(offsets, first_seq, stop_seq):
+    """The sequences ``first_seq:stop_seq``, longest first (ties in order): consecutive
+    ``GROUP`` of them run in lockstep."""
+    n = stop_seq - first_seq
+    lengths = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        lengths[k] = offsets[first_seq + k] - offsets[first_seq + k + 1]
+    return np.argsort(lengths, kind="mergesort") + first_seq
+
+
 @njit(parallel=True, fastmath=_FAST, **_NJIT)
 def forward_backward_scaled(unary, offsets, trans, start, end, with_marginals):
     """Log-partition and marginals with per-position rescaling
@@ -448,39 +686,54 @@ def forward_backward_scaled(unary, offsets, trans, start, end, with_marginals):
     marg = np.empty((n_tokens if with_marginals else 0, n_states))
     trans_marg = np.empty((n_seq if with_marginals else 0, n_states, n_states))
     no_labels = np.empty(0, dtype=np.int64)
+    ones = np.ones(GROUP)
     for chunk in prange(bounds.shape[0] - 1):
         longest = 1
         for seq in range(bounds[chunk], bounds[chunk + 1]):
             longest = max(longest, offsets[seq + 1] - offsets[seq])
-        rows = np.empty((longest, width))
-        alpha = np.empty((longest, width))
-        norm = np.empty(longest)
-        beta = np.empty((1, width))
-        weight = np.empty((1, width))
-        pair = np.empty((width, width))
-        for seq in range(bounds[chunk], bounds[chunk + 1]):
-            a, b = offsets[seq], offsets[seq + 1]
-            for t in range(b - a):
-                for j in range(n_states):
-                    rows[t, j] = unary[a + t, j]
-                for j in range(n_states, width):
-                    rows[t, j] = -np.inf
-            for i in range(width):
-                for j in range(width):
-                    pair[i, j] = 0.0
-            lz = scaled_forward_backward_one(
-                rows, 0, b - a, n_states, expo, expo_t, start_padded, exp_end, trans_max,
-                end_max, alpha, norm, beta, weight, no_labels, 1.0, pair, with_marginals)
-            log_z[seq] = lz
-            if not with_marginals:
-                continue
-            feasible = lz > -np.inf
-            for t in range(b - a):
-                for j in range(n_states):
-                    marg[a + t, j] = rows[t, j] if feasible else 0.0
-            for i in range(n_states):
-                for j in range(n_states):
-                    trans_marg[seq, i, j] = expo[i, j] * pair[i, j] if feasible else 0.0
+        rows = np.empty((GROUP * longest, width))
+        alpha = np.empty((longest, GROUP, width))
+        norm = np.empty((longest, GROUP))
+        beta = np.empty((1, GROUP, width))
+        weight = np.empty((1, GROUP, width))
+        pair = np.empty((GROUP, width, width))
+        firsts = np.empty(GROUP, dtype=np.int64)
+        lengths = np.empty(GROUP, dtype=np.int64)
+        group_log_z = np.empty(GROUP)
+        order = group_order(offsets, bounds[chunk], bounds[chunk + 1])
+        for head in range(0, order.shape[0], GROUP):
+            n_group = min(GROUP, order.shape[0] - head)
+            for g in range(n_group):
+                seq = order[head + g]
+                a, b = offsets[seq], offsets[seq + 1]
+                firsts[g] = g * longest
+                lengths[g] = b - a
+                for t in range(b - a):
+                    for j in range(n_states):
+                        rows[g * longest + t, j] = unary[a + t, j]
+                    for j in range(n_states, width):
+                        rows[g * longest + t, j] = -np.inf
+                for i in range(width):
+                    for j in range(width):
+                        pair[g, i, j] = 0.0
+            scaled_forward_backward_group(
+                rows, firsts, lengths, n_group, n_states, expo, expo_t, start_padded,
+                exp_end, trans_max, end_max, alpha, norm, beta, weight, no_labels, ones,
+                pair, False, with_marginals, group_log_z)
+            for g in range(n_group):
+                seq = order[head + g]
+                a, b = offsets[seq], offsets[seq + 1]
+                lz = group_log_z[g]
+                log_z[seq] = lz
+                if not with_marginals:
+                    continue
+                feasible = lz > -np.inf
+                for t in range(b - a):
+                    for j in range(n_states):
+                        marg[a + t, j] = rows[g * longest + t, j] if feasible else 0.0
+                for i in range(n_states):
+                    for j in range(n_states):
+                        trans_marg[seq, i, j] = expo[i, j] * pair[g, i, j] if feasible else 0.0
     return log_z, marg, trans_marg
 
 
