@@ -44,6 +44,7 @@ from ..decoders._chain.decoder import CONSTRAINED_UNARY_SPREAD, _finite_spread
 from ..decoders._chain.kernels import (
     BLOCK,
     GROUP,
+    PAIR_STEPS,
     SCALED_RANGE_LIMIT,
     group_order,
     padded_width,
@@ -471,12 +472,14 @@ def _sequence_pass(data, indices, indptr, split, binary, offsets, y, weights, ta
         alpha = np.empty((longest, GROUP, width))
         norm = np.empty((longest, GROUP))
         beta = np.empty((1, GROUP, width))
-        weight = np.empty((1, GROUP, width))
+        weight = np.empty((PAIR_STEPS, GROUP, width))
         firsts = np.empty(GROUP, dtype=np.int64)
         lengths = np.empty(GROUP, dtype=np.int64)
         scales = np.empty(GROUP)
         golds = np.empty(GROUP)
         log_z = np.empty(GROUP)
+        work = np.empty((2, GROUP))
+        steps = np.empty(PAIR_STEPS, dtype=np.int64)
         acc = pair[chunk:chunk + 1]
         for i in range(acc.shape[1]):
             for j in range(width):
@@ -513,7 +516,7 @@ def _sequence_pass(data, indices, indptr, split, binary, offsets, y, weights, ta
             scaled_forward_backward_group(
                 rows, firsts, lengths, n_group, s, expo, expo_t, start_padded, exp_end,
                 trans_max, end_max, alpha, norm, beta, weight, y, scales, acc, True, True,
-                log_z)
+                log_z, work, steps)
             for g in range(n_group):
                 seq = order[head + g]
                 a, b = offsets[seq], offsets[seq + 1]
