@@ -127,7 +127,8 @@ VITERBI_BLOCK = 16
 
 @njit(parallel=True, **_NJIT)
 def viterbi(unary, offsets, trans, start, end):
-    """Best label sequence of every chain (:func:`viterbi_one` per sequence).
+    """Best label sequence of every chain (:func:`viterbi_one`'s recursion, by
+    :func:`viterbi_group`: a chunk's sequences longest first, ``GROUP`` at a time).
 
     Sequences run in chunks of about equal token counts, one chunk per parallel
     iteration (see :func:`forward_backward_scaled`), with scratch of the chunk's longest
@@ -150,12 +151,22 @@ def viterbi(unary, offsets, trans, start, end):
         longest = 1
         for seq in range(bounds[chunk], bounds[chunk + 1]):
             longest = max(longest, offsets[seq + 1] - offsets[seq])
-        delta = np.empty((longest, width))
-        back = np.empty((longest, width), dtype=np.int32)
-        for seq in range(bounds[chunk], bounds[chunk + 1]):
-            a, b = offsets[seq], offsets[seq + 1]
-            best[seq] = viterbi_one(unary[a:b], padded, start, end, delta, back,
-                                    labels[a:b])
+        delta = np.empty((longest, GROUP, width))
+        back = np.empty((longest, GROUP, width), dtype=np.int32)
+        firsts = np.empty(GROUP, dtype=np.int64)
+        lengths = np.empty(GROUP, dtype=np.int64)
+        group_best = np.empty(GROUP)
+        order = group_order(offsets, bounds[chunk], bounds[chunk + 1])
+        for head in range(0, order.shape[0], GROUP):
+            n_group = min(GROUP, order.shape[0] - head)
+            for g in range(n_group):
+                seq = order[head + g]
+                firsts[g] = offsets[seq]
+                lengths[g] = offsets[seq + 1] - offsets[seq]
+            viterbi_group(unary, firsts, lengths, n_group, padded, start, end, delta, back,
+                          labels, group_best)
+            for g in range(n_group):
+                best[order[head + g]] = group_best[g]
     return labels, best
 
 
@@ -769,6 +780,131 @@ def forward_backward_scaled(unary, offsets, trans, start, end, with_marginals):
     _forward_backward_scaled_into(unary, offsets, trans, start, end, with_marginals, log_z,
                                   marg, trans_marg)
     return log_z, marg, trans_marg
+
+
+@njit(inline="always")
+def _viterbi_rows_four(delta, back, t, trans, i, n_pair):
+    """The candidates of previous states i .. i + n_pair - 1 (n_pair 1 or 2) for the four
+    chains of a full group at position t, as in :func:`viterbi_one` (strict ``>``, in the
+    order of the previous states)."""
+    width = trans.shape[1]
+    a0, b0 = delta[t - 1, 0, i], delta[t - 1, 1, i]
+    c0, d0 = delta[t - 1, 2, i], delta[t - 1, 3, i]
+    if n_pair == 2:
+        i1 = i + 1
+        a1, b1 = delta[t - 1, 0, i1], delta[t - 1, 1, i1]
+        c1, d1 = delta[t - 1, 2, i1], delta[t - 1, 3, i1]
+        for j in range(width):
+            r0 = trans[i, j]
+            r1 = trans[i1, j]
+            delta[t, 0, j], back[t, 0, j] = _better_of_two(
+                delta[t, 0, j], back[t, 0, j], a0 + r0, i, a1 + r1, i1)
+            delta[t, 1, j], back[t, 1, j] = _better_of_two(
+                delta[t, 1, j], back[t, 1, j], b0 + r0, i, b1 + r1, i1)
+            delta[t, 2, j], back[t, 2, j] = _better_of_two(
+                delta[t, 2, j], back[t, 2, j], c0 + r0, i, c1 + r1, i1)
+            delta[t, 3, j], back[t, 3, j] = _better_of_two(
+                delta[t, 3, j], back[t, 3, j], d0 + r0, i, d1 + r1, i1)
+    else:
+        for j in range(width):
+            r0 = trans[i, j]
+            delta[t, 0, j], back[t, 0, j] = _better_of_two(
+                delta[t, 0, j], back[t, 0, j], a0 + r0, i, -np.inf, i)
+            delta[t, 1, j], back[t, 1, j] = _better_of_two(
+                delta[t, 1, j], back[t, 1, j], b0 + r0, i, -np.inf, i)
+            delta[t, 2, j], back[t, 2, j] = _better_of_two(
+                delta[t, 2, j], back[t, 2, j], c0 + r0, i, -np.inf, i)
+            delta[t, 3, j], back[t, 3, j] = _better_of_two(
+                delta[t, 3, j], back[t, 3, j], d0 + r0, i, -np.inf, i)
+
+
+@njit(inline="always")
+def _better_of_two(top, arg, v0, i0, v1, i1):
+    """(top, arg) after the candidates v0 (state i0) then v1 (state i1), each taken when
+    strictly better (a candidate of -inf never is)."""
+    better = v0 > top
+    top = v0 if better else top
+    arg = i0 if better else arg
+    better = v1 > top
+    return (v1 if better else top), (i1 if better else arg)
+
+
+@njit(**_NJIT)
+def viterbi_group(unary, firsts, lengths, n_group, trans, start, end, delta, back, labels,
+                  best):
+    """:func:`viterbi_one` of up to ``GROUP`` chains in lockstep: the same labels and
+    scores, chain by chain (the same comparisons in the same order); position by
+    position, a full group's four recursions share each pass over a row of ``trans``,
+    so their independent comparisons overlap.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_rows, n_states)
+        Chain g has rows ``firsts[g]:firsts[g] + lengths[g]``.
+    firsts, lengths : ndarray of shape (>= n_group,), int64
+        Lengths >= 1, in decreasing order.
+    n_group : int
+        At most ``GROUP``.
+    trans : ndarray of shape (n_states, width), width >= n_states
+        Columns past ``n_states`` -inf.
+    start, end : ndarray of shape (n_states,)
+    delta : ndarray of shape (>= longest, GROUP, width), float64
+    back : ndarray of shape (>= longest, GROUP, width), int32
+        Scratch.
+    labels : ndarray of shape (n_rows,), int64
+        Output: the best labels of chain g at ``firsts[g]:firsts[g] + lengths[g]``.
+    best : ndarray of shape (>= n_group,)
+        Output: the best scores (-inf when no labeling has a finite score).
+    """
+    n_states = unary.shape[1]
+    width = trans.shape[1]
+    for g in range(n_group):
+        f = firsts[g]
+        for j in range(n_states):
+            delta[0, g, j] = start[j] + unary[f, j]
+        for j in range(n_states, width):
+            delta[0, g, j] = -np.inf
+    for t in range(1, lengths[0]):
+        n_active = _active(lengths, n_group, t)
+        for g in range(n_active):
+            first = delta[t - 1, g, 0]
+            for j in range(width):
+                delta[t, g, j] = first + trans[0, j]
+                back[t, g, j] = 0
+        if n_active == GROUP:
+            i = 1
+            while i + 2 <= n_states:
+                _viterbi_rows_four(delta, back, t, trans, i, 2)
+                i += 2
+            if i < n_states:
+                _viterbi_rows_four(delta, back, t, trans, i, 1)
+        else:
+            for g in range(n_active):
+                for i in range(1, n_states):
+                    d = delta[t - 1, g, i]
+                    for j in range(width):
+                        v = d + trans[i, j]
+                        better = v > delta[t, g, j]
+                        delta[t, g, j] = v if better else delta[t, g, j]
+                        back[t, g, j] = i if better else back[t, g, j]
+        for g in range(n_active):
+            r = firsts[g] + t
+            for j in range(n_states):
+                delta[t, g, j] += unary[r, j]
+    for g in range(n_group):
+        last = lengths[g] - 1
+        arg_end = 0
+        top = delta[last, g, 0] + end[0]
+        for j in range(1, n_states):
+            v = delta[last, g, j] + end[j]
+            if v > top:
+                top = v
+                arg_end = j
+        best[g] = top
+        f = firsts[g]
+        labels[f + last] = arg_end
+        for t in range(last, 0, -1):
+            labels[f + t - 1] = back[t, g, labels[f + t]]
 
 
 @njit(parallel=True, fastmath=_FAST, **_NJIT)
