@@ -471,7 +471,6 @@ def _lane_pass(data, indices, indptr, split, binary, offsets, y, weights, table,
     end = pairwise[s * s + s:s * s + 2 * s]
     expo, expo_t, start_padded, exp_end, trans_max, end_max = scaled_pairwise(
         trans, start, end, width)
-    s_u = _unsigned(n_states)
     stride_u = _unsigned(stride)
     one = _unsigned(1)
     for lane in prange(lanes.shape[0] - 1):
@@ -553,10 +552,12 @@ def _lane_pass(data, indices, indptr, split, binary, offsets, y, weights, table,
             # Xᵀ G of the chunk's tokens, in token order
             for t in range(_unsigned(base), _unsigned(stop)):
                 r = t - _unsigned(base)
+                # whole rows of ``stride`` entries (width in the compact layout, whose
+                # padding columns of G are 0; n_states otherwise)
                 for p in range(_unsigned(indptr[t]), _unsigned(split[t])):
                     x = 1.0 if binary else data[p]
                     o = _unsigned(indices[p]) * stride_u
-                    for j in range(s_u):
+                    for j in range(stride_u):
                         out[o + j] += x * rows[r, j]
                 for p in range(_unsigned(split[t]), _unsigned(indptr[t + one])):
                     x = 1.0 if binary else data[p]
