@@ -782,60 +782,13 @@ def forward_backward_scaled(unary, offsets, trans, start, end, with_marginals):
     return log_z, marg, trans_marg
 
 
-@njit(inline="always")
-def _viterbi_rows_four(delta, back, t, trans, i, n_pair):
-    """The candidates of previous states i .. i + n_pair - 1 (n_pair 1 or 2) for the four
-    chains of a full group at position t, as in :func:`viterbi_one` (strict ``>``, in the
-    order of the previous states)."""
-    width = trans.shape[1]
-    a0, b0 = delta[t - 1, 0, i], delta[t - 1, 1, i]
-    c0, d0 = delta[t - 1, 2, i], delta[t - 1, 3, i]
-    if n_pair == 2:
-        i1 = i + 1
-        a1, b1 = delta[t - 1, 0, i1], delta[t - 1, 1, i1]
-        c1, d1 = delta[t - 1, 2, i1], delta[t - 1, 3, i1]
-        for j in range(width):
-            r0 = trans[i, j]
-            r1 = trans[i1, j]
-            delta[t, 0, j], back[t, 0, j] = _better_of_two(
-                delta[t, 0, j], back[t, 0, j], a0 + r0, i, a1 + r1, i1)
-            delta[t, 1, j], back[t, 1, j] = _better_of_two(
-                delta[t, 1, j], back[t, 1, j], b0 + r0, i, b1 + r1, i1)
-            delta[t, 2, j], back[t, 2, j] = _better_of_two(
-                delta[t, 2, j], back[t, 2, j], c0 + r0, i, c1 + r1, i1)
-            delta[t, 3, j], back[t, 3, j] = _better_of_two(
-                delta[t, 3, j], back[t, 3, j], d0 + r0, i, d1 + r1, i1)
-    else:
-        for j in range(width):
-            r0 = trans[i, j]
-            delta[t, 0, j], back[t, 0, j] = _better_of_two(
-                delta[t, 0, j], back[t, 0, j], a0 + r0, i, -np.inf, i)
-            delta[t, 1, j], back[t, 1, j] = _better_of_two(
-                delta[t, 1, j], back[t, 1, j], b0 + r0, i, -np.inf, i)
-            delta[t, 2, j], back[t, 2, j] = _better_of_two(
-                delta[t, 2, j], back[t, 2, j], c0 + r0, i, -np.inf, i)
-            delta[t, 3, j], back[t, 3, j] = _better_of_two(
-                delta[t, 3, j], back[t, 3, j], d0 + r0, i, -np.inf, i)
-
-
-@njit(inline="always")
-def _better_of_two(top, arg, v0, i0, v1, i1):
-    """(top, arg) after the candidates v0 (state i0) then v1 (state i1), each taken when
-    strictly better (a candidate of -inf never is)."""
-    better = v0 > top
-    top = v0 if better else top
-    arg = i0 if better else arg
-    better = v1 > top
-    return (v1 if better else top), (i1 if better else arg)
-
-
 @njit(**_NJIT)
 def viterbi_group(unary, firsts, lengths, n_group, trans, start, end, delta, back, labels,
                   best):
     """:func:`viterbi_one` of up to ``GROUP`` chains in lockstep: the same labels and
     scores, chain by chain (the same comparisons in the same order); position by
-    position, a full group's four recursions share each pass over a row of ``trans``,
-    so their independent comparisons overlap.
+    position, the group's recursions take turns at each pass (two previous states per
+    pass over a row), so their independent comparisons overlap.
 
     Parameters
     ----------
@@ -871,22 +824,35 @@ def viterbi_group(unary, firsts, lengths, n_group, trans, start, end, delta, bac
             for j in range(width):
                 delta[t, g, j] = first + trans[0, j]
                 back[t, g, j] = 0
-        if n_active == GROUP:
-            i = 1
-            while i + 2 <= n_states:
-                _viterbi_rows_four(delta, back, t, trans, i, 2)
-                i += 2
-            if i < n_states:
-                _viterbi_rows_four(delta, back, t, trans, i, 1)
-        else:
+        # two previous states per pass over a row of delta, the group's chains one
+        # after the other at each pass (one chain per loop: few enough memory streams
+        # for the loop vectorizer)
+        i = 1
+        while i + 2 <= n_states:
+            i1 = i + 1
             for g in range(n_active):
-                for i in range(1, n_states):
-                    d = delta[t - 1, g, i]
-                    for j in range(width):
-                        v = d + trans[i, j]
-                        better = v > delta[t, g, j]
-                        delta[t, g, j] = v if better else delta[t, g, j]
-                        back[t, g, j] = i if better else back[t, g, j]
+                d0 = delta[t - 1, g, i]
+                d1 = delta[t - 1, g, i1]
+                for j in range(width):
+                    top = delta[t, g, j]
+                    arg = back[t, g, j]
+                    v = d0 + trans[i, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i if better else arg
+                    v = d1 + trans[i1, j]
+                    better = v > top
+                    delta[t, g, j] = v if better else top
+                    back[t, g, j] = i1 if better else arg
+            i += 2
+        if i < n_states:
+            for g in range(n_active):
+                d = delta[t - 1, g, i]
+                for j in range(width):
+                    v = d + trans[i, j]
+                    better = v > delta[t, g, j]
+                    delta[t, g, j] = v if better else delta[t, g, j]
+                    back[t, g, j] = i if better else back[t, g, j]
         for g in range(n_active):
             r = firsts[g] + t
             for j in range(n_states):
