@@ -787,8 +787,8 @@ def viterbi_group(unary, firsts, lengths, n_group, trans, start, end, delta, bac
                   best):
     """:func:`viterbi_one` of up to ``GROUP`` chains in lockstep: the same labels and
     scores, chain by chain (the same comparisons in the same order); position by
-    position, the group's recursions take turns at each pass (two previous states per
-    pass over a row), so their independent comparisons overlap.
+    position, the group's recursions take turns at each pass (up to eight previous
+    states per pass over a row), so their independent comparisons overlap.
 
     Parameters
     ----------
@@ -824,10 +824,84 @@ def viterbi_group(unary, firsts, lengths, n_group, trans, start, end, delta, bac
             for j in range(width):
                 delta[t, g, j] = first + trans[0, j]
                 back[t, g, j] = 0
-        # two previous states per pass over a row of delta, the group's chains one
-        # after the other at each pass (one chain per loop: few enough memory streams
-        # for the loop vectorizer)
+        # eight (then four, two, one) previous states per pass over a row of delta, the
+        # group's chains one after the other at each pass (one chain per loop: few
+        # enough memory streams for the loop vectorizer)
         i = 1
+        while i + 8 <= n_states:
+            i1, i2, i3, i4, i5, i6, i7 = i + 1, i + 2, i + 3, i + 4, i + 5, i + 6, i + 7
+            for g in range(n_active):
+                d0 = delta[t - 1, g, i]
+                d1 = delta[t - 1, g, i1]
+                d2 = delta[t - 1, g, i2]
+                d3 = delta[t - 1, g, i3]
+                d4 = delta[t - 1, g, i4]
+                d5 = delta[t - 1, g, i5]
+                d6 = delta[t - 1, g, i6]
+                d7 = delta[t - 1, g, i7]
+                for j in range(width):
+                    top = delta[t, g, j]
+                    arg = back[t, g, j]
+                    v = d0 + trans[i, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i if better else arg
+                    v = d1 + trans[i1, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i1 if better else arg
+                    v = d2 + trans[i2, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i2 if better else arg
+                    v = d3 + trans[i3, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i3 if better else arg
+                    v = d4 + trans[i4, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i4 if better else arg
+                    v = d5 + trans[i5, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i5 if better else arg
+                    v = d6 + trans[i6, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i6 if better else arg
+                    v = d7 + trans[i7, j]
+                    better = v > top
+                    delta[t, g, j] = v if better else top
+                    back[t, g, j] = i7 if better else arg
+            i += 8
+        while i + 4 <= n_states:
+            i1, i2, i3 = i + 1, i + 2, i + 3
+            for g in range(n_active):
+                d0 = delta[t - 1, g, i]
+                d1 = delta[t - 1, g, i1]
+                d2 = delta[t - 1, g, i2]
+                d3 = delta[t - 1, g, i3]
+                for j in range(width):
+                    top = delta[t, g, j]
+                    arg = back[t, g, j]
+                    v = d0 + trans[i, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i if better else arg
+                    v = d1 + trans[i1, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i1 if better else arg
+                    v = d2 + trans[i2, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i2 if better else arg
+                    v = d3 + trans[i3, j]
+                    better = v > top
+                    delta[t, g, j] = v if better else top
+                    back[t, g, j] = i3 if better else arg
+            i += 4
         while i + 2 <= n_states:
             i1 = i + 1
             for g in range(n_active):
