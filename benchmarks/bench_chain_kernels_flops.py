@@ -17,6 +17,13 @@ CPU time (``time.process_time``), best of ``--repeats``, one thread (per-core fi
 all threads; the load average is printed with the numbers. Writes
 ``results/chain_kernels_flops.md`` and ``.json`` next to this file.
 
+Roofline: the memory bandwidth is measured by a compiled triad (``a = b + s c``) over
+arrays of the size of the kernels' inputs (n_tokens by S float64), bytes counted as 3 per
+element times 8 (read b, c; write a) in CPU time; a kernel's arithmetic intensity is its
+flops over the bytes it must move at the least (forward-backward: the unary scores in, the
+marginals out, the S² transition marginals of each sequence out; Viterbi: the unary scores
+in, one int64 label out a token), and its roof is min(peak, intensity x bandwidth).
+
 Run: ``python benchmarks/bench_chain_kernels_flops.py`` (``--states 22`` for one size)
 """
 
@@ -37,6 +44,15 @@ from skstruct.utils._parallel import dynamic_schedule
 
 RESULTS = Path(__file__).parent / "results"
 STEPS = 32
+
+
+@njit(cache=True, nogil=True)
+def triad(a, b, c, s, repeats):
+    """``repeats`` times a = b + s * c: memory-bound (3 arrays of 8-byte elements)."""
+    for _ in range(repeats):
+        for i in range(a.shape[0]):
+            a[i] = b[i] + s * c[i]
+    return a[0]
 
 
 @njit(cache=True, nogil=True)
@@ -73,6 +89,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--states", type=int, nargs="+", default=[9, 22, 45])
     args = parser.parse_args()
+    load_before = os.getloadavg()
 
     lengths = np.array([len(t) for t in load_conll2000("train").target])
     offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
@@ -83,19 +100,38 @@ def main():
     sizes = {}
     for s in args.states:
         sizes[s] = measure(s, offsets, n_tokens, values, peak_repeats, args.repeats)
+        sizes[s]["bandwidth_gb_per_s"] = bandwidth(n_tokens * s, args.repeats)
+        mean_length = n_tokens / (offsets.shape[0] - 1)
+        fb_bytes = 8 * (2 * s + s * s / mean_length)
+        sizes[s]["fb_intensity"] = 6 * s * s / fb_bytes
+        sizes[s]["viterbi_intensity"] = 2 * s * s / (8 * s + 8)
     results = {
         "tokens": n_tokens,
         "sequences": int(lengths.shape[0]),
         "repeats": args.repeats,
-        "load_average": os.getloadavg(),
+        "load_average": load_before,
         "machine": platform.processor() or platform.machine(),
         "numba": numba.__version__,
+        "command": "python benchmarks/bench_chain_kernels_flops.py"
+                   + (f" --repeats {args.repeats}" if args.repeats != 7 else "")
+                   + (f" --states {' '.join(map(str, args.states))}"
+                      if args.states != [9, 22, 45] else ""),
+        "load_average_after": None,
         "states": sizes,
     }
+    results["load_average_after"] = os.getloadavg()
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "chain_kernels_flops.json").write_text(json.dumps(results, indent=2) + "\n")
     (RESULTS / "chain_kernels_flops.md").write_text(report(results))
     print(report(results))
+
+
+def bandwidth(n, repeats):
+    """GB/s of the triad over three arrays of n float64 (CPU time, best of ``repeats``)."""
+    a, b, c = np.zeros(n), np.ones(n), np.ones(n)
+    triad(a, b, c, 0.5, 1)
+    best = best_cpu(lambda: triad(a, b, c, 0.5, 3), repeats)
+    return 3 * 3 * 8 * n / best / 1e9
 
 
 def measure(s, offsets, n_tokens, values, peak_repeats, repeats):
@@ -142,8 +178,10 @@ def report(r):
         "",
         f"{r['tokens']:,} tokens in {r['sequences']:,} sequences (CoNLL-2000 training "
         f"lengths), random scores; CPU time, best of {r['repeats']}; load average "
-        f"{', '.join(f'{x:.1f}' for x in r['load_average'])} on {r['machine']}, numba "
-        f"{r['numba']}. Produced by `python benchmarks/bench_chain_kernels_flops.py`.",
+        f"{', '.join(f'{x:.1f}' for x in r['load_average'])} before, "
+        f"{', '.join(f'{x:.1f}' for x in r['load_average_after'])} after, on "
+        f"{r['machine']}, numba "
+        f"{r['numba']}. Produced by `{r['command']}`.",
         "",
         "| states | threads | FMA loop peak (GFLOP/s) | forward-backward (GFLOP/s) | "
         "forward-backward (M tokens / CPU s) | Viterbi (GFLOP/s) | "
@@ -152,6 +190,8 @@ def report(r):
     ]
     for s, rows in r["states"].items():
         for threads, row in rows.items():
+            if not isinstance(row, dict):
+                continue
             lines.append(
                 f"| {s} | {threads} | {row['peak_gflops']:.1f} | {row['fb_gflops']:.2f} "
                 f"({100 * row['fb_gflops'] / row['peak_gflops']:.0f} % of peak) | "
@@ -159,6 +199,25 @@ def report(r):
                 f"{row['viterbi_gflops']:.2f} "
                 f"({100 * row['viterbi_gflops'] / row['peak_gflops']:.0f} % of peak) | "
                 f"{row['viterbi_tokens_per_cpu_second'] / 1e6:.2f} |")
+    lines += [
+        "",
+        "Roofline (one thread): bandwidth of the triad, arithmetic intensity (flops per "
+        "byte the kernel must move), roof = min(peak, intensity x bandwidth), and the "
+        "kernel's share of its roof.",
+        "",
+        "| states | triad (GB/s) | forward-backward: intensity, roof (GFLOP/s), share | "
+        "Viterbi: intensity, roof (GFLOP/s), share |",
+        "|---|---|---|---|",
+    ]
+    for s, rows in r["states"].items():
+        one = rows[1] if 1 in rows else rows["1"]
+        bw = rows["bandwidth_gb_per_s"]
+        fb_roof = min(one["peak_gflops"], rows["fb_intensity"] * bw)
+        vit_roof = min(one["peak_gflops"], rows["viterbi_intensity"] * bw)
+        lines.append(
+            f"| {s} | {bw:.1f} | {rows['fb_intensity']:.1f} flop/B, {fb_roof:.1f}, "
+            f"{100 * one['fb_gflops'] / fb_roof:.0f} % | {rows['viterbi_intensity']:.1f} "
+            f"flop/B, {vit_roof:.1f}, {100 * one['viterbi_gflops'] / vit_roof:.0f} % |")
     lines += [
         "",
         "Flops: forward-backward 3 S² multiply-adds a token counted as 6 S² flops; Viterbi "

@@ -129,8 +129,8 @@ def objective_step_shares(Xv, target, alpha, pairs="all", repeats=5):
         "X^T G and pairwise sums": lambda: features.transpose(batch, grad_parts),
     }
     passes = {
-        "X @ W, forward-backward, loss and G (pass 1)": lambda: c._sequence_pass(w, values),
-        "X^T G by lanes (pass 2)": c._scatter_pass,
+        "X @ W, forward-backward, loss, G and X^T G by lanes (passes 1 and 2)":
+            lambda: c._lane_pass(w, values),
         "lane sums + alpha w (pass 3)": lambda: c._sum_lanes(w, alpha, grad),
     }
     out = {}

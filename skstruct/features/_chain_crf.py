@@ -7,20 +7,21 @@ a sparse product, a batched forward-backward that stores every marginal, indicat
 and a transposed product; here the same numbers come from two compiled passes over the
 batch:
 
-1. chunks of sequences (about equal token counts, many more chunks than threads, taken by
-   the threads as they finish): the unary scores of a sequence are computed into its rows
-   of one (n_tokens, width) buffer while they are hot, its gold score is read from them,
-   the rescaled forward-backward (``scaled_forward_backward_one``, the decoder's own
-   dynamic program) turns them in place into G_t = ω_i (p_t − e_{ȳ_t}), and the
-   transition, start and end gradients are summed per chunk;
-2. Xᵀ G in a fixed number of lanes (contiguous token ranges, at most 8), each reading its
-   rows of G in order and adding x_tp G_t to the rows of its own copy of ∇_W;
-3. blocks of ∇_W: the lanes' copies summed in lane order, plus α W.
+1. lanes (at most 8, runs of consecutive chunks of sequences with about equal numbers of
+   stored entries, taken by the threads as they finish), each with its own copy of ∇_W;
+   chunk after chunk (about equal token counts), the unary scores of the chunk's
+   sequences are computed into the chunk's rows, their gold scores read from them, the
+   rescaled forward-backward (``scaled_forward_backward_group``, the decoder's own
+   dynamic program, four sequences in lockstep) turns them in place into
+   G_t = ω_i (p_t − e_{ȳ_t}), the transition, start and end gradients are summed per
+   chunk, and Xᵀ G of the chunk's tokens is added, in token order, to the lane's copy
+   while G is in cache (G of the whole batch is never stored);
+2. blocks of ∇_W: the lanes' copies summed in lane order, plus α W.
 
 With ``pairs`` (the (feature, label) pairs seen in training), W is stored compactly: the
 unary part of w holds, feature by feature, the weights of its seen labels only (sorted),
-and the passes read and write only those (``_score_pairs``, the compact branch of the
-scatter pass); the other pairs are not parameters at all.
+and the passes read and write only those (the compact branches of the scores and of
+the scatter); the other pairs are not parameters at all.
 
 With constraints (``allowed``, the masks of ``ChainDecoder(constraints=...)``), the
 forbidden transition, start and end scores are -inf in the passes, as the decoder sets
@@ -43,9 +44,12 @@ from numba import njit, prange
 from ..decoders._chain.decoder import CONSTRAINED_UNARY_SPREAD, _finite_spread
 from ..decoders._chain.kernels import (
     BLOCK,
+    GROUP,
+    PAIR_STEPS,
     SCALED_RANGE_LIMIT,
+    group_order,
     padded_width,
-    scaled_forward_backward_one,
+    scaled_forward_backward_group,
     scaled_pairwise,
 )
 from ..utils._parallel import chunk_count, dynamic_schedule, threads_for, token_chunks
@@ -110,9 +114,10 @@ class ChainCRFObjective:
     spread at most ``SCALED_RANGE_LIMIT`` and the unary scores of the batch at most
     ``CONSTRAINED_UNARY_SPREAD``.
 
-    Memory: one (n_tokens, width) buffer of float64, width = ``n_states`` rounded up to
-    a multiple of 8, and up to ``MAX_LANES`` copies of the unary part of w (at most
-    ``LANE_MEMORY_LIMIT`` bytes together), all kept between evaluations.
+    Memory: up to ``MAX_LANES`` copies of the unary part of w (at most
+    ``LANE_MEMORY_LIMIT`` bytes together), kept between evaluations, and per lane in
+    flight the rows of one chunk of sequences, (tokens of the chunk, width) float64,
+    width = ``n_states`` rounded up to a multiple of 8.
     """
 
     def __init__(self, X, offsets, y, n_states, weights, pairs=None, allowed=None):
@@ -143,12 +148,13 @@ class ChainCRFObjective:
             self.stride = s
             self.sparse_offsets = self.table_labels = self.positions = np.empty(0, np.int64)
         self.rows = _csr_arrays(X)
-        n_lanes = max(1, min(MAX_LANES, n_tokens, LANE_MEMORY_LIMIT // max(1, 8 * n_table)))
-        # lanes of about equal stored entries, cut at token boundaries
-        self.lanes = token_chunks(self.rows[2], n_lanes)
+        n_chunks = self.bounds.shape[0] - 1
+        n_lanes = max(1, min(MAX_LANES, n_chunks, LANE_MEMORY_LIMIT // max(1, 8 * n_table)))
+        # lanes of about equal stored entries: runs of chunks
+        self.lanes = token_chunks(self.rows[2][self.offsets[self.bounds]], n_lanes)
         self.blocks = np.linspace(0, self.n_unary,
                                   max(1, self.n_unary // ENTRIES_PER_BLOCK) + 1).astype(np.int64)
-        self._buffer = np.empty((n_tokens, width))
+        self.width = width
         self._lane_grads = np.empty((self.lanes.shape[0] - 1, n_table))
         self._pair = np.empty((self.bounds.shape[0] - 1, width + 2, width))
         self._gold_transitions = _gold_transitions(self.y, self.offsets, s, self.weights)
@@ -213,40 +219,33 @@ class ChainCRFObjective:
         grad = np.empty_like(w)
         values = np.empty(self.offsets.shape[0] - 1)
         with threads_for(self._work), dynamic_schedule():
-            self._sequence_pass(w, values)
+            self._lane_pass(w, values)
             if not np.isfinite(values).all():
                 return None
             if self.constrained and not (self._unary_range[:, 1].max()
                                          - self._unary_range[:, 0].min()
                                          <= CONSTRAINED_UNARY_SPREAD):
                 return None  # the decoder's "auto" takes log space
-            self._scatter_pass()
             self._sum_lanes(w, float(alpha), grad)
-        _pair_gradient(self._pair, self._buffer.shape[1], self.n_states, self._gold_transitions,
+        _pair_gradient(self._pair, self.width, self.n_states, self._gold_transitions,
                        w, self._pairwise(w), float(alpha), self.n_unary, grad)
         value = float(self.weights @ values) + 0.5 * alpha * float(w @ w)
         return values, value, grad
 
-    # The three passes, each on its own (for measurements); run under ``threads_for`` and
+    # The passes, each on its own (for measurements); run under ``threads_for`` and
     # ``dynamic_schedule`` as in :meth:`value_and_gradient`.
 
-    def _sequence_pass(self, w, values):
-        """Pass 1: G in the buffer, the losses in ``values``, the pair sums."""
+    def _lane_pass(self, w, values):
+        """Passes 1 and 2: the losses in ``values``, the pair sums, the lanes' Xᵀ G."""
         table = w
         if self.compact:
             table = self._table
             table[self.positions] = w[:self.n_unary]
-        _sequence_pass(*self.rows, self.split, self.binary, self.offsets, self.y,
-                       self.weights, table, self.stride, self.sparse_offsets,
-                       self.table_labels, np.ascontiguousarray(self._pairwise(w)),
-                       self.n_states, self.bounds, self._buffer, values, self._pair,
-                       self.constrained, self._unary_range)
-
-    def _scatter_pass(self):
-        """Pass 2: the lanes' Xᵀ G, laid out like the table."""
-        _scatter_pass(*self.rows, self.split, self.binary, self._buffer, self.n_states,
-                      self.stride, self.sparse_offsets, self.table_labels, self.lanes,
-                      self._lane_grads)
+        _lane_pass(*self.rows, self.split, self.binary, self.offsets, self.y, self.weights,
+                   table, self.stride, self.sparse_offsets, self.table_labels,
+                   np.ascontiguousarray(self._pairwise(w)), self.n_states, self.bounds,
+                   self.lanes, self.width, values, self._pair, self.constrained,
+                   self._unary_range, self._lane_grads)
 
     def _sum_lanes(self, w, alpha, grad):
         """Pass 3: the unary part of ``grad``."""
@@ -413,10 +412,12 @@ def _add_sparse(out, r, data, indices, lo, hi, binary, table, sparse_offsets, ta
 
 
 @njit(parallel=True, fastmath=_CONTRACT, **_NJIT)
-def _sequence_pass(data, indices, indptr, split, binary, offsets, y, weights, table, stride,
-                   sparse_offsets, table_labels, pairwise, n_states, bounds, rows, values,
-                   pair, track_range, unary_range):
-    """Pass 1: scores, forward-backward and G = ω (p − e_ȳ) of every sequence, by chunks.
+def _lane_pass(data, indices, indptr, split, binary, offsets, y, weights, table, stride,
+               sparse_offsets, table_labels, pairwise, n_states, bounds, lanes, width,
+               values, pair, track_range, unary_range, lane_grads):
+    """Passes 1 and 2 by lanes: per chunk of sequences, the unary scores, the
+    forward-backward and G = ω (p − e_ȳ) of its sequences, then Xᵀ G of its tokens added
+    to its lane's copy of ∇_W.
 
     Parameters
     ----------
@@ -439,8 +440,11 @@ def _sequence_pass(data, indices, indptr, split, binary, offsets, y, weights, ta
         The transition (row-major), start and end scores, -inf where forbidden.
     bounds : ndarray of shape (n_chunks + 1,)
         Chunks of sequences (``token_chunks``).
-    rows : ndarray of shape (n_tokens, width)
-        Output: G, 0 in the padding columns.
+    lanes : ndarray of shape (n_lanes + 1,)
+        Lane ``l`` holds chunks ``lanes[l]:lanes[l + 1]``, one lane per parallel
+        iteration.
+    width : int
+        ``n_states`` rounded up to a multiple of ``BLOCK``.
     values : ndarray of shape (n_sequences,)
         Output: log Z_i − θ_{ȳ_i} (-inf or NaN flags a sequence the scaled recursion
         cannot handle).
@@ -452,97 +456,115 @@ def _sequence_pass(data, indices, indptr, split, binary, offsets, y, weights, ta
     unary_range : ndarray of shape (n_chunks, 2)
         Output with ``track_range``: the least and greatest unary score (X_t W) of each
         chunk.
+    lane_grads : ndarray of shape (n_lanes, n_table)
+        Output: Σ_{t in lane l} x_tᵀ G_t (in token order), laid out like the table.
+
+    Notes
+    -----
+    G lives only in the chunk's rows (a chunk's tokens by ``width``), read back by the
+    scatter while it is in cache: no (n_tokens, width) buffer.
     """
     s = n_states
-    width = rows.shape[1]
     n_blocks = width // BLOCK
     trans = pairwise[:s * s].reshape((s, s))
     start = pairwise[s * s:s * s + s]
     end = pairwise[s * s + s:s * s + 2 * s]
     expo, expo_t, start_padded, exp_end, trans_max, end_max = scaled_pairwise(
         trans, start, end, width)
-    for chunk in prange(bounds.shape[0] - 1):
-        first_seq, stop_seq = bounds[chunk], bounds[chunk + 1]
-        longest = 1
-        for seq in range(first_seq, stop_seq):
-            longest = max(longest, offsets[seq + 1] - offsets[seq])
-        alpha = np.empty((longest, width))
-        norm = np.empty(longest)
-        beta = np.empty((1, width))
-        weight = np.empty((1, width))
-        acc = pair[chunk]
-        for i in range(acc.shape[0]):
-            for j in range(width):
-                acc[i, j] = 0.0
-        low, high = np.inf, -np.inf
-        for seq in range(first_seq, stop_seq):
-            a, b = offsets[seq], offsets[seq + 1]
-            # unary scores X_t W, dense rows read by whole blocks: the reads past a row of
-            # w stay inside w (the pair parameters follow) and land in the padding, reset
-            # below
-            for t in range(a, b):
-                for block in range(n_blocks):
-                    _score_block(rows, t, data, indices, indptr[t], split[t], binary,
-                                 table, stride, block * BLOCK)
-                _add_sparse(rows, t, data, indices, split[t], indptr[t + 1], binary, table,
-                            sparse_offsets, table_labels)
-                for j in range(s, width):
-                    rows[t, j] = -np.inf
-                if track_range:
-                    for j in range(s):
-                        low = min(low, rows[t, j])
-                        high = max(high, rows[t, j])
-            gold = start[y[a]] + end[y[b - 1]] + rows[a, y[a]]
-            for t in range(a + 1, b):
-                gold += rows[t, y[t]] + trans[y[t - 1], y[t]]
-            log_z = scaled_forward_backward_one(
-                rows, a, b - a, s, expo, expo_t, start_padded, exp_end, trans_max, end_max,
-                alpha, norm, beta, weight, y[a:b], weights[seq], acc, True)
-            values[seq] = log_z - gold
-            for j in range(width):
-                acc[width, j] += rows[a, j]
-                acc[width + 1, j] += rows[b - 1, j]
-        if track_range:
-            unary_range[chunk, 0] = low
-            unary_range[chunk, 1] = high
-
-
-@njit(parallel=True, **_NJIT)
-def _scatter_pass(data, indices, indptr, split, binary, rows, n_states, stride,
-                  sparse_offsets, table_labels, lanes, lane_grads):
-    """Pass 2: lane_grads[l] = Σ_{t in lane l} x_tᵀ G_t (each lane in token order), laid
-    out like the table of :func:`_sequence_pass`.
-
-    Parameters
-    ----------
-    data, indices, indptr : CSR arrays of X (n_tokens, n_features)
-    rows : ndarray of shape (n_tokens, width)
-        G from :func:`_sequence_pass`.
-    split, stride, sparse_offsets, table_labels
-        The table layout, as in :func:`_sequence_pass`.
-    lanes : ndarray of shape (n_lanes + 1,)
-        Lane ``l`` holds tokens ``lanes[l]:lanes[l + 1]``.
-    lane_grads : ndarray of shape (n_lanes, n_table)
-        Output.
-    """
-    s = _unsigned(n_states)
-    width = _unsigned(stride)
+    stride_u = _unsigned(stride)
     one = _unsigned(1)
     for lane in prange(lanes.shape[0] - 1):
         out = lane_grads[lane]
         for i in range(out.shape[0]):
             out[i] = 0.0
-        for t in range(_unsigned(lanes[lane]), _unsigned(lanes[lane + 1])):
-            for p in range(_unsigned(indptr[t]), _unsigned(split[t])):
-                x = 1.0 if binary else data[p]
-                o = _unsigned(indices[p]) * width
-                for j in range(s):
-                    out[o + j] += x * rows[t, j]
-            for p in range(_unsigned(split[t]), _unsigned(indptr[t + one])):
-                x = 1.0 if binary else data[p]
-                f = _unsigned(indices[p])
-                for q in range(_unsigned(sparse_offsets[f]), _unsigned(sparse_offsets[f + one])):
-                    out[q] += x * rows[t, _unsigned(table_labels[q])]
+        first_chunk, stop_chunk = lanes[lane], lanes[lane + 1]
+        most = 1
+        longest = 1
+        for chunk in range(first_chunk, stop_chunk):
+            most = max(most, offsets[bounds[chunk + 1]] - offsets[bounds[chunk]])
+            for seq in range(bounds[chunk], bounds[chunk + 1]):
+                longest = max(longest, offsets[seq + 1] - offsets[seq])
+        rows = np.empty((most, width))
+        alpha = np.empty((longest, GROUP, width))
+        norm = np.empty((longest, GROUP))
+        beta = np.empty((1, GROUP, width))
+        weight = np.empty((PAIR_STEPS, GROUP, width))
+        firsts = np.empty(GROUP, dtype=np.int64)
+        lengths = np.empty(GROUP, dtype=np.int64)
+        scales = np.empty(GROUP)
+        golds = np.empty(GROUP)
+        log_z = np.empty(GROUP)
+        work = np.empty((2, GROUP))
+        steps = np.empty(PAIR_STEPS, dtype=np.int64)
+        for chunk in range(first_chunk, stop_chunk):
+            first_seq, stop_seq = bounds[chunk], bounds[chunk + 1]
+            base = offsets[first_seq]
+            stop = offsets[stop_seq]
+            labels = y[base:stop]
+            acc = pair[chunk:chunk + 1]
+            for i in range(acc.shape[1]):
+                for j in range(width):
+                    acc[0, i, j] = 0.0
+            low, high = np.inf, -np.inf
+            order = group_order(offsets, first_seq, stop_seq)
+            for head in range(0, order.shape[0], GROUP):
+                n_group = min(GROUP, order.shape[0] - head)
+                for g in range(n_group):
+                    seq = order[head + g]
+                    a, b = offsets[seq], offsets[seq + 1]
+                    # unary scores X_t W, dense rows read by whole blocks: the reads past
+                    # a row of w stay inside w (the pair parameters follow) and land in
+                    # the padding, reset below
+                    for t in range(a, b):
+                        r = t - base
+                        for block in range(n_blocks):
+                            _score_block(rows, r, data, indices, indptr[t], split[t], binary,
+                                         table, stride, block * BLOCK)
+                        _add_sparse(rows, r, data, indices, split[t], indptr[t + 1], binary,
+                                    table, sparse_offsets, table_labels)
+                        for j in range(s, width):
+                            rows[r, j] = -np.inf
+                        if track_range:
+                            for j in range(s):
+                                low = min(low, rows[r, j])
+                                high = max(high, rows[r, j])
+                    gold = start[y[a]] + end[y[b - 1]] + rows[a - base, y[a]]
+                    for t in range(a + 1, b):
+                        gold += rows[t - base, y[t]] + trans[y[t - 1], y[t]]
+                    golds[g] = gold
+                    firsts[g] = a - base
+                    lengths[g] = b - a
+                    scales[g] = weights[seq]
+                scaled_forward_backward_group(
+                    rows, firsts, lengths, n_group, s, expo, expo_t, start_padded, exp_end,
+                    trans_max, end_max, alpha, norm, beta, weight, labels, scales, acc, True,
+                    True, log_z, work, steps)
+                for g in range(n_group):
+                    seq = order[head + g]
+                    a, b = offsets[seq], offsets[seq + 1]
+                    values[seq] = log_z[g] - golds[g]
+                    for j in range(width):
+                        acc[0, width, j] += rows[a - base, j]
+                        acc[0, width + 1, j] += rows[b - 1 - base, j]
+            if track_range:
+                unary_range[chunk, 0] = low
+                unary_range[chunk, 1] = high
+            # Xᵀ G of the chunk's tokens, in token order
+            for t in range(_unsigned(base), _unsigned(stop)):
+                r = t - _unsigned(base)
+                # whole rows of ``stride`` entries (width in the compact layout, whose
+                # padding columns of G are 0; n_states otherwise)
+                for p in range(_unsigned(indptr[t]), _unsigned(split[t])):
+                    x = 1.0 if binary else data[p]
+                    o = _unsigned(indices[p]) * stride_u
+                    for j in range(stride_u):
+                        out[o + j] += x * rows[r, j]
+                for p in range(_unsigned(split[t]), _unsigned(indptr[t + one])):
+                    x = 1.0 if binary else data[p]
+                    f = _unsigned(indices[p])
+                    for q in range(_unsigned(sparse_offsets[f]),
+                                   _unsigned(sparse_offsets[f + one])):
+                        out[q] += x * rows[r, _unsigned(table_labels[q])]
 
 
 @njit(parallel=True, **_NJIT)

@@ -127,7 +127,8 @@ VITERBI_BLOCK = 16
 
 @njit(parallel=True, **_NJIT)
 def viterbi(unary, offsets, trans, start, end):
-    """Best label sequence of every chain (:func:`viterbi_one` per sequence).
+    """Best label sequence of every chain (:func:`viterbi_one`'s recursion, by
+    :func:`viterbi_group`: a chunk's sequences longest first, ``GROUP`` at a time).
 
     Sequences run in chunks of about equal token counts, one chunk per parallel
     iteration (see :func:`forward_backward_scaled`), with scratch of the chunk's longest
@@ -150,12 +151,22 @@ def viterbi(unary, offsets, trans, start, end):
         longest = 1
         for seq in range(bounds[chunk], bounds[chunk + 1]):
             longest = max(longest, offsets[seq + 1] - offsets[seq])
-        delta = np.empty((longest, width))
-        back = np.empty((longest, width), dtype=np.int32)
-        for seq in range(bounds[chunk], bounds[chunk + 1]):
-            a, b = offsets[seq], offsets[seq + 1]
-            best[seq] = viterbi_one(unary[a:b], padded, start, end, delta, back,
-                                    labels[a:b])
+        delta = np.empty((longest, GROUP, width))
+        back = np.empty((longest, GROUP, width), dtype=np.int32)
+        firsts = np.empty(GROUP, dtype=np.int64)
+        lengths = np.empty(GROUP, dtype=np.int64)
+        group_best = np.empty(GROUP)
+        order = group_order(offsets, bounds[chunk], bounds[chunk + 1])
+        for head in range(0, order.shape[0], GROUP):
+            n_group = min(GROUP, order.shape[0] - head)
+            for g in range(n_group):
+                seq = order[head + g]
+                firsts[g] = offsets[seq]
+                lengths[g] = offsets[seq + 1] - offsets[seq]
+            viterbi_group(unary, firsts, lengths, n_group, padded, start, end, delta, back,
+                          labels, group_best)
+            for g in range(n_group):
+                best[order[head + g]] = group_best[g]
     return labels, best
 
 
@@ -417,15 +428,341 @@ def scaled_forward_backward_one(rows, first, length, n_states, expo, expo_t, sta
     return log_z
 
 
-@njit(parallel=True, fastmath=_FAST, **_NJIT)
+#: Sequences of a chunk run through the scaled forward-backward this many at a time, in
+#: lockstep (:func:`scaled_forward_backward_group`).
+GROUP = 4
+
+
+@njit(inline="always")
+def _vector_matrix_group(coef, c_row, matrix, n_rows, out, o_row, n_group):
+    """out[o_row, g] = Σ_i coef[c_row, g, i] * matrix[i] for i < n_rows and g < n_group,
+    each sum in the order of i (a chain of fused multiply-adds, as :func:`_vector_matrix`).
+
+    Four rows of ``matrix`` per pass over a row of ``out`` (four multiply-adds per load and
+    store of it); a full group's four chains share each pass, so their independent sums
+    overlap instead of each waiting on its own chain.
+    """
+    if n_group == GROUP:
+        _vector_matrix_four(coef, c_row, matrix, n_rows, out, o_row)
+        return
+    width = out.shape[2]
+    for g in range(n_group):
+        c = coef[c_row, g, 0]
+        for j in range(width):
+            out[o_row, g, j] = c * matrix[0, j]
+    i = 1
+    while i + 4 <= n_rows:
+        for g in range(n_group):
+            c0, c1 = coef[c_row, g, i], coef[c_row, g, i + 1]
+            c2, c3 = coef[c_row, g, i + 2], coef[c_row, g, i + 3]
+            for j in range(width):
+                v = out[o_row, g, j]
+                v += c0 * matrix[i, j]
+                v += c1 * matrix[i + 1, j]
+                v += c2 * matrix[i + 2, j]
+                v += c3 * matrix[i + 3, j]
+                out[o_row, g, j] = v
+        i += 4
+    while i < n_rows:
+        for g in range(n_group):
+            c = coef[c_row, g, i]
+            for j in range(width):
+                out[o_row, g, j] += c * matrix[i, j]
+        i += 1
+
+
+@njit(inline="always")
+def _vector_matrix_four(coef, c_row, matrix, n_rows, out, o_row):
+    """:func:`_vector_matrix_group` of a full group (four chains), the four in one loop."""
+    width = out.shape[2]
+    a, b, c, d = coef[c_row, 0, 0], coef[c_row, 1, 0], coef[c_row, 2, 0], coef[c_row, 3, 0]
+    for j in range(width):
+        m = matrix[0, j]
+        out[o_row, 0, j] = a * m
+        out[o_row, 1, j] = b * m
+        out[o_row, 2, j] = c * m
+        out[o_row, 3, j] = d * m
+    i = 1
+    while i + 2 <= n_rows:
+        a0, a1 = coef[c_row, 0, i], coef[c_row, 0, i + 1]
+        b0, b1 = coef[c_row, 1, i], coef[c_row, 1, i + 1]
+        c0, c1 = coef[c_row, 2, i], coef[c_row, 2, i + 1]
+        d0, d1 = coef[c_row, 3, i], coef[c_row, 3, i + 1]
+        for j in range(width):
+            m0 = matrix[i, j]
+            m1 = matrix[i + 1, j]
+            v = out[o_row, 0, j]
+            v += a0 * m0
+            v += a1 * m1
+            out[o_row, 0, j] = v
+            v = out[o_row, 1, j]
+            v += b0 * m0
+            v += b1 * m1
+            out[o_row, 1, j] = v
+            v = out[o_row, 2, j]
+            v += c0 * m0
+            v += c1 * m1
+            out[o_row, 2, j] = v
+            v = out[o_row, 3, j]
+            v += d0 * m0
+            v += d1 * m1
+            out[o_row, 3, j] = v
+        i += 2
+    while i < n_rows:
+        a, b, c, d = coef[c_row, 0, i], coef[c_row, 1, i], coef[c_row, 2, i], coef[c_row, 3, i]
+        for j in range(width):
+            m = matrix[i, j]
+            out[o_row, 0, j] += a * m
+            out[o_row, 1, j] += b * m
+            out[o_row, 2, j] += c * m
+            out[o_row, 3, j] += d * m
+        i += 1
+
+
+#: Positions whose transition sums the group kernel adds in one pass over ``pair``.
+PAIR_STEPS = 4
+
+
+@njit(inline="always")
+def _add_pair_steps(alpha, weight, steps, n_steps, lengths, n_group, n_states, log_z, scales,
+                    pair, shared_pair):
+    """pair[g] (or pair[0]) += scales[g] * alpha[t - 1, g] ⊗ weight[k, g] for the buffered
+    positions t = steps[k], k < n_steps (decreasing), each entry's additions in that order:
+    the same sums as one position at a time, with a load and store of ``pair`` per
+    ``n_steps`` multiply-adds. A chain shorter than t + 1 adds 0 for that position."""
+    width = pair.shape[2]
+    for g in range(n_group):
+        if log_z[g] == -np.inf:
+            continue
+        p = 0 if shared_pair else g
+        scale = scales[g]
+        length = lengths[g]
+        for i in range(n_states):
+            if n_steps == PAIR_STEPS:
+                t0, t1, t2, t3 = steps[0], steps[1], steps[2], steps[3]
+                c0 = scale * alpha[t0 - 1, g, i] if t0 < length else 0.0
+                c1 = scale * alpha[t1 - 1, g, i] if t1 < length else 0.0
+                c2 = scale * alpha[t2 - 1, g, i] if t2 < length else 0.0
+                c3 = scale * alpha[t3 - 1, g, i] if t3 < length else 0.0
+                for j in range(width):
+                    v = pair[p, i, j]
+                    v += c0 * weight[0, g, j]
+                    v += c1 * weight[1, g, j]
+                    v += c2 * weight[2, g, j]
+                    v += c3 * weight[3, g, j]
+                    pair[p, i, j] = v
+            else:
+                for k in range(n_steps):
+                    t = steps[k]
+                    if not t < length:
+                        continue
+                    ck = scale * alpha[t - 1, g, i]
+                    for j in range(width):
+                        pair[p, i, j] += ck * weight[k, g, j]
+
+
+@njit(inline="always")
+def _group_row_sum(matrix, r, g):
+    """sum(matrix[r, g]), in four interleaved sums (as :func:`_row_sum`)."""
+    s0 = s1 = s2 = s3 = 0.0
+    for o in range(0, matrix.shape[2], 4):
+        s0 += matrix[r, g, o]
+        s1 += matrix[r, g, o + 1]
+        s2 += matrix[r, g, o + 2]
+        s3 += matrix[r, g, o + 3]
+    return (s0 + s1) + (s2 + s3)
+
+
+@njit(inline="always")
+def _active(lengths, n_group, t):
+    """How many sequences of a group (lengths decreasing) are longer than ``t``."""
+    n = n_group
+    while n > 0 and lengths[n - 1] <= t:
+        n -= 1
+    return n
+
+
+@njit(fastmath=_CONTRACT, **_NJIT)
+def scaled_forward_backward_group(rows, firsts, lengths, n_group, n_states, expo, expo_t,
+                                  start, exp_end, trans_max, end_max, alpha, norm, beta,
+                                  weight, labels, scales, pair, shared_pair, with_marginals,
+                                  log_z, work, steps):
+    """:func:`scaled_forward_backward_one` of up to ``GROUP`` chains in lockstep.
+
+    Every chain goes through the same operations, in the same order, as in
+    :func:`scaled_forward_backward_one`, so its log-partition, marginals and (with
+    ``shared_pair`` False) transition sums are the same bits; position by position, the
+    products of the group's chains with the transition factors are interleaved
+    (:func:`_vector_matrix_group`), which keeps the core's multiply-add units busy where
+    one chain's dependent sums would leave them waiting.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n_rows, width)
+        As in :func:`scaled_forward_backward_one`; chain g has rows ``firsts[g]:firsts[g]
+        + lengths[g]``.
+    firsts, lengths : ndarray of shape (>= n_group,), int64
+        Lengths >= 1, in decreasing order.
+    n_group : int
+        At most ``GROUP``.
+    alpha : ndarray of shape (>= longest, GROUP, width)
+    norm : ndarray of shape (>= longest, GROUP)
+    beta : ndarray of shape (1, GROUP, width)
+        Scratch.
+    weight : ndarray of shape (PAIR_STEPS, GROUP, width)
+        Scratch.
+    labels : ndarray of shape (n_rows,) or (0,), int
+        Gold labels of the rows (``labels[firsts[g] + t]``), subtracted from the marginals.
+    scales : ndarray of shape (>= n_group,)
+        The factor of each chain's marginals and transition sums.
+    pair : ndarray of shape (GROUP, width, width), or (1, >= width, width) with
+        ``shared_pair``
+        The transition sums are ADDED to ``pair[g]`` (one chain each), or all to
+        ``pair[0]`` with ``shared_pair``, position by position with the chains in group
+        order (so not in the order of chain after chain).
+    log_z : ndarray of shape (>= n_group,)
+        Output: log Z of each chain, -inf when no labeling has a finite score (its
+        outputs are then meaningless and its transition sums untouched).
+    work : ndarray of shape (2, GROUP)
+        Scratch.
+    steps : ndarray of shape (PAIR_STEPS,), int64
+        Scratch.
+    """
+    width = rows.shape[1]
+    tops = work[0]
+    closing = work[1]
+    for g in range(n_group):
+        f = firsts[g]
+        top = -np.inf
+        for j in range(width):
+            v = start[j] + rows[f, j]
+            rows[f, j] = v
+            top = max(top, v)
+        if top == -np.inf:
+            log_z[g] = -np.inf
+            for j in range(width):
+                alpha[0, g, j] = 0.0
+            continue
+        for j in range(width):
+            alpha[0, g, j] = _exp_nonpositive(rows[f, j] - top)
+        total = _group_row_sum(alpha, 0, g)
+        inv = 1.0 / total
+        for j in range(width):
+            alpha[0, g, j] *= inv
+        log_z[g] = top + np.log(total)
+    longest = lengths[0]
+    for t in range(1, longest):
+        n_active = _active(lengths, n_group, t)
+        for g in range(n_active):
+            if log_z[g] == -np.inf:
+                continue
+            r = firsts[g] + t
+            top = _row_max(rows, r)
+            tops[g] = top
+            if top == -np.inf:
+                log_z[g] = -np.inf
+                continue
+            for j in range(width):
+                rows[r, j] = _exp_nonpositive(rows[r, j] - top)
+        _vector_matrix_group(alpha, t - 1, expo, n_states, alpha, t, n_active)
+        for g in range(n_active):
+            if log_z[g] > -np.inf:
+                r = firsts[g] + t
+                for j in range(width):
+                    alpha[t, g, j] *= rows[r, j]
+                total = _group_row_sum(alpha, t, g)
+                if total > 0.0:
+                    inv = 1.0 / total
+                    norm[t, g] = inv
+                    for j in range(width):
+                        alpha[t, g, j] *= inv
+                    log_z[g] += tops[g] + trans_max + np.log(total)
+                    continue
+                log_z[g] = -np.inf
+            for j in range(width):
+                alpha[t, g, j] = 0.0
+    for g in range(n_group):
+        if log_z[g] == -np.inf:
+            continue
+        last = lengths[g] - 1
+        c = 0.0
+        for j in range(width):
+            c += alpha[last, g, j] * exp_end[j]
+        if not c > 0.0:
+            log_z[g] = -np.inf
+            continue
+        closing[g] = c
+        log_z[g] += end_max + np.log(c)
+    if not with_marginals:
+        return
+    n_buffered = 0
+    for t in range(longest - 1, 0, -1):
+        n_active = _active(lengths, n_group, t)
+        k = n_buffered
+        for g in range(n_active):
+            if log_z[g] == -np.inf:
+                for j in range(width):
+                    weight[k, g, j] = 0.0
+                continue
+            if lengths[g] - 1 == t:
+                inv = 1.0 / closing[g]
+                for j in range(width):
+                    beta[0, g, j] = exp_end[j] * inv
+            r = firsts[g] + t
+            inv = norm[t, g]
+            scale = scales[g]
+            for j in range(width):
+                weight[k, g, j] = rows[r, j] * beta[0, g, j] * inv
+                rows[r, j] = scale * alpha[t, g, j] * beta[0, g, j]
+        for g in range(n_active, n_group):
+            for j in range(width):
+                weight[k, g, j] = 0.0
+        steps[k] = t
+        n_buffered += 1
+        _vector_matrix_group(weight, k, expo_t, n_states, beta, 0, n_active)
+        if n_buffered == PAIR_STEPS or t == 1:
+            _add_pair_steps(alpha, weight, steps, n_buffered, lengths, n_group, n_states,
+                            log_z, scales, pair, shared_pair)
+            n_buffered = 0
+    for g in range(n_group):
+        if log_z[g] == -np.inf:
+            continue
+        if lengths[g] == 1:
+            inv = 1.0 / closing[g]
+            for j in range(width):
+                beta[0, g, j] = exp_end[j] * inv
+        f = firsts[g]
+        scale = scales[g]
+        for j in range(width):
+            rows[f, j] = scale * alpha[0, g, j] * beta[0, g, j]
+        if labels.shape[0] > 0:
+            for t in range(lengths[g]):
+                rows[f + t, labels[f + t]] -= scale
+
+
+@njit(inline="always")
+def group_order(offsets, first_seq, stop_seq):
+    """The sequences ``first_seq:stop_seq``, longest first (ties in order): consecutive
+    ``GROUP`` of them run in lockstep."""
+    n = stop_seq - first_seq
+    lengths = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        lengths[k] = offsets[first_seq + k] - offsets[first_seq + k + 1]
+    return np.argsort(lengths, kind="mergesort") + first_seq
+
+
 def forward_backward_scaled(unary, offsets, trans, start, end, with_marginals):
     """Log-partition and marginals with per-position rescaling
-    (:func:`scaled_forward_backward_one` per sequence).
+    (:func:`scaled_forward_backward_group`, sequences of a chunk in groups of ``GROUP``).
 
     Sequences run in chunks of about equal token counts (``token_chunks``), one chunk
     per parallel iteration: under :func:`~skstruct.utils._parallel.dynamic_schedule` the
     threads take chunks as they finish. The kernel has no other parallel loop (no
     whole-array expression), so that schedule applies to the chunks only.
+
+    The outputs are allocated by numpy, which asks the kernel for huge pages for large
+    arrays: the marginals of a large batch then cost a few hundred page faults instead of
+    one per 4 KiB (tens of milliseconds of system time for 200,000 tokens at 22 states).
 
     Returns
     -------
@@ -437,51 +774,241 @@ def forward_backward_scaled(unary, offsets, trans, start, end, with_marginals):
     """
     n_tokens, n_states = unary.shape
     n_seq = offsets.shape[0] - 1
+    log_z = np.empty(n_seq)
+    marg = np.empty((n_tokens if with_marginals else 0, n_states))
+    trans_marg = np.empty((n_seq if with_marginals else 0, n_states, n_states))
+    _forward_backward_scaled_into(unary, offsets, trans, start, end, with_marginals, log_z,
+                                  marg, trans_marg)
+    return log_z, marg, trans_marg
+
+
+@njit(**_NJIT)
+def viterbi_group(unary, firsts, lengths, n_group, trans, start, end, delta, back, labels,
+                  best):
+    """:func:`viterbi_one` of up to ``GROUP`` chains in lockstep: the same labels and
+    scores, chain by chain (the same comparisons in the same order); position by
+    position, the group's recursions take turns at each pass (up to eight previous
+    states per pass over a row), so their independent comparisons overlap.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_rows, n_states)
+        Chain g has rows ``firsts[g]:firsts[g] + lengths[g]``.
+    firsts, lengths : ndarray of shape (>= n_group,), int64
+        Lengths >= 1, in decreasing order.
+    n_group : int
+        At most ``GROUP``.
+    trans : ndarray of shape (n_states, width), width >= n_states
+        Columns past ``n_states`` -inf.
+    start, end : ndarray of shape (n_states,)
+    delta : ndarray of shape (>= longest, GROUP, width), float64
+    back : ndarray of shape (>= longest, GROUP, width), int32
+        Scratch.
+    labels : ndarray of shape (n_rows,), int64
+        Output: the best labels of chain g at ``firsts[g]:firsts[g] + lengths[g]``.
+    best : ndarray of shape (>= n_group,)
+        Output: the best scores (-inf when no labeling has a finite score).
+    """
+    n_states = unary.shape[1]
+    width = trans.shape[1]
+    for g in range(n_group):
+        f = firsts[g]
+        for j in range(n_states):
+            delta[0, g, j] = start[j] + unary[f, j]
+        for j in range(n_states, width):
+            delta[0, g, j] = -np.inf
+    for t in range(1, lengths[0]):
+        n_active = _active(lengths, n_group, t)
+        for g in range(n_active):
+            first = delta[t - 1, g, 0]
+            for j in range(width):
+                delta[t, g, j] = first + trans[0, j]
+                back[t, g, j] = 0
+        # eight (then four, two, one) previous states per pass over a row of delta, the
+        # group's chains one after the other at each pass (one chain per loop: few
+        # enough memory streams for the loop vectorizer)
+        i = 1
+        while i + 8 <= n_states:
+            i1, i2, i3, i4, i5, i6, i7 = i + 1, i + 2, i + 3, i + 4, i + 5, i + 6, i + 7
+            for g in range(n_active):
+                d0 = delta[t - 1, g, i]
+                d1 = delta[t - 1, g, i1]
+                d2 = delta[t - 1, g, i2]
+                d3 = delta[t - 1, g, i3]
+                d4 = delta[t - 1, g, i4]
+                d5 = delta[t - 1, g, i5]
+                d6 = delta[t - 1, g, i6]
+                d7 = delta[t - 1, g, i7]
+                for j in range(width):
+                    top = delta[t, g, j]
+                    arg = back[t, g, j]
+                    v = d0 + trans[i, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i if better else arg
+                    v = d1 + trans[i1, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i1 if better else arg
+                    v = d2 + trans[i2, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i2 if better else arg
+                    v = d3 + trans[i3, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i3 if better else arg
+                    v = d4 + trans[i4, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i4 if better else arg
+                    v = d5 + trans[i5, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i5 if better else arg
+                    v = d6 + trans[i6, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i6 if better else arg
+                    v = d7 + trans[i7, j]
+                    better = v > top
+                    delta[t, g, j] = v if better else top
+                    back[t, g, j] = i7 if better else arg
+            i += 8
+        while i + 4 <= n_states:
+            i1, i2, i3 = i + 1, i + 2, i + 3
+            for g in range(n_active):
+                d0 = delta[t - 1, g, i]
+                d1 = delta[t - 1, g, i1]
+                d2 = delta[t - 1, g, i2]
+                d3 = delta[t - 1, g, i3]
+                for j in range(width):
+                    top = delta[t, g, j]
+                    arg = back[t, g, j]
+                    v = d0 + trans[i, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i if better else arg
+                    v = d1 + trans[i1, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i1 if better else arg
+                    v = d2 + trans[i2, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i2 if better else arg
+                    v = d3 + trans[i3, j]
+                    better = v > top
+                    delta[t, g, j] = v if better else top
+                    back[t, g, j] = i3 if better else arg
+            i += 4
+        while i + 2 <= n_states:
+            i1 = i + 1
+            for g in range(n_active):
+                d0 = delta[t - 1, g, i]
+                d1 = delta[t - 1, g, i1]
+                for j in range(width):
+                    top = delta[t, g, j]
+                    arg = back[t, g, j]
+                    v = d0 + trans[i, j]
+                    better = v > top
+                    top = v if better else top
+                    arg = i if better else arg
+                    v = d1 + trans[i1, j]
+                    better = v > top
+                    delta[t, g, j] = v if better else top
+                    back[t, g, j] = i1 if better else arg
+            i += 2
+        if i < n_states:
+            for g in range(n_active):
+                d = delta[t - 1, g, i]
+                for j in range(width):
+                    v = d + trans[i, j]
+                    better = v > delta[t, g, j]
+                    delta[t, g, j] = v if better else delta[t, g, j]
+                    back[t, g, j] = i if better else back[t, g, j]
+        for g in range(n_active):
+            r = firsts[g] + t
+            for j in range(n_states):
+                delta[t, g, j] += unary[r, j]
+    for g in range(n_group):
+        last = lengths[g] - 1
+        arg_end = 0
+        top = delta[last, g, 0] + end[0]
+        for j in range(1, n_states):
+            v = delta[last, g, j] + end[j]
+            if v > top:
+                top = v
+                arg_end = j
+        best[g] = top
+        f = firsts[g]
+        labels[f + last] = arg_end
+        for t in range(last, 0, -1):
+            labels[f + t - 1] = back[t, g, labels[f + t]]
+
+
+@njit(parallel=True, fastmath=_FAST, **_NJIT)
+def _forward_backward_scaled_into(unary, offsets, trans, start, end, with_marginals, log_z,
+                                  marg, trans_marg):
+    """:func:`forward_backward_scaled` into given outputs (every entry is written)."""
+    n_tokens, n_states = unary.shape
     width = padded_width(n_states)
     expo, expo_t, start_padded, exp_end, trans_max, end_max = scaled_pairwise(
         trans, start, end, width)
     bounds = token_chunks(offsets, chunk_count_of(offsets))
-    log_z = np.empty(n_seq)
-    # np.empty, not np.zeros: no whole-array operation outside the loop over chunks (it
-    # would be a parallel loop of its own, cut into single elements under the dynamic
-    # schedule); every chunk writes all of its rows
-    marg = np.empty((n_tokens if with_marginals else 0, n_states))
-    trans_marg = np.empty((n_seq if with_marginals else 0, n_states, n_states))
     no_labels = np.empty(0, dtype=np.int64)
+    ones = np.empty(GROUP)
+    for g in range(GROUP):
+        ones[g] = 1.0
     for chunk in prange(bounds.shape[0] - 1):
         longest = 1
         for seq in range(bounds[chunk], bounds[chunk + 1]):
             longest = max(longest, offsets[seq + 1] - offsets[seq])
-        rows = np.empty((longest, width))
-        alpha = np.empty((longest, width))
-        norm = np.empty(longest)
-        beta = np.empty((1, width))
-        weight = np.empty((1, width))
-        pair = np.empty((width, width))
-        for seq in range(bounds[chunk], bounds[chunk + 1]):
-            a, b = offsets[seq], offsets[seq + 1]
-            for t in range(b - a):
-                for j in range(n_states):
-                    rows[t, j] = unary[a + t, j]
-                for j in range(n_states, width):
-                    rows[t, j] = -np.inf
-            for i in range(width):
-                for j in range(width):
-                    pair[i, j] = 0.0
-            lz = scaled_forward_backward_one(
-                rows, 0, b - a, n_states, expo, expo_t, start_padded, exp_end, trans_max,
-                end_max, alpha, norm, beta, weight, no_labels, 1.0, pair, with_marginals)
-            log_z[seq] = lz
-            if not with_marginals:
-                continue
-            feasible = lz > -np.inf
-            for t in range(b - a):
-                for j in range(n_states):
-                    marg[a + t, j] = rows[t, j] if feasible else 0.0
-            for i in range(n_states):
-                for j in range(n_states):
-                    trans_marg[seq, i, j] = expo[i, j] * pair[i, j] if feasible else 0.0
-    return log_z, marg, trans_marg
+        rows = np.empty((GROUP * longest, width))
+        alpha = np.empty((longest, GROUP, width))
+        norm = np.empty((longest, GROUP))
+        beta = np.empty((1, GROUP, width))
+        weight = np.empty((PAIR_STEPS, GROUP, width))
+        pair = np.empty((GROUP, width, width))
+        firsts = np.empty(GROUP, dtype=np.int64)
+        lengths = np.empty(GROUP, dtype=np.int64)
+        group_log_z = np.empty(GROUP)
+        work = np.empty((2, GROUP))
+        steps = np.empty(PAIR_STEPS, dtype=np.int64)
+        order = group_order(offsets, bounds[chunk], bounds[chunk + 1])
+        for head in range(0, order.shape[0], GROUP):
+            n_group = min(GROUP, order.shape[0] - head)
+            for g in range(n_group):
+                seq = order[head + g]
+                a, b = offsets[seq], offsets[seq + 1]
+                firsts[g] = g * longest
+                lengths[g] = b - a
+                for t in range(b - a):
+                    for j in range(n_states):
+                        rows[g * longest + t, j] = unary[a + t, j]
+                    for j in range(n_states, width):
+                        rows[g * longest + t, j] = -np.inf
+                for i in range(width):
+                    for j in range(width):
+                        pair[g, i, j] = 0.0
+            scaled_forward_backward_group(
+                rows, firsts, lengths, n_group, n_states, expo, expo_t, start_padded,
+                exp_end, trans_max, end_max, alpha, norm, beta, weight, no_labels, ones,
+                pair, False, with_marginals, group_log_z, work, steps)
+            for g in range(n_group):
+                seq = order[head + g]
+                a, b = offsets[seq], offsets[seq + 1]
+                lz = group_log_z[g]
+                log_z[seq] = lz
+                if not with_marginals:
+                    continue
+                feasible = lz > -np.inf
+                for t in range(b - a):
+                    for j in range(n_states):
+                        marg[a + t, j] = rows[g * longest + t, j] if feasible else 0.0
+                for i in range(n_states):
+                    for j in range(n_states):
+                        trans_marg[seq, i, j] = expo[i, j] * pair[g, i, j] if feasible else 0.0
 
 
 @njit(inline="always")
