@@ -244,6 +244,7 @@ def main():
         out["rows"].append(measure(
             f"equal regularization: C = {args.C:g}, alpha = 1/(C n) = {1 / (args.C * n):.4g}",
             settings, X, y, X_test, y_test, args, args.repeats))
+        _written(out)
     if "tuned" in args.rows:
         n_fit = int(np.ceil(0.75 * n))
         grid = list(args.grid)
@@ -265,11 +266,17 @@ def main():
             settings, X, y, X_test, y_test, args, 1)
         row["selection"] = selection
         out["rows"].append(row)
+        _written(out)
     if "alone" in args.rows:
         out["rows"].append({"row": f"pystruct alone in a fresh process: C = {args.C:g}",
                             "alone": run_alone(args)})
+    _written(out)
+
+
+def _written(out):
+    """Write the rows measured so far (a long run stopped later keeps them)."""
     out["load_after"] = load_average()
-    write(out)
+    write(json.loads(json.dumps(out)))
 
 
 def _kind(row):
