@@ -33,9 +33,9 @@ Rows (``--rows``):
 
 The final fits of a row run in one process, alternating (``_compare.alternate``:
 ``--repeats`` rounds, the order reversed every other round), after a warm-up fit of
-each side; wall and process CPU time (pystruct is single-threaded; skstruct's kernels use
-both cores, so CPU time is the fair measure on a shared machine); the 1-minute load
-average before and after.
+each side; wall and process CPU time (pystruct mostly runs on one core, its linear
+algebra at times on more; skstruct's kernels use both cores, so CPU time is the fair
+measure on a shared machine); the 1-minute load average before and after.
 
 pystruct comes from the peers' environment (``../shared/peers/setup_peers.sh``): run
 either that environment's python with this tree on the path, or skstruct's with the
@@ -297,6 +297,8 @@ def _upgrade(row):
 
 
 def _admm_text(run):
+    if not any("sides" in row or "skstruct" in row for row in run["rows"]):
+        return "pystruct only"
     admm = run.get("admm")
     if admm is None:
         return "ADMM 200 iterations, residuals 1e-4 (the script's settings then)"
