@@ -151,7 +151,8 @@ def minimize_cutting_plane(
         iterate of smallest P(w) among those evaluated by the decoder, not the last (the
         cutting plane's iterates do not decrease P monotonically):
         ``extra["best_iteration"]`` is its decoder call (None when converged), and
-        ``message`` says so when it is not the last.
+        ``message`` says so when it is not the last. Such a run, the callback's included,
+        has ``converged=False``.
 
     References
     ----------
@@ -199,7 +200,8 @@ def _cutting_plane(risk, w0, max_iter, tol, cache_size, verbose, callback, print
             gaps.append(primal - working.objective)
             best.offer(w, primal, n_calls)
             if progress.report(w, primal, gap=gaps[-1], planes=working.size):
-                message, converged = "stopped by callback", True
+                # stopped before the tolerance: not converged (its best iterate returned)
+                message = "stopped by callback"
                 break
             if violation <= working.slack + tol:
                 message, converged = "no constraint violated by more than tol", True

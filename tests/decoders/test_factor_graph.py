@@ -88,6 +88,15 @@ def test_pairwise_graph_has_every_pair_once():
     np.testing.assert_array_equal(given.pairs, [[0, 3], [1, 2]])
 
 
+def test_pairwise_graph_with_pairs_none_couples_every_pair():
+    every = FactorGraph.pairwise(5, pairs=None, at_least_one=True)
+    np.testing.assert_array_equal(every.pairs, FactorGraph.pairwise(5).pairs)
+    assert {tuple(p) for p in every.pairs} == set(itertools.combinations(range(5), 2))
+    assert every.n_factors == 11
+    with pytest.raises(ValueError, match="pairs must be 'all'"):
+        FactorGraph.pairwise(5, pairs="some")
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda g, v, w: g.add_xor(v[[0, 0]]), "at most once"),
     (lambda g, v, w: g.add_xor(w), "another FactorGraph"),

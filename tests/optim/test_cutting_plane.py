@@ -187,5 +187,6 @@ def test_converges_to_tol_and_reports_progress(sequences):
     stopped = minimize_cutting_plane(risk, max_iter=500, tol=1e-4,
                                      callback=lambda k, w, value: k == 3)
     assert stopped.n_iter == 3 and stopped.message.startswith("stopped by callback")
+    assert not stopped.converged
     # a run stopped by its callback returns its best evaluated iterate
     assert risk.value(stopped.w) == pytest.approx(min(stopped.objective_curve), rel=1e-10)

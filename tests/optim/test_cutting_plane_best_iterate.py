@@ -76,3 +76,22 @@ def test_capped_fit_warns_that_it_returned_the_best_iterate(sequences):
         pytest.fail("no capped fit with a non-monotone objective to test on")
     messages = [str(w.message) for w in caught if w.category is ConvergenceWarning]
     assert any("returned the best iterate" in m for m in messages)
+
+
+def test_cutting_plane_stopped_by_its_callback_is_not_converged(sequences):
+    risk = _risk(sequences, 0.005)
+    full = minimize_cutting_plane(risk, max_iter=500, tol=1e-3)
+    assert full.converged and full.n_iter > 3
+    stopped = minimize_cutting_plane(risk, max_iter=500, tol=1e-3,
+                                     callback=lambda k, w, value: k == 3)
+    assert stopped.n_iter == 3 and stopped.message.startswith("stopped by callback")
+    assert not stopped.converged
+    # the estimator says so: a ConvergenceWarning naming the callback
+    X, y, _ = sequences
+    model = StructuredSVM(ChainDecoder(), alpha=0.005, solver="cutting_plane",
+                          max_iter=500, tol=1e-3, callback=lambda k, w, value: k == 3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(X, y)
+    messages = [str(w.message) for w in caught if w.category is ConvergenceWarning]
+    assert any("stopped by callback" in m for m in messages)

@@ -311,8 +311,9 @@ class FactorGraph:
         Parameters
         ----------
         n_labels : int >= 1
-        pairs : "all" or array-like of shape (n_pairs, 2), default="all"
-            Every pair of labels (i < j, in row-major order), or the pairs to couple.
+        pairs : "all", None or array-like of shape (n_pairs, 2), default="all"
+            Every pair of labels (i < j, in row-major order; None means the same), or the
+            pairs to couple.
         at_least_one : bool, default=False
             Add an OR factor: some label is on.
         max_labels : int, default=None
@@ -332,6 +333,8 @@ class FactorGraph:
             raise ValueError(f"n_labels must be an integer >= 1; got {n_labels!r}.")
         graph = cls()
         labels = graph.variables(n_labels)
+        if pairs is None:
+            pairs = "all"
         if isinstance(pairs, str):
             if pairs != "all":
                 raise ValueError(f"pairs must be 'all' or an array of label pairs; got "
