@@ -349,7 +349,8 @@ class LPSparseMAPResult:
 
 
 class LPSparseMAPWarmState:
-    """The ADMM state an LP-SparseMAP solve can start from (:meth:`LPSparseMAPResult.warm_state`).
+    """The ADMM state an LP-SparseMAP solve can start from
+    (:meth:`LPSparseMAPResult.warm_state`).
 
     Attributes
     ----------

@@ -18,9 +18,9 @@ examples (the LP-SparseMAP warm start u, λ', ρ; BCFW's dual blocks and the war
 of every example's LP-MAP), the scores, gold parts, solves and gradient parts with one
 chunk. The structured hinge's one-slack cutting plane builds its constraints over the
 whole batch at once and is counted so (``solver="cutting_plane"``).
-:class:`~skstruct.decoders.FactorGraphDecoder` compares it with its ``max_memory`` before the first allocation of a fit (and
-:func:`solve_bytes` before every solve) and raises :class:`FactorGraphMemoryError`
-past it.
+:class:`~skstruct.decoders.FactorGraphDecoder` compares it with its ``max_memory``
+before the first allocation of a fit (and :func:`solve_bytes` before every solve) and
+raises :class:`FactorGraphMemoryError` past it.
 """
 
 __all__ = ["DEFAULT_MAX_MEMORY", "EVALUATION_CHUNK_BYTES", "FactorGraphMemoryError",
