@@ -171,7 +171,9 @@ def main():
         + ("Decoder: `FactorGraphDecoder(graph)`, its defaults (ADMM max_iter=1000, "
            "tol=1e-6, max_memory=2 GiB: a fit over the limit raises)."
            if args.default_decoder else
-           "Decoder: ADMM max_iter=200, tol=1e-4, no memory limit (to measure)."), "",
+           "Decoder: ADMM max_iter=200, tol=1e-4, "
+           + ("no memory limit (to measure)." if args.max_memory is None else
+              f"max_memory={args.max_memory:.10g} (a fit over it raises).")), "",
         "Command: `PYTHONPATH=. python benchmarks/bench_factor_graph_memory.py "
         + " ".join(sys.argv[1:]) + "`", "",
         "| data set | learner | examples | labels | PAIR factors | peak (MiB) | estimate "
