@@ -12,10 +12,19 @@ CPU time, and the test example-F1 and Hamming loss. Appends one JSON line per ru
 
     PYTHONPATH=. python benchmarks/bench_factor_graph_convergence.py \\
         --learner lp_sparsemap --pairs cooccurring --cap 600
+
+``--defaults``: the decoder's and the learner's default settings (``StructuredSVM``:
+BCFW, alpha 1e-2, duality-gap tolerance 1e-3; ``SparseMAPClassifier``: alpha 1e-4,
+100 L-BFGS iterations, gradient tolerance 1e-4; ``FactorGraphDecoder``: ADMM 1000
+iterations, tol 1e-6, ``max_memory`` 2 GiB), ``--alpha`` aside. Every row records the
+callback's trace (iteration, CPU and wall seconds, objective), the load averages and
+the peak resident size of the whole process (data and compiled kernels included).
 """
 
 import argparse
 import json
+import os
+import resource
 import time
 import warnings
 from pathlib import Path
@@ -33,8 +42,13 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "multilabel"
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--learner", choices=("lp_sparsemap", "hinge_lp_map"),
+    parser.add_argument("--learner", choices=("lp_sparsemap", "hinge_lp_map",
+                                              "hinge_bcfw"),
                         required=True)
+    parser.add_argument("--defaults", action="store_true",
+                        help="the learner's and the decoder's default settings (ADMM "
+                             "max_iter=1000, tol=1e-6, max_memory=2 GiB; the learner's "
+                             "alpha, solver, max_iter and tol) except --alpha if given")
     parser.add_argument("--pairs", choices=("all", "cooccurring"), default="all")
     parser.add_argument("--alpha", type=float, default=None)
     parser.add_argument("--cap", type=float, default=600.0)
@@ -55,11 +69,25 @@ def main():
     if args.max_memory == 0:
         limit = {"max_memory": None}
     start = [0.0, 0.0]
+    trace = []
 
     def cap(n_iter, w, objective):
+        trace.append((int(n_iter), time.process_time() - start[1],
+                      time.perf_counter() - start[0], float(objective)))
         return time.process_time() - start[1] > 2 * args.cap
 
-    if args.learner == "lp_sparsemap":
+    if args.defaults:
+        decoder = FactorGraphDecoder(graph, **limit)
+        options = {} if args.alpha is None else {"alpha": args.alpha}
+        if args.learner == "lp_sparsemap":
+            decoder.set_params(decision="marginals")
+            model = SparseMAPClassifier(decoder=decoder, callback=cap, **options)
+        elif args.learner == "hinge_bcfw":
+            model = StructuredSVM(decoder, callback=cap, **options)
+        else:
+            model = StructuredSVM(decoder, solver="cutting_plane", callback=cap, **options)
+        alpha = model.alpha
+    elif args.learner == "lp_sparsemap":
         decoder = FactorGraphDecoder(graph, max_iter=args.admm_max_iter, tol=args.admm_tol,
                                      decision="marginals", **limit)
         alpha = 1e-3 if args.alpha is None else args.alpha
@@ -69,7 +97,9 @@ def main():
         decoder = FactorGraphDecoder(graph, max_iter=args.admm_max_iter, tol=args.admm_tol,
                                      **limit)
         alpha = 1e-2 if args.alpha is None else args.alpha
-        model = StructuredSVM(decoder, alpha=alpha, solver="cutting_plane", tol=0.01,
+        solver = "bcfw" if args.learner == "hinge_bcfw" else "cutting_plane"
+        model = StructuredSVM(decoder, alpha=alpha, solver=solver,
+                              tol=0.01 if solver == "cutting_plane" else 1e-3,
                               max_iter=10000, callback=cap)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -80,7 +110,11 @@ def main():
     prediction = model.predict(test.data)
     truth = np.asarray(test.target)
     row = dict(learner=args.learner, pairs=args.pairs, n_pairs=graph.n_pairs,
-               alpha=alpha, admm_tol=args.admm_tol, admm_max_iter=args.admm_max_iter,
+               defaults=bool(args.defaults), alpha=alpha,
+               admm_tol=decoder.tol, admm_max_iter=decoder.max_iter,
+               max_memory=decoder.max_memory, solver=getattr(model, "solver", "lbfgs"),
+               tol=model.tol, max_iter=model.max_iter,
+               load_before=os.getloadavg(),
                cap=args.cap, capped=capped, n_iter=int(model.n_iter_),
                converged=not capped and not any("converge" in str(w.message)
                                                 for w in caught),
@@ -89,7 +123,10 @@ def main():
                objective_min=float(np.min(model.objective_curve_)),
                wall=wall, cpu=cpu,
                example_f1=float(example_f1_score(truth, prediction)),
-               hamming=float(hamming_loss(truth, prediction)))
+               hamming=float(hamming_loss(truth, prediction)),
+               duality_gaps=[float(g) for g in getattr(model, "duality_gaps_", [])],
+               trace=trace, load_after=os.getloadavg(),
+               peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
     print(json.dumps(row))
     RESULTS.mkdir(exist_ok=True)
     with open(RESULTS / "factor_graph_convergence.jsonl", "a") as out:

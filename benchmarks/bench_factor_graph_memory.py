@@ -82,7 +82,7 @@ def _status(field):
     raise KeyError(field)
 
 
-def child(name, learner, max_iter, max_memory):
+def child(name, learner, max_iter, max_memory, default_decoder=False):
     """Run one fit in this process and print its measures as JSON."""
     import warnings
 
@@ -94,7 +94,10 @@ def child(name, learner, max_iter, max_memory):
     pairs = None if name == "bibtex_all" else cooccurring_pairs(Y)
     graph = (FactorGraph.pairwise(n_labels) if pairs is None
              else FactorGraph.pairwise(n_labels, pairs=pairs))
-    decoder = FactorGraphDecoder(graph, max_iter=200, tol=1e-4, max_memory=max_memory)
+    if default_decoder:
+        decoder = FactorGraphDecoder(graph)     # ADMM 1000 / 1e-6, max_memory 2 GiB
+    else:
+        decoder = FactorGraphDecoder(graph, max_iter=200, tol=1e-4, max_memory=max_memory)
 
     def model(iters):
         if learner == "lp_sparsemap_lbfgs":
@@ -105,13 +108,19 @@ def child(name, learner, max_iter, max_memory):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model(2).fit(X[:20], Y[:20])              # compile the kernels
+        import ctypes
+        import gc
+
+        gc.collect()
+        ctypes.CDLL(None).malloc_trim(0)          # freed memory back to the system
         Path("/proc/self/clear_refs").write_text("5")
         before = _status("VmRSS")
         start, cpu = time.perf_counter(), time.process_time()
         model(max_iter).fit(X, Y)
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     peak = _status("VmHWM") - before
-    report = decoder.estimate_memory(X.shape[0])
+    solver = "cutting_plane" if learner == "hinge_cutting_plane" else None
+    report = decoder.estimate_memory(X.shape[0], solver=solver)
     print(json.dumps(dict(dataset=name, learner=learner, n_examples=X.shape[0],
                           n_labels=n_labels, n_pairs=graph.n_pairs, max_iter=max_iter,
                           peak_bytes=peak, wall=wall, cpu=cpu, **report)))
@@ -124,16 +133,21 @@ def main():
     parser.add_argument("--max-iter", type=int, default=3)
     parser.add_argument("--max-memory", type=float, default=None,
                         help="the decoder's max_memory (default: no limit, to measure)")
+    parser.add_argument("--default-decoder", action="store_true",
+                        help="FactorGraphDecoder(graph) with its defaults (ADMM "
+                             "max_iter=1000, tol=1e-6, max_memory=2 GiB)")
     parser.add_argument("--child", nargs=2)
     args = parser.parse_args()
     if args.child:
-        child(*args.child, args.max_iter, args.max_memory)
+        child(*args.child, args.max_iter, args.max_memory, args.default_decoder)
         return
     rows = []
     for name in args.datasets:
         for learner in args.learners:
             limit = [] if args.max_memory is None else ["--max-memory",
                                                          str(args.max_memory)]
+            if args.default_decoder:
+                limit.append("--default-decoder")
             out = subprocess.run([sys.executable, __file__, "--child", name, learner,
                                   "--max-iter", str(args.max_iter), *limit],
                                  capture_output=True, text=True)
@@ -152,9 +166,14 @@ def main():
         "One child process per row: data loaded, kernels warmed up on 20 examples, peak "
         "resident size reset, then a fit of `max_iter` solver iterations; peak = growth "
         "of VmHWM over the resident size before the fit. Estimate = "
-        "`FactorGraphDecoder.estimate_memory(n_examples)['fit_bytes']`, what the fit "
-        "compares with `max_memory` (default 2 GiB) before allocating; the fits here run "
-        "with no limit, to measure. Decoder: ADMM max_iter=200, tol=1e-4.", "",
+        "`FactorGraphDecoder.estimate_memory(n_examples, solver)['fit_bytes']`, what "
+        "the fit compares with `max_memory` (default 2 GiB) before allocating. "
+        + ("Decoder: `FactorGraphDecoder(graph)`, its defaults (ADMM max_iter=1000, "
+           "tol=1e-6, max_memory=2 GiB: a fit over the limit raises)."
+           if args.default_decoder else
+           "Decoder: ADMM max_iter=200, tol=1e-4, "
+           + ("no memory limit (to measure)." if args.max_memory is None else
+              f"max_memory={args.max_memory:.10g} (a fit over it raises).")), "",
         "Command: `PYTHONPATH=. python benchmarks/bench_factor_graph_memory.py "
         + " ".join(sys.argv[1:]) + "`", "",
         "| data set | learner | examples | labels | PAIR factors | peak (MiB) | estimate "

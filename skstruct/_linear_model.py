@@ -84,7 +84,8 @@ class LinearStructuredModel(StructuredEstimator):
             check_capability(decoder, capability, use)
         if y is not None:
             decoder.check_outputs(y, batch.output_offsets)
-            decoder.check_training_memory(len(batch.output_offsets) - 1)
+            decoder.check_training_memory(len(batch.output_offsets) - 1,
+                                          solver=getattr(self, "solver", None))
         return decoder
 
     def _validate_training_data(self, X, y, sample_weight):

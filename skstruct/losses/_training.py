@@ -217,16 +217,28 @@ class StructuredHingeLoss(TrainingLoss):
         the math, ``(False, None)``."""
         return (True, self.rescaling) if type(self) is StructuredHingeLoss else (False, None)
 
-    def loss_augmented(self, decoder, scores, y_true):
+    def warm_started_oracle(self, decoder):
+        """Whether :meth:`loss_augmented` takes a ``warm_start`` with this decoder: a
+        decoder that relaxes loss-augmented inference by an iterative solver (the
+        factor graph's LP-MAP by ADMM) can start it from its state of an earlier call
+        on the same examples. Per-example solvers (BCFW) keep one per example."""
+        relaxes = getattr(decoder, "relaxes_loss_augmented", None)
+        return (type(self).loss_augmented is StructuredHingeLoss.loss_augmented
+                and relaxes is not None and relaxes(self.task_loss, self.rescaling))
+
+    def loss_augmented(self, decoder, scores, y_true, warm_start=None):
         """ŷ and Δ(ȳ, ŷ) of every example.
 
         A decoder that relaxes loss-augmented inference (``relaxed_loss_augmented_map``,
         the factor-graph decoder's LP-MAP) may answer with fractional outputs instead,
         which only its own ``parts`` reads: the hinge over its relaxation.
+        ``warm_start``: a dict in which such a decoder keeps its solver's state for the
+        next call on the same examples (:meth:`warm_started_oracle`); ignored otherwise.
         """
         relaxed = getattr(decoder, "relaxed_loss_augmented_map", None)
         if relaxed is not None:
-            found = relaxed(scores, y_true, self.task_loss, self.rescaling)
+            options = {} if warm_start is None else {"warm_start": warm_start}
+            found = relaxed(scores, y_true, self.task_loss, self.rescaling, **options)
             if found is not None:
                 return found
         y_hat = decoder.loss_augmented_map(scores, y_true, self.task_loss, self.rescaling)
@@ -336,7 +348,10 @@ class SparseMAPLoss(TrainingLoss):
             init = None
         result, augmented = self.solve(decoder, scores, y_true, init=init)
         if warm_start is not None:
-            warm_start["result"] = result
+            # a result may offer the part of itself the next solve starts from (the
+            # factor-graph ADMM's u, multipliers and penalties), lighter to keep
+            slim = getattr(result, "warm_state", None)
+            warm_start["result"] = result if slim is None else slim()
         if gold is None:
             gold = decoder.parts(scores, y_true)
         offsets = np.asarray(scores.unary_offsets)

@@ -6,6 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
+from ..features._base import feature_map_hook
 from ._engine import compiled_problem, loss_rescaling
 from ._overlap import drive_passes, overlap_threads
 from ._progress import Progress
@@ -17,8 +18,7 @@ __all__ = ["minimize_bcfw", "structured_hinge_primal"]
 
 def structured_hinge_primal(risk, w):
     """Primal objective λ/2 ‖w‖² + Σ_i ω_i H_i(w) and the hinge values H_i (batched)."""
-    scores = risk.features.scores(risk.batch, w)
-    values = risk.loss.values(risk.decoder, scores, risk.y, risk.gold(scores))
+    values = risk.loss_values(w)
     return float(risk.weights @ values) + 0.5 * risk.alpha * float(w @ w), values
 
 
@@ -222,8 +222,15 @@ class _PythonBCFW:
         n_params = risk.features.n_params
         self.w = np.zeros(n_params)
         self.lazy = np.zeros(n_params)
-        self.gold = risk.gold_parts()
-        self.duals = self.gold * 0.0  # c_i = 0 for all i: every block at its gold output
+        # c_i = 0 for all i: every block at its gold output. The gold parts of a block
+        # are rebuilt at its step (not kept for all examples: as large as the duals)
+        zero = feature_map_hook(risk.features, "zero_scores")(risk.batch)
+        self.duals = risk.decoder.parts(zero, risk.y) * 0.0
+        del zero
+        # one warm start per example for an oracle that offers it (LP-MAP by ADMM)
+        offer = getattr(risk.loss, "warm_started_oracle", None)
+        self.warm = ([{} for _ in range(risk.n_examples)]
+                     if offer is not None and offer(risk.decoder) else None)
         self.ell = np.zeros(risk.n_examples)
         self.ell_total = 0.0
         self.ell_avg_total = 0.0
@@ -236,9 +243,13 @@ class _PythonBCFW:
         for i in order:
             batch_i, y_i = self.examples[i]
             scores_i = features.scores(batch_i, w)
-            y_hat, delta = risk.loss.loss_augmented(decoder, scores_i, y_i)
+            if self.warm is None:
+                y_hat, delta = risk.loss.loss_augmented(decoder, scores_i, y_i)
+            else:
+                y_hat, delta = risk.loss.loss_augmented(decoder, scores_i, y_i,
+                                                        warm_start=self.warm[i])
             c_i = self.duals.example(i)
-            d = c_i - (self.gold.example(i) - decoder.parts(scores_i, y_hat))
+            d = c_i - (decoder.parts(scores_i, y_i) - decoder.parts(scores_i, y_hat))
             indices, values = features.example_transpose(batch_i, d)
             curvature = omega[i] ** 2 / lam * float(values @ values)
             ell_s = omega[i] * float(delta[0])

@@ -48,6 +48,7 @@ class RegularizedRisk:
         self._warm_start = {} if loss.warm_startable else None
         self._compiled = None
         self._compiled_checked = False
+        self._chunks = None
 
     @property
     def n_params(self):
@@ -175,11 +176,84 @@ class RegularizedRisk:
         compiled = self.compiled_objective()
         return None if compiled is None else compiled.value_and_gradient(w, alpha)
 
+    def evaluation_chunks(self):
+        """The chunks of examples an evaluation runs over, or None for the whole batch.
+
+        A decoder whose arrays grow with the examples and the size of its outputs (the
+        factor graph's ADMM) offers ``evaluation_chunk_size(n_examples)``: the examples
+        per chunk that keep an evaluation's scores, solves and gradient parts within its
+        budget, or None for all at once. Each chunk's scores, gold parts, losses and
+        gradient are then computed and dropped in turn (the gradient summed over the
+        chunks), and a warm-startable loss keeps one warm start per chunk.
+
+        Returns
+        -------
+        list of (batch, y, start, stop) or None
+            The sub-batch, its encoded outputs and its range of examples, built once.
+        """
+        if self._chunks is None:
+            offer = getattr(self.decoder, "evaluation_chunk_size", None)
+            size = None if offer is None else offer(self.n_examples)
+            chunks = ()
+            if size is not None and size < self.n_examples:
+                offsets = self.batch.output_offsets
+                bounds = list(range(0, self.n_examples, int(size))) + [self.n_examples]
+                chunks = tuple(
+                    (self.batch.take(np.arange(start, stop)),
+                     self.y[offsets[start]:offsets[stop]], start, stop)
+                    for start, stop in zip(bounds[:-1], bounds[1:]))
+            self._chunks = chunks
+        return self._chunks or None
+
+    def _chunk_options(self, c):
+        if self._warm_start is None:
+            return {}
+        return {"warm_start": self._warm_start.setdefault(("chunk", c), {})}
+
+    def _chunked_data_term(self, w, chunks):
+        features, decoder = self.features, self.decoder
+        values = np.empty(self.n_examples)
+        grad = np.zeros(self.n_params)
+        for c, (batch, y, start, stop) in enumerate(chunks):
+            scores = features.scores(batch, w)
+            gold = decoder.parts(scores, y)
+            chunk_values, grad_parts = self.loss(decoder, scores, y, gold=gold,
+                                                 **self._chunk_options(c))
+            values[start:stop] = chunk_values
+            if self._uniform:
+                grad += features.transpose(batch, grad_parts) * self._weights[0]
+            else:
+                grad += features.transpose(batch,
+                                           grad_parts.scale(self._weights[start:stop]))
+            del scores, gold, grad_parts
+        return values, grad
+
+    def loss_values(self, w):
+        """The per-example losses ℓ_i(w) alone (the loss's ``values``: cheaper where it
+        skips the gradient), shape (n_examples,); over chunks of examples when the
+        decoder asks for them (:meth:`evaluation_chunks`)."""
+        chunks = self.evaluation_chunks()
+        if chunks is None:
+            scores = self.features.scores(self.batch, w)
+            gold = self.gold(scores)
+            return self.loss.values(self.decoder, scores, self.y, gold,
+                                    **self._loss_options())
+        values = np.empty(self.n_examples)
+        for c, (batch, y, start, stop) in enumerate(chunks):
+            scores = self.features.scores(batch, w)
+            gold = self.decoder.parts(scores, y)
+            values[start:stop] = self.loss.values(self.decoder, scores, y, gold,
+                                                  **self._chunk_options(c))
+        return values
+
     def data_term(self, w):
         """Per-example losses ℓ_i and the weighted gradient of the data term."""
         compiled = self._compiled_evaluation(w, 0.0)
         if compiled is not None:
             return compiled[0], compiled[2]
+        chunks = self.evaluation_chunks()
+        if chunks is not None:
+            return self._chunked_data_term(w, chunks)
         scores = self.features.scores(self.batch, w)
         values, grad_parts = self._loss(scores)
         if self._uniform:
@@ -190,10 +264,7 @@ class RegularizedRisk:
 
     def value(self, w):
         """F(w) alone (the loss's ``values``: cheaper where it skips the gradient)."""
-        scores = self.features.scores(self.batch, w)
-        gold = self.gold(scores)
-        values = self.loss.values(self.decoder, scores, self.y, gold,
-                                  **self._loss_options())
+        values = self.loss_values(w)
         return float(self._weights @ values) + 0.5 * self.alpha * float(w @ w)
 
     def value_and_gradient(self, w):

@@ -501,11 +501,12 @@ class Decoder(BaseEstimator):
         Estimators call it at ``fit`` (the fitted ``decoder_`` holds the result)."""
         return self
 
-    def check_training_memory(self, n_examples):
-        """Raise a :class:`MemoryError` when training on ``n_examples`` would need more
-        memory than the decoder's limit allows; estimators call it before building
-        anything of a fit. The base class has no limit (decoders whose memory grows with
-        the batch, as the factor graph's ADMM, estimate it)."""
+    def check_training_memory(self, n_examples, solver=None):
+        """Raise a :class:`MemoryError` when training on ``n_examples`` with ``solver``
+        (the estimator's, or None) would need more memory than the decoder's limit
+        allows; estimators call it before building anything of a fit. The base class has
+        no limit (decoders whose memory grows with the batch, as the factor graph's
+        ADMM, estimate it)."""
 
     def check_outputs(self, y, offsets):
         """Raise a clear ``ValueError`` if the encoded outputs ``y`` (stacked over

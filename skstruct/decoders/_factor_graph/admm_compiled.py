@@ -145,6 +145,82 @@ def _solve_one(k, eta_u, eta_pair, entry_var, inv_degree, lin_offsets, lin_kind,
 
 
 @njit(cache=True, nogil=True)
+def _solve_one_pairs(k, eta_u, eta_pair, entry_var, inv_degree, kappa, max_iter, tol,
+                     adapt, rho_min, rho_max, u, lam, rho, a_k, w_k, q_k, keep, v, n_iter,
+                     primal, dual, converged, total):
+    """:func:`_solve_one` on a graph of PAIR factors only (entries 2f, 2f + 1 of factor
+    f): the local problems, the factor solutions and the sums of the consensus in one
+    pass over the factors, the multipliers in a second, with the same operations in the
+    same order (the same result to the bit). ``keep``: write the local problems a_k and
+    w_k (the backward pass reads them; else they are not stored)."""
+    eta_k = eta_u[k]
+    s_k = eta_pair[k]
+    u_k = u[k]
+    lam_k = lam[k]
+    v_k = v[k]
+    n_vars = u_k.shape[0]
+    n_entries = entry_var.shape[0]
+    n_pair = s_k.shape[0]
+    r_k = rho[k]
+    it = 0
+    while True:
+        it += 1
+        weight = kappa + r_k
+        for i in range(n_vars):
+            total[i] = 0.0
+        for f in range(n_pair):
+            j = 2 * f
+            i1 = entry_var[j]
+            i2 = entry_var[j + 1]
+            d1 = inv_degree[i1]
+            d2 = inv_degree[i2]
+            a1 = (eta_k[i1] + r_k * u_k[i1]) * d1 + lam_k[j]
+            a2 = (eta_k[i2] + r_k * u_k[i2]) * d2 + lam_k[j + 1]
+            w1 = weight * d1
+            w2 = weight * d2
+            u1, u2, vf = _pair_solve(a1, a2, w1, w2, s_k[f])
+            if keep:
+                a_k[j] = a1
+                a_k[j + 1] = a2
+                w_k[j] = w1
+                w_k[j + 1] = w2
+            q_k[j] = u1
+            q_k[j + 1] = u2
+            v_k[f] = vf
+            total[i1] += u1
+            total[i2] += u2
+        change = 0.0
+        for i in range(n_vars):
+            if inv_degree[i] > 0.0:
+                new = total[i] * inv_degree[i]
+                change += (new - u_k[i]) ** 2
+                u_k[i] = new
+        gap = 0.0
+        for j in range(n_entries):
+            i = entry_var[j]
+            r = q_k[j] - u_k[i]
+            step = r * inv_degree[i]
+            gap += r * step
+            lam_k[j] -= r_k * step
+        p = np.sqrt(gap)
+        d = np.sqrt(change)
+        last = it >= max_iter
+        ok = p < tol and d < tol
+        if ok or last:
+            n_iter[k] = it
+            primal[k] = p
+            dual[k] = d
+            converged[k] = ok
+            rho[k] = r_k
+            return
+        if adapt and it % ADAPT_EVERY == 0:
+            if p > 100.0 * d:
+                r_k = min(2.0 * r_k, rho_max)
+            elif d > 10.0 * p:
+                r_k = max(0.5 * r_k, rho_min)
+
+
+@njit(cache=True, nogil=True)
 def _longest(offsets):
     longest = 0
     for f in range(offsets.shape[0] - 1):
@@ -170,12 +246,19 @@ def _solve_chunk(first, last, order, eta_u, eta_pair, entry_var, inv_degree, lin
     keep = a.shape[0] > 0
     n_entries = entry_var.shape[0]
     scratch = np.empty((0 if keep else 3, n_entries))
+    pairs_only = (lin_offsets.shape[0] == 1 and orout_offsets.shape[0] <= 1
+                  and n_entries == 2 * v.shape[1])
     for t in range(first, last):
         k = order[t]
         if keep:
             a_k, w_k, q_k = a[k], w[k], q[k]
         else:
             a_k, w_k, q_k = scratch[0], scratch[1], scratch[2]
+        if pairs_only:
+            _solve_one_pairs(k, eta_u, eta_pair, entry_var, inv_degree, kappa, max_iter,
+                             tol, adapt, rho_min, rho_max, u, lam, rho, a_k, w_k, q_k,
+                             keep, v, n_iter, primal, dual, converged, total)
+            continue
         _solve_one(k, eta_u, eta_pair, entry_var, inv_degree, lin_offsets, lin_kind,
                    lin_coef, lin_bound, lin_negated, orout_offsets, kappa, max_iter, tol,
                    adapt, rho_min, rho_max, u, lam, rho, a_k, w_k, q_k, v, n_iter, primal,

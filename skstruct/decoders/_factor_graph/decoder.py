@@ -43,7 +43,14 @@ from .._core.checks import (
     no_exact_loss_augmented_map,
 )
 from .graph import MAX_ENUMERATED_VARS, FactorGraph
-from .memory import DEFAULT_MAX_MEMORY, check_memory, fit_bytes, memory_report, solve_bytes
+from .memory import (
+    DEFAULT_MAX_MEMORY,
+    check_memory,
+    evaluation_chunk_size,
+    fit_bytes,
+    memory_report,
+    solve_bytes,
+)
 from .relaxed import RelaxedOutputs
 
 __all__ = ["FactorGraphScores", "FactorGraphParts", "FactorGraphDecoder",
@@ -301,6 +308,13 @@ class LPSparseMAPResult:
         self.admm = state
         return state
 
+    def warm_state(self):
+        """What a later :meth:`FactorGraphDecoder.sparsemap` on the same examples starts
+        from (``init``): the ADMM's u, multipliers and penalties alone, without the
+        marginals, the scores and the backward state (a training loss keeps it between
+        solver iterations)."""
+        return LPSparseMAPWarmState(_admm_state(self.admm))
+
     def distribution(self, i):
         raise ValueError(
             "LP-SparseMAP solves over the local polytope of the factor graph, whose points "
@@ -332,6 +346,24 @@ class LPSparseMAPResult:
             self._graph, state, grad_unary, np.zeros_like(state.v))
         n_pairs = self._graph.n_pair
         return FactorGraphParts(d_unary, d_pair[:, :n_pairs], d_pair[:, n_pairs:])
+
+
+class LPSparseMAPWarmState:
+    """The ADMM state an LP-SparseMAP solve can start from
+    (:meth:`LPSparseMAPResult.warm_state`).
+
+    Attributes
+    ----------
+    admm : BatchADMMResult
+        u, the multipliers λ' and the penalties ρ of every example (no other arrays).
+    """
+
+    def __init__(self, admm):
+        self.admm = admm
+
+    @property
+    def n_examples(self):
+        return self.admm.u.shape[0]
 
 
 class FactorGraphDecoder(Decoder):
@@ -465,19 +497,24 @@ class FactorGraphDecoder(Decoder):
 
     # -- memory --------------------------------------------------------------------
 
-    def estimate_memory(self, n_examples):
+    def estimate_memory(self, n_examples, solver=None):
         """Estimated peak memory of a fit on ``n_examples`` with this decoder.
 
-        Counts, per example, the arrays that grow with the graph's size at the peak of
-        either learner (the structured hinge with LP-MAP and the LP-SparseMAP loss): the
-        scores and gold parts, the ADMM state kept for the warm start, a solve's
-        arrays and the parts the loss builds from its solution
-        (:func:`~skstruct.decoders._factor_graph.memory.fit_bytes`). Nothing is
-        allocated.
+        Counts the arrays that grow with the graph's size at the peak of the fit
+        (:func:`~skstruct.decoders._factor_graph.memory.fit_bytes`). Every solver but
+        the structured hinge's one-slack cutting plane evaluates the loss over chunks of
+        examples when a full-batch evaluation would hold more than 256 MiB
+        (:meth:`evaluation_chunk_size`): what grows with all the examples is then only
+        what the fit keeps between evaluations (the LP-SparseMAP warm start u, λ', ρ;
+        the gold parts and dual blocks of per-example solvers), the rest with one chunk.
+        The cutting plane (``solver="cutting_plane"``) builds its constraints over the
+        whole batch at once. Nothing is allocated.
 
         Parameters
         ----------
         n_examples : int
+        solver : str or None, default=None
+            The fit's solver: ``"cutting_plane"`` or another (None).
 
         Returns
         -------
@@ -487,15 +524,28 @@ class FactorGraphDecoder(Decoder):
             ``n_entries`` (variable copies in the factors), ``n_additional`` (PAIR and
             extra parts) and ``n_factors``.
         """
-        return memory_report(self.graph.flat(), int(n_examples))
+        return memory_report(self.graph.flat(), int(n_examples), solver)
 
-    def check_training_memory(self, n_examples):
+    def check_training_memory(self, n_examples, solver=None):
         """Raise :class:`~skstruct.decoders.FactorGraphMemoryError` when a fit on
-        ``n_examples`` would need more than ``max_memory`` (:meth:`estimate_memory`);
-        estimators call it before building anything of the fit."""
+        ``n_examples`` with ``solver`` would need more than ``max_memory``
+        (:meth:`estimate_memory`); estimators (and the cutting plane's batched
+        constraints) call it before building anything of the fit."""
         flat = self.graph.flat()
-        check_memory(fit_bytes(flat, n_examples), self.max_memory, flat, n_examples,
-                     f"Training with {type(self).__name__}")
+        check_memory(fit_bytes(flat, n_examples, solver), self.max_memory, flat,
+                     n_examples, f"Training with {type(self).__name__}")
+
+    def evaluation_chunk_size(self, n_examples):
+        """Examples per chunk of a training evaluation of the objective, or None to
+        evaluate all ``n_examples`` at once.
+
+        The objective (:class:`~skstruct.optim.RegularizedRisk`) evaluates the scores,
+        the solves and the gradient over chunks of this many examples, so that their
+        arrays take at most about 256 MiB whatever the number of examples; the warm
+        start of every example is kept between evaluations.
+        """
+        size = evaluation_chunk_size(self.graph.flat(), n_examples)
+        return None if size >= n_examples else size
 
     # -- checks --------------------------------------------------------------------
 
@@ -744,7 +794,8 @@ class FactorGraphDecoder(Decoder):
                 and rescaling == "margin"
                 and task_loss is not None and task_loss.decomposition == "parts")
 
-    def relaxed_loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin"):
+    def relaxed_loss_augmented_map(self, scores, y_true, task_loss, rescaling="margin",
+                                   warm_start=None):
         """The LP solution of the cost-augmented scores and its linearly extended task
         loss, for the relaxed structured hinge; None when the decoder does not relax
         (see :meth:`relaxes_loss_augmented`): then use :meth:`loss_augmented_map`.
@@ -755,6 +806,12 @@ class FactorGraphDecoder(Decoder):
         y_true : ndarray of shape (n_examples, n_vars)
         task_loss : TaskLoss or str
         rescaling : {"margin", "slack"}
+        warm_start : dict, default=None
+            State kept between calls on the same examples: the ADMM starts from
+            ``warm_start["admm"]`` when it is there and fits (same number of examples)
+            and leaves its final state (u, multipliers, penalties) there. Same solution
+            to the ADMM's ``tol``, in fewer iterations when the scores moved little
+            (examples that do not converge from it are solved again from the cold start).
 
         Returns
         -------
@@ -770,7 +827,13 @@ class FactorGraphDecoder(Decoder):
         scores = self._check_scores(scores)
         y_true = self._check_y_true(scores, y_true)
         base, slope = binary_linear_costs(task_loss, y_true, scores.offsets)
-        result = self._admm(self._augmented(scores, slope), map_mode=True)
+        state = None if warm_start is None else warm_start.get("admm")
+        if state is not None and state.u.shape != scores.unary.shape:
+            state = None
+        result = self._admm(self._augmented(scores, slope), map_mode=True,
+                            warm_start=state)
+        if warm_start is not None:
+            warm_start["admm"] = _admm_state(result)
         delta = base + np.einsum("ij,ij->i", slope, result.u)
         check_task_loss_values(delta, task_loss)
         return RelaxedOutputs.pack(result.u, result.v), delta
@@ -806,8 +869,9 @@ class FactorGraphDecoder(Decoder):
         scores : FactorGraphScores
         max_iter, tol : ignored
             The decoder's own ``max_iter`` and ``tol`` govern the ADMM.
-        init : LPSparseMAPResult, default=None
-            A previous solution on as many examples: the ADMM starts from its state
+        init : LPSparseMAPResult or LPSparseMAPWarmState, default=None
+            A previous solution (or its :meth:`~LPSparseMAPResult.warm_state`) on as
+            many examples: the ADMM starts from its state
             (the examples that do not converge from it are solved again from the cold
             start).
         **options
@@ -824,7 +888,8 @@ class FactorGraphDecoder(Decoder):
             )
         scores = self._check_scores(scores)
         warm = None
-        if isinstance(init, LPSparseMAPResult) and init.n_examples == scores.n_examples:
+        if (isinstance(init, (LPSparseMAPResult, LPSparseMAPWarmState))
+                and init.n_examples == scores.n_examples):
             warm = init.admm
         return LPSparseMAPResult(self, self.graph.flat(), scores,
                                  self._admm(scores, map_mode=False, warm_start=warm))

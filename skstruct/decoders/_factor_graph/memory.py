@@ -9,18 +9,23 @@ n_additional), and a pairwise model on hundreds of labels has tens of thousands 
 entries per example: on bibtex (159 labels, all 12,561 pairs, 4,880 examples) one
 n_examples × n_entries array of float64 holds 0.98 GB.
 
-:func:`fit_bytes` counts the arrays a fit holds at its peak, per example, from the
-graph's sizes alone (nothing is allocated): the scores, the gold parts, the ADMM state
-kept between solver iterations for the warm start, the new solve's outputs and what the
-training loss builds from them (the relaxed outputs of the structured hinge, the
-gradient parts of the LP-SparseMAP loss). :class:`~skstruct.decoders.FactorGraphDecoder`
-compares it with its ``max_memory`` before the first allocation of a fit (and
-:func:`solve_bytes` before every solve) and raises :class:`FactorGraphMemoryError`
-past it.
+:func:`fit_bytes` counts the arrays a fit holds at its peak from the graph's sizes
+alone (nothing is allocated). Training evaluations larger than
+:data:`EVALUATION_CHUNK_BYTES` run over chunks of examples
+(:func:`evaluation_chunk_size`, read by the objective through the decoder's
+``evaluation_chunk_size``): only what is kept between evaluations grows with all the
+examples (the LP-SparseMAP warm start u, λ', ρ; BCFW's dual blocks and the warm start
+of every example's LP-MAP), the scores, gold parts, solves and gradient parts with one
+chunk. The structured hinge's one-slack cutting plane builds its constraints over the
+whole batch at once and is counted so (``solver="cutting_plane"``).
+:class:`~skstruct.decoders.FactorGraphDecoder` compares it with its ``max_memory``
+before the first allocation of a fit (and :func:`solve_bytes` before every solve) and
+raises :class:`FactorGraphMemoryError` past it.
 """
 
-__all__ = ["DEFAULT_MAX_MEMORY", "FactorGraphMemoryError", "solve_bytes", "fit_bytes",
-           "memory_report", "check_memory"]
+__all__ = ["DEFAULT_MAX_MEMORY", "EVALUATION_CHUNK_BYTES", "FactorGraphMemoryError",
+           "solve_bytes", "fit_bytes", "evaluation_chunk_size", "memory_report",
+           "check_memory"]
 
 #: Default of ``FactorGraphDecoder(max_memory=...)``: 2 GiB.
 DEFAULT_MAX_MEMORY = 2 * 1024**3
@@ -84,24 +89,70 @@ def solve_bytes(flat, n_examples, *, keep_state=False, warm_start=False, compile
     return int(n_examples) * _FLOAT * per
 
 
-def fit_bytes(flat, n_examples):
+#: Bytes the arrays of one chunk of a training evaluation may take (see
+#: :func:`evaluation_chunk_size`): a full-batch evaluation larger than this runs over
+#: chunks of examples.
+EVALUATION_CHUNK_BYTES = 256 * 1024**2
+
+
+def _chunk_work(flat):
+    """float64 values per example that one evaluation of a chunk holds while it runs:
+    the scores and gold parts (n_vars + n_additional each), a warm-started solve, the
+    loss's gradient parts and their weighted copy."""
+    n_vars, n_entries, n_add = _sizes(flat)
+    solve = solve_bytes(flat, 1, warm_start=True, compiled=not flat.structures) // _FLOAT
+    return 4 * (n_vars + n_add) + solve
+
+
+#: Bytes per example, beside its arrays, of what per-example solvers keep for every
+#: example (BCFW: the example's sub-batch, its warm start's record, dict and small
+#: arrays) and of the allocator's overhead on those many small arrays: the resident size
+#: of a BCFW fit on 1,500 examples of a 60-label graph grew 10-14 kB an example past its
+#: arrays (traced by tracemalloc).
+_PER_EXAMPLE_OBJECTS = 16 * 1024
+
+
+def _kept(flat):
+    """float64 values per example that a fit keeps for all examples between
+    evaluations: the larger of the LP-SparseMAP loss's warm start (u, λ', ρ) and what
+    the per-example solvers keep (BCFW: the dual blocks, n_vars + n_additional, and the
+    warm start of every example's LP-MAP; the subgradient: the gold parts)."""
+    n_vars, n_entries, n_add = _sizes(flat)
+    warm = n_vars + n_entries + 1
+    return max(warm, (n_vars + n_add) + warm, 2 * (n_vars + n_add))
+
+
+def evaluation_chunk_size(flat, n_examples):
+    """Examples per chunk of a training evaluation: all ``n_examples`` when their
+    evaluation holds at most :data:`EVALUATION_CHUNK_BYTES`, else as many as fit in it
+    (at least one)."""
+    n_examples = int(n_examples)
+    size = max(1, EVALUATION_CHUNK_BYTES // (_FLOAT * _chunk_work(flat)))
+    return n_examples if size >= n_examples else int(size)
+
+
+def fit_bytes(flat, n_examples, solver=None):
     """Peak bytes of a fit of a linear model with this decoder on ``n_examples``.
 
-    The larger of the two learners' peaks, each counted at the moment of a warm-started
-    solve (scores and gold parts held, the previous ADMM state kept for the warm start,
-    the new solve's arrays) and right after it (what the loss builds from the solution):
+    Every solver but the one-slack cutting plane evaluates the loss over chunks of
+    examples (:func:`evaluation_chunk_size`), so its peak is what it keeps for every
+    example between evaluations (the largest of the LP-SparseMAP loss's warm start,
+    u, λ' and ρ; BCFW's dual blocks and every example's LP-MAP warm start; the
+    subgradient's gold parts) plus what one
+    chunk holds while it is evaluated (the scores, the gold parts, a warm-started solve,
+    the gradient parts and their weighted copy).
 
-    - the structured hinge (LP-MAP, cutting plane or per-example solvers): the scores
-      (u, v), the gold parts (u, v), the warm state (u, λ'), the solve, then the
-      relaxed outputs [u | v] and the products of the constraint's parts;
-    - the LP-SparseMAP loss: the scores, the gold parts, the previous solution kept for
-      the warm start (u, λ', v), the solve, then the gradient parts μ* − a_ȳ and their
-      weighted copy.
+    The cutting plane's batched constraints (``solver="cutting_plane"``) hold the whole
+    batch at once: the scores and gold parts (u, v), the warm state (u, λ'), the solve,
+    then the relaxed outputs [u | v] and the products of the constraint's parts.
 
     Parameters
     ----------
     flat : FlatFactorGraph
     n_examples : int
+    solver : str or None, default=None
+        ``"cutting_plane"`` for the structured hinge's cutting plane; anything else for
+        the chunked evaluations.
 
     Returns
     -------
@@ -109,26 +160,31 @@ def fit_bytes(flat, n_examples):
         Bytes (the features X and the parameters, whose sizes do not depend on the
         graph's entries, are not counted).
     """
+    n_examples = int(n_examples)
     n_vars, n_entries, n_add = _sizes(flat)
-    held = 2 * (n_vars + n_add)                  # scores and gold parts
-    solve = solve_bytes(flat, 1, warm_start=True, compiled=not flat.structures) // _FLOAT
-    hinge = held + (n_vars + n_entries) + solve + 2 * (n_vars + n_add)
-    sparsemap = held + (n_vars + n_entries + n_add) + solve + 2 * (n_vars + n_add)
-    return int(n_examples) * _FLOAT * max(hinge, sparsemap)
+    if solver == "cutting_plane":
+        held = 2 * (n_vars + n_add)              # scores and gold parts
+        solve = solve_bytes(flat, 1, warm_start=True,
+                            compiled=not flat.structures) // _FLOAT
+        hinge = held + (n_vars + n_entries) + solve + 2 * (n_vars + n_add)
+        return n_examples * _FLOAT * hinge
+    chunk = evaluation_chunk_size(flat, n_examples)
+    return (_FLOAT * (n_examples * _kept(flat) + chunk * _chunk_work(flat))
+            + n_examples * _PER_EXAMPLE_OBJECTS)
 
 
-def memory_report(flat, n_examples):
+def memory_report(flat, n_examples, solver=None):
     """The fit's estimated peak and its parts, for reports and error messages.
 
     Returns
     -------
     dict
-        ``fit_bytes``, ``per_example`` (bytes), ``per_factor`` (bytes per example and
-        factor, the fit's peak divided by the number of factors), ``n_vars``,
+        ``fit_bytes``, ``per_example`` (bytes: the peak divided by n_examples),
+        ``per_factor`` (bytes per example and factor), ``n_vars``,
         ``n_entries``, ``n_additional``, ``n_factors``.
     """
-    total = fit_bytes(flat, n_examples)
-    per_example = fit_bytes(flat, 1)
+    total = fit_bytes(flat, n_examples, solver)
+    per_example = total / max(int(n_examples), 1)
     n_factors = flat_n_factors(flat)
     return dict(fit_bytes=total, per_example=per_example,
                 per_factor=per_example / max(n_factors, 1), n_vars=flat.n_vars,
