@@ -12,10 +12,13 @@ facade's imports: a 3 × 3 neighbourhood of one-hot colors as node features, the
 1. edge features telling only the edge's direction (horizontal or vertical);
 2. edge features holding the node features at both ends, per direction.
 
-Run it with pystruct instead by replacing the three ``skstruct.compat.pystruct``
-imports with ``pystruct``'s (``benchmarks/compare_peer_examples.py`` does so)::
+plot_snakes.py trains 200 snakes with ``inference_method="qpbo"``; here 100 by default,
+with ``"ad3"`` (the facade ignores the name and uses its own inference; pystruct's qpbo
+needs pyqpbo, which no longer builds). Run it with pystruct instead by replacing the
+three ``skstruct.compat.pystruct`` imports with ``pystruct``'s
+(``benchmarks/compare_peer_examples.py`` does so)::
 
-    python examples/pystruct_snakes_edge_features.py
+    python examples/pystruct_snakes_edge_features.py [--n-train 100] [--n-test 50]
 """
 
 import numpy as np
@@ -100,8 +103,15 @@ def prepare_data(X):
 
 
 if __name__ == "__main__":
-    X_train, Y_train = generate_snakes(200, seed=0)
-    X_test, Y_test = generate_snakes(100, seed=1)
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n-train", type=int, default=100)
+    parser.add_argument("--n-test", type=int, default=50)
+    parser.add_argument("--max-iter", type=int, default=100)
+    args = parser.parse_args()
+    X_train, Y_train = generate_snakes(args.n_train, seed=0)
+    X_test, Y_test = generate_snakes(args.n_test, seed=1)
     X_train = [one_hot_colors(x) for x in X_train]
     X_test = [one_hot_colors(x) for x in X_test]
     Y_train_flat = [y_.ravel() for y_ in Y_train]
@@ -110,8 +120,9 @@ if __name__ == "__main__":
     X_test_directions, X_test_edge_features = prepare_data(X_test)
 
     # first, edge features that tell only the direction
-    crf = EdgeFeatureGraphCRF(inference_method="qpbo")
-    ssvm = OneSlackSSVM(crf, inference_cache=50, C=.1, tol=.1, max_iter=100, n_jobs=1)
+    crf = EdgeFeatureGraphCRF(inference_method="ad3")
+    ssvm = OneSlackSSVM(crf, inference_cache=50, C=.1, tol=.1, max_iter=args.max_iter,
+                        n_jobs=1)
     ssvm.fit(X_train_directions, Y_train_flat)
     Y_pred = ssvm.predict(X_test_directions)
     print("Results using only directional features for edges")
@@ -120,8 +131,9 @@ if __name__ == "__main__":
     print(confusion_matrix(np.hstack(Y_test_flat), np.hstack(Y_pred)))
 
     # then edge features holding the colors at both ends
-    crf = EdgeFeatureGraphCRF(inference_method="qpbo")
-    ssvm = OneSlackSSVM(crf, inference_cache=50, C=.1, tol=.1, max_iter=100, n_jobs=1)
+    crf = EdgeFeatureGraphCRF(inference_method="ad3")
+    ssvm = OneSlackSSVM(crf, inference_cache=50, C=.1, tol=.1, max_iter=args.max_iter,
+                        n_jobs=1)
     ssvm.fit(X_train_edge_features, Y_train_flat)
     Y_pred2 = ssvm.predict(X_test_edge_features)
     print("Results using also input features for edges")
