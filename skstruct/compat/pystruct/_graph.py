@@ -19,7 +19,7 @@ decoder merges the two orientations back into one edge before inference.
 
 import numpy as np
 
-from ...decoders import GraphDecoder
+from ...decoders import GraphDecoder, GraphScores
 from ...losses import HammingLoss
 from .utils import make_grid_edges
 
@@ -152,7 +152,6 @@ class _GraphModel:
         return np.concatenate([unary.ravel(), self._tied(pair).ravel()])
 
     def _scores(self, x, w):
-        from ...decoders import GraphScores
         nodes, edges, features = self._graphs([x])[0]
         unary_w, pair_w = self._unpack(w)
         pairwise = np.einsum("ef,fab->eab", features, pair_w)
@@ -168,8 +167,7 @@ class _GraphModel:
         """argmax over y' of score(y') + the (class-weighted) Hamming loss to ``y``."""
         y = np.asarray(y, dtype=np.int64).ravel()
         return self._shape(x, GraphDecoder().loss_augmented_map(
-            self._scores(x, w), y, self.task_loss() if self.class_weight is not None
-            else HammingLoss()))
+            self._scores(x, w), y, self.task_loss()))
 
     def _shape(self, x, y):
         return y
