@@ -361,3 +361,30 @@ def test_every_ssvm_learner_trains_graph_crf_through_structured_svm(learner):
     # trained model: inference with it predicts what the learner predicts
     for x, y_pred in zip(X_test, svm.predict(X_test)):
         np.testing.assert_array_equal(svm.model.inference(x, svm.w), y_pred)
+
+
+def test_generated_crosses_hide_their_centers_from_the_input():
+    X, Y = datasets.generate_crosses_explicit(n_samples=20, noise=10, size=9, n_crosses=1)
+    assert X.shape == (20, 9, 9, 3) and Y.shape == (20, 9, 9)
+    assert set(np.unique(Y)) == {0, 1, 2}
+    on = Y != 0
+    # every center has arms left, right, above and below it, where they are inside the
+    # image (a cross at the border is clipped)
+    for i, r, c in zip(*np.nonzero(Y == 2)):
+        for a, b in ((r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1)):
+            if 0 <= a < 9 and 0 <= b < 9:
+                assert Y[i, a, b] == 1
+    # the input says only whether a pixel is on (channels 1 and 2), wrong at <= noise
+    # interior pixels per image
+    np.testing.assert_array_equal(X[..., 1], X[..., 2])
+    np.testing.assert_array_equal(X[..., 0], 1 - X[..., 1])
+    wrong = (X[..., 1] == 1) != on
+    assert wrong.reshape(20, -1).sum(axis=1).max() <= 10
+    assert not wrong[:, 0].any() and not wrong[:, -1].any()
+    # a fixed stream: the same data every call
+    X2, Y2 = datasets.generate_crosses_explicit(n_samples=20, noise=10, size=9, n_crosses=1)
+    np.testing.assert_array_equal(X, X2)
+    np.testing.assert_array_equal(Y, Y2)
+    blocks_X, blocks_Y = datasets.generate_blocks_multinomial(n_samples=3, noise=0.0, seed=1)
+    np.testing.assert_array_equal(blocks_X.argmax(axis=-1), blocks_Y)
+    assert [np.unique(blocks_Y[0][:, c]).tolist() for c in (0, 5, 11)] == [[0], [1], [2]]
