@@ -146,3 +146,35 @@ def test_large_graphs_with_cycles_are_decoded_approximately_and_say_so():
     small = GraphScores(rng.normal(size=(4, 3)), [0, 4], _grid_edges(2, 2), [0, 4],
                         rng.normal(size=(4, 3, 3)))
     assert GraphDecoder().decode(small)[1].all()  # 81 labelings: listed
+
+
+def test_the_graph_kind_round_trips_outputs_coefficients_and_unary_scores():
+    import types
+
+    from skstruct.outputs import get_output_kind, infer_output_kind
+
+    kind = get_output_kind("graph")
+    rng = np.random.default_rng(6)
+    X = [(rng.normal(size=(n, 3)), np.array([[0, 1], [1, 2]][:n - 1]).reshape(-1, 2),
+          rng.normal(size=(max(n - 1, 0), 2))) for n in (3, 1, 2)]
+    y = [rng.choice(np.array(["x", "y", "z"]), size=n) for n in (3, 1, 2)]
+    assert infer_output_kind(X, y).name == "graph"
+    assert infer_output_kind([x[0] for x in X], y).name == "sequence"
+    batch, classes, encoded = kind.check_training_data(X, y, "Test")
+    for a, b in zip(kind.decode(encoded, batch, classes), y):
+        np.testing.assert_array_equal(a, b)
+    labels = kind.read_labels(X, y, "Test")[1]
+    np.testing.assert_array_equal(classes[encoded], labels)
+    features = kind.feature_map(batch.n_features, classes)
+    assert batch.n_features == 5 and features.n_params == 3 * 3 + 2 * 9
+    w = rng.normal(size=features.n_params)
+    fitted = types.SimpleNamespace()
+    kind.store_coefficients(fitted, features, w)
+    assert fitted.coef_.shape == (3, 3) and fitted.edge_coef_.shape == (2, 3, 3)
+    np.testing.assert_array_equal(kind.coefficients(fitted, features), w)
+    scores = features.scores(batch, w)
+    assert [u.shape for u in kind.unary_to_user(scores.unary, batch)] == [
+        (3, 3), (1, 3), (2, 3)]
+    decoder = kind.default_decoder()
+    np.testing.assert_allclose(decoder.parts(scores, encoded).dot(scores),
+                               decoder.score_outputs(scores, encoded))
