@@ -398,10 +398,11 @@ def test_edge_feature_snakes_example_runs_and_learns_the_snakes(tmp_path):
                                            "--max-iter", "30"])
     accuracy = [float(v) for v in re.findall(r"Test accuracy: ([\d.]+)", out)]
     assert len(accuracy) == 2, out
-    # 90 % of the pixels are background: labelling every pixel background scores 0.9;
-    # the positions along the snake are found only through the edge potentials. The
-    # directional model gets some of them (0.917 here, 0.946 with 100 training snakes);
-    # the model with the colors at both ends as edge features does not beat the
-    # background in these iterations (0.900)
+    # 90 % of the pixels are background: labelling every pixel background scores 0.9.
+    # The directional model gets some snake positions right (0.917 here, 0.946 with 100
+    # training snakes); the model with the colors at both ends as edge features does not
+    # beat the background in these iterations (0.900). This checks that the example
+    # runs and learns, not that the edges help: the 3 x 3 color neighbourhoods of the
+    # node features alone also place some pixels (the same fit without edges passes)
     assert accuracy[0] > 0.905, out
     assert accuracy[1] >= 0.9 - 1e-9, out
