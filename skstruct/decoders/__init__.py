@@ -17,7 +17,7 @@ task loss is a :class:`~skstruct.losses.TaskLoss` or the name of one; decoders v
 their hyper-parameters at their first operation after a change.
 
 Each family is a private sub-package (``_chain``, ``_tree``, ``_tabular``, ``_dag``,
-``_matching``, ``_factor_graph``) that registers itself
+``_matching``, ``_factor_graph``, ``_graph``) that registers itself
 (:mod:`skstruct.decoders._core.registry`); ``_core`` holds what they share, ``_sparsemap``
 the generic SparseMAP solvers, ``_engine`` the compiled dispatchers and ``_reference`` the
 brute-force decoder. See the architecture page of the developers' guide.
@@ -28,6 +28,7 @@ from ._core.checks import InfeasibleOutputError, check_capability
 from ._core.decoder import Decoder
 from ._dag import registration as _dag_registration  # noqa: F401
 from ._factor_graph import registration as _factor_graph_registration  # noqa: F401
+from ._graph import registration as _graph_registration  # noqa: F401
 from ._matching import registration as _matching_registration  # noqa: F401
 from ._reference.brute_force import BruteForceDecoder
 from ._tabular import registration as _tabular_registration  # noqa: F401
@@ -37,6 +38,7 @@ from ._chain.constraints import ChainConstraints
 from ._core.statistic_table import TableMemoryError
 from ._dag.decoder import DAGDecoder, DAGParts, DAGScores
 from ._factor_graph.graph import FactorGraph, Variables
+from ._graph.decoder import GraphDecoder, GraphParts, GraphScores
 from ._factor_graph.memory import FactorGraphMemoryError
 from ._factor_graph.decoder import (
     FactorGraphDecoder,
@@ -79,6 +81,9 @@ __all__ = [
     "FactorGraphMemoryError",
     "FactorGraphParts",
     "FactorGraphScores",
+    "GraphDecoder",
+    "GraphParts",
+    "GraphScores",
     "InfeasibleOutputError",
     "LPSparseMAPResult",
     "TableMemoryError",

@@ -6,6 +6,7 @@ from ._factor_graph import FactorGraphFeatures, decoder_feature_map
 from ._linear import LinearFeatures
 from ._linear_arc import LinearArcFeatures
 from ._linear_chain import LinearChainFeatures
+from ._linear_graph import LinearGraphFeatures
 from ._sparse import csr_matmul, csr_transpose_matmul
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "FeatureMap",
     "LinearArcFeatures",
     "LinearChainFeatures",
+    "LinearGraphFeatures",
     "LinearFeatures",
     "csr_matmul",
     "csr_transpose_matmul",

@@ -17,6 +17,8 @@ Built-in kinds, in order of registration:
                    ``MatchingDecoder``)
 ``"dag"``          :class:`DAGKind`: arc features and 0/1 adjacency matrices (by
                    ``DAGDecoder``)
+``"graph"``        :class:`GraphKind`: (node features, edges[, edge features]) tuples
+                   and node labels
 =================  =============================================================
 
 A decoder whose ``output_kind`` names a kind chosen by decoders (trees, matchings)
@@ -35,6 +37,7 @@ from ._base import (
     registered_output_kinds,
 )
 from ._dag import DAGKind
+from ._graph import GraphKind
 from ._matching import MatchingKind
 from ._multiclass import MulticlassKind
 from ._multilabel import MultilabelKind
@@ -43,6 +46,7 @@ from ._tree import TreeKind
 
 __all__ = [
     "DAGKind",
+    "GraphKind",
     "MatchingKind",
     "MulticlassKind",
     "MultilabelKind",
@@ -59,3 +63,4 @@ for _kind in (MulticlassKind, MultilabelKind, SequenceKind, TreeKind, MatchingKi
     register_output_kind(_kind)
 del _kind
 register_output_kind(DAGKind)
+register_output_kind(GraphKind)

@@ -5,7 +5,7 @@ from itertools import product
 import numpy as np
 import pytest
 
-from skstruct.decoders._graph import graph_loss_augmented_map, graph_map, graph_scores
+from skstruct.decoders._graph.kernels import graph_loss_augmented_map, graph_map, graph_scores
 
 
 def _random_graph(rng, n, tree, extra=0):

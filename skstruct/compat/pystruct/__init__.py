@@ -22,13 +22,16 @@ with
     from skstruct.compat.pystruct.learners import FrankWolfeSSVM
     from skstruct.compat.pystruct.datasets import load_letters
 
-``GraphCRF`` and ``EdgeFeatureGraphCRF`` (a graph per example) are learned by
-``OneSlackSSVM`` and ``NSlackSSVM`` (a one-slack cutting plane of the facade, on
-compiled max-product inference: exact on forests, loopy on graphs with cycles). The other
-graph models and the latent-variable ones (``GridCRF``, ``LatentNodeCRF``, ...) have no
-skstruct equivalent: constructing one raises ``NotImplementedError`` with what to use. See :doc:`/user_guide/migrating`.
+``GraphCRF``, ``EdgeFeatureGraphCRF`` and ``GridCRF`` (a graph per example) are learned
+by every learner through :class:`skstruct.StructuredSVM` on skstruct's graph outputs
+(:class:`skstruct.decoders.GraphDecoder`: exact on forests and small graphs, loopy on
+larger graphs with cycles). The latent-variable models and the graph models the facade
+lacks (``LatentNodeCRF``, ``DirectionalGridCRF``, ...) have no skstruct equivalent:
+constructing one raises ``NotImplementedError`` with what to use. ``datasets`` has
+pystruct's generated grids, ``utils`` its grid-edge helpers. See
+:doc:`/user_guide/migrating`.
 """
 
-from . import datasets, learners, models
+from . import datasets, learners, models, utils
 
-__all__ = ["datasets", "learners", "models"]
+__all__ = ["datasets", "learners", "models", "utils"]

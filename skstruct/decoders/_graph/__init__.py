@@ -1,9 +1,8 @@
-"""MAP inference over batches of pairwise graphs with multi-state nodes.
+"""Pairwise graphs with multi-state nodes.
 
-- ``kernels.py``: the compiled per-graph max-product (exact on forests, loopy with
-  iterated conditional modes on graphs with cycles) and the batch entry points.
+- ``decoder.py``: :class:`GraphScores`, :class:`GraphParts`, :class:`GraphDecoder`.
+- ``kernels.py``: the compiled per-graph MAP (max-product, exact on forests; listing the
+  labelings of small graphs with cycles; loopy with iterated conditional modes
+  otherwise) and the batch entry points.
+- ``enumeration.py``: the slow reference; ``registration.py``: the family's registration.
 """
-
-from .kernels import graph_loss_augmented_map, graph_map, graph_scores
-
-__all__ = ["graph_loss_augmented_map", "graph_map", "graph_scores"]

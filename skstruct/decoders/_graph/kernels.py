@@ -13,7 +13,9 @@ and MAP is its maximizer. Each graph runs in one parallel iteration:
 
 * a forest (no cycle, found by union-find) is decoded exactly by max-product along a
   breadth-first order of each tree, O(n_edges n_states²);
-* a graph with cycles runs loopy max-product (``max_iter`` sweeps of damped messages
+* a graph with cycles whose labelings are few (at most ``max_enumerated``) is decoded
+  exactly by listing them;
+* any other graph with cycles runs loopy max-product (``max_iter`` sweeps of damped messages
   over both directions of every edge), decodes each node's belief, then improves the
   labeling by iterated conditional modes until no single node's change raises the
   score. Loopy max-product is not guaranteed to find the MAP, nor to converge: the
@@ -206,19 +208,96 @@ def _loopy_map(unary, edges, pairwise, out, max_iter, damping):
                         improved = True
 
 
+@njit(**_NJIT)
+def _enumerated_map(unary, edges, pairwise, out):
+    """Exact MAP by listing every labeling (small graphs with cycles): an odometer over
+    the k^n labelings, each scored in O(n + n_edges)."""
+    n, k = unary.shape
+    m = edges.shape[0]
+    y = np.zeros(n, dtype=np.int64)
+    best = -np.inf
+    while True:
+        value = 0.0
+        for v in range(n):
+            value += unary[v, y[v]]
+        for e in range(m):
+            value += pairwise[e, y[edges[e, 0]], y[edges[e, 1]]]
+        if value > best:
+            best = value
+            out[:] = y
+        v = 0
+        while v < n:
+            y[v] += 1
+            if y[v] < k:
+                break
+            y[v] = 0
+            v += 1
+        if v == n:
+            return
+
+
 @njit(parallel=True, **_NJIT)
 def _batch_map(unary, node_offsets, edges, edge_offsets, pairwise, max_iter, damping,
-               out, exact):
+               max_enumerated, out, exact):
+    k = unary.shape[1]
     for i in prange(node_offsets.shape[0] - 1):
         a, b = node_offsets[i], node_offsets[i + 1]
         c, d = edge_offsets[i], edge_offsets[i + 1]
         if _is_forest(b - a, edges[c:d]):
             exact[i] = True
             _forest_map(unary[a:b], edges[c:d], pairwise[c:d], out[a:b])
+            continue
+        labelings = 1.0
+        for _ in range(b - a):
+            labelings *= k
+        if labelings <= max_enumerated:
+            exact[i] = True
+            _enumerated_map(unary[a:b], edges[c:d], pairwise[c:d], out[a:b])
         else:
             exact[i] = False
             _loopy_map(unary[a:b], edges[c:d], pairwise[c:d], out[a:b], max_iter,
                        damping)
+
+
+def merge_parallel_edges(edges, edge_offsets, pairwise):
+    """The edges of every graph with parallel edges merged, in either orientation.
+
+    Edges (a, b) and (b, a), or repeated ones, score the same node pair: their pairwise
+    scores are summed on one edge (a < b, the (b, a) scores transposed), so that a tree
+    listed with both orientations of its edges is still decoded as a forest. Returns the
+    inputs unchanged when no pair repeats.
+    """
+    n_graphs = len(edge_offsets) - 1
+    if len(edges) == 0:
+        return edges, edge_offsets, pairwise
+    graph = np.repeat(np.arange(n_graphs), np.diff(edge_offsets))
+    low = np.minimum(edges[:, 0], edges[:, 1])
+    high = np.maximum(edges[:, 0], edges[:, 1])
+    keys = np.stack([graph, low, high], axis=1)
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    if len(unique) == len(edges):
+        return edges, edge_offsets, pairwise
+    oriented = np.where((edges[:, 0] > edges[:, 1])[:, None, None],
+                        pairwise.transpose(0, 2, 1), pairwise)
+    merged = np.zeros((len(unique),) + pairwise.shape[1:])
+    np.add.at(merged, inverse, oriented)
+    offsets = np.concatenate(([0], np.cumsum(np.bincount(unique[:, 0],
+                                                         minlength=n_graphs))))
+    return (np.ascontiguousarray(unique[:, 1:], dtype=np.int64),
+            offsets.astype(np.int64), merged)
+
+
+def batch_map(unary, node_offsets, edges, edge_offsets, pairwise, max_iter=100,
+              damping=0.5, max_enumerated=0):
+    """:func:`graph_map` on checked arrays (C-contiguous, int64 and float64)."""
+    edges, edge_offsets, pairwise = merge_parallel_edges(edges, edge_offsets, pairwise)
+    out = np.zeros(len(unary), dtype=np.int64)
+    exact = np.zeros(len(node_offsets) - 1, dtype=np.bool_)
+    _batch_map(unary, node_offsets, np.ascontiguousarray(edges), edge_offsets,
+               np.ascontiguousarray(pairwise), int(max_iter), float(damping),
+               float(max_enumerated), out, exact)
+    return out, exact
 
 
 def _check(unary, node_offsets, edges, edge_offsets, pairwise):
@@ -245,7 +324,7 @@ def _check(unary, node_offsets, edges, edge_offsets, pairwise):
 
 
 def graph_map(unary, node_offsets, edges, edge_offsets, pairwise, *, max_iter=100,
-              damping=0.5):
+              damping=0.5, max_enumerated=0):
     """MAP labelings of a batch of pairwise graphs.
 
     Parameters
@@ -265,22 +344,23 @@ def graph_map(unary, node_offsets, edges, edge_offsets, pairwise, *, max_iter=10
         Sweeps of loopy max-product on graphs with cycles.
     damping : float, default=0.5
         Weight of the previous message in each damped update.
+    max_enumerated : int, default=0
+        A graph with cycles whose n_states ** n_nodes labelings are at most this many is
+        decoded exactly by listing them; the others by loopy max-product.
 
     Returns
     -------
     labels : ndarray of shape (n_nodes,)
         The state of every node.
     exact : ndarray of shape (n_graphs,) of bool
-        Whether each graph is a forest, decoded exactly; on the others the labeling is
-        loopy max-product's, improved by iterated conditional modes (see the module).
+        Whether each graph was decoded exactly (a forest, or listed within
+        ``max_enumerated``); on the others the labeling is loopy max-product's,
+        improved by iterated conditional modes (see the module).
     """
     unary, node_offsets, edges, edge_offsets, pairwise = _check(
         unary, node_offsets, edges, edge_offsets, pairwise)
-    out = np.zeros(len(unary), dtype=np.int64)
-    exact = np.zeros(len(node_offsets) - 1, dtype=np.bool_)
-    _batch_map(unary, node_offsets, edges, edge_offsets, pairwise, int(max_iter),
-               float(damping), out, exact)
-    return out, exact
+    return batch_map(unary, node_offsets, edges, edge_offsets, pairwise, max_iter,
+                     damping, max_enumerated)
 
 
 def graph_loss_augmented_map(unary, node_offsets, edges, edge_offsets, pairwise, y_true,
