@@ -114,7 +114,7 @@ def objective_step_shares(Xv, target, alpha, pairs="all", repeats=5):
     crf = CRF(alpha=alpha, feature_label_pairs=pairs)
     kind, batch, classes, y, weights = crf._validate_training_data(Xv, target, None)
     decoder = crf._make_decoder(kind, [("marginals", "CRF training")], y, batch)
-    features = crf._training_features(kind, batch, y, classes)
+    features = crf._training_features(kind, batch, y, classes, decoder)
     risk = RegularizedRisk(features, batch, y, decoder, CRFLoss(), alpha, weights)
     compiled = risk.compiled_objective()
     w = np.random.default_rng(0).normal(scale=0.05, size=features.n_params)
