@@ -87,15 +87,17 @@ COEFFICIENTS = ("coef_", "transition_", "start_transition_", "end_transition_",
 def _same_model(distributed, local, whole_curve=True):
     """Objective to 1e-10 relative and parameters to 1e-8; with ``whole_curve``, the
     same iterations with the same objectives, else those before the local duality gap
-    first falls below 1e-4 (nearer the optimum the working set's QP is ill-conditioned
-    and amplifies the rounding of the sums: the iterates part, the optimum does not)."""
+    first falls below 1e-3 (nearer the optimum the working set's QP is ill-conditioned
+    and amplifies the rounding of the sums: the iterates part, the optimum does not; on
+    the multilabel rows, below a gap of 3e-4, they parted by up to 2e-5 in some runs and
+    not in others)."""
     f_local = local.objective_curve_[-1]
     assert abs(distributed.objective_curve_[-1] - f_local) <= 1e-10 * abs(f_local)
     curve, want = distributed.objective_curve_, local.objective_curve_
     if whole_curve:
         assert distributed.n_iter_ == local.n_iter_
     else:
-        k = int(np.argmax(local.duality_gaps_ < 1e-4))
+        k = int(np.argmax(local.duality_gaps_ < 1e-3))
         assert k > 10
         curve, want = curve[:k], want[:k]
         assert len(curve) == len(want)
