@@ -32,6 +32,9 @@ def test_compile_timer_counts_outermost_compilations_inside_its_block_only():
     assert "1 kernel specialization in" in timer.summary()
 
 
+# Where nothing is cached yet (an environment installed without its warm-up), this test
+# compiles every step of the warm-up: over 300 s on two busy cores.
+@pytest.mark.timeout(1800)
 @pytest.mark.filterwarnings("ignore:.*did not converge")
 def test_warm_up_compiles_the_specializations_of_the_quick_start_path():
     report = warm_up()
