@@ -21,6 +21,7 @@ from .losses._neighbourhood import NeighbourhoodDifferences, NeighbourhoodLikeli
 from .losses._randomized import RandomizedLikelihoodLoss, softmax_over_candidates
 from .optim._perturbed_ascent import TrainingDivergedError
 from .optim._streaming import StreamedRisk
+from .optim._wrapped_risk import WrappedRisk
 from .utils._parallel import n_jobs_threads
 from .utils._params import N_JOBS_CONSTRAINT
 
@@ -308,31 +309,20 @@ def _feature_mean(X, sample_weight):
     return weights @ np.asarray(X, dtype=np.float64)
 
 
-class _CentredRisk:
+class _CentredRisk(WrappedRisk):
     """G(v) = F(T v) for the change of coordinates T of the feature map's
     ``intercept_centring``; ∇G = Tᵀ ∇F."""
 
     def __init__(self, risk, centring):
-        self.risk, self.centring = risk, centring
-        self.loss = risk.loss
-
-    @property
-    def n_examples(self):
-        return self.risk.n_examples
-
-    @property
-    def n_params(self):
-        return self.risk.n_params
+        super().__init__(risk)
+        self.centring = centring
 
     def value_and_gradient(self, v):
         value, gradient = self.risk.value_and_gradient(self.centring.forward(v))
         return value, self.centring.adjoint(gradient)
 
-    def compiled_objective(self):
-        return self.risk.compiled_objective()
 
-
-class _InterceptFreeRisk:
+class _InterceptFreeRisk(WrappedRisk):
     """A risk F(w) = data term + (α / 2) ‖w‖² seen without the L2 term on the positions
     ``free`` (the intercept): F(w) − (α / 2) ‖w_free‖², as a logistic regression leaves
     its intercept unpenalized.
@@ -344,21 +334,8 @@ class _InterceptFreeRisk:
     """
 
     def __init__(self, risk, free):
-        self.risk = risk
+        super().__init__(risk)
         self.free = np.asarray(free, dtype=np.int64)
-        self.loss = risk.loss
-
-    @property
-    def alpha(self):
-        return self.risk.alpha
-
-    @property
-    def n_examples(self):
-        return self.risk.n_examples
-
-    @property
-    def n_params(self):
-        return self.risk.n_params
 
     def value_and_gradient(self, w):
         value, gradient = self.risk.value_and_gradient(w)
@@ -366,11 +343,6 @@ class _InterceptFreeRisk:
         gradient = np.array(gradient, dtype=np.float64)
         gradient[self.free] -= self.risk.alpha * kept
         return value - 0.5 * self.risk.alpha * float(kept @ kept), gradient
-
-    def compiled_objective(self):
-        """The wrapped risk's compiled evaluation (whether BLAS may run single-threaded);
-        this risk is evaluated through ``value_and_gradient``."""
-        return self.risk.compiled_objective()
 
 
 #: Steps of one ``partial_fit`` call when ``max_iter`` is None.

@@ -3,10 +3,12 @@ progress does not depend on the scale of each feature."""
 
 import numpy as np
 
+from ._wrapped_risk import WrappedRisk
+
 __all__ = ["DiagonallyPreconditionedRisk", "run_preconditioned"]
 
 
-class DiagonallyPreconditionedRisk:
+class DiagonallyPreconditionedRisk(WrappedRisk):
     """G(v) = F(D v) for a diagonal D > 0: the same minimizer w* = D v*, in coordinates
     in which the curvature of every parameter is about 1.
 
@@ -29,17 +31,8 @@ class DiagonallyPreconditionedRisk:
                 or np.any(scale <= 0):
             raise ValueError("the preconditioner must hold one positive finite entry per "
                              "parameter.")
-        self.risk = risk
+        super().__init__(risk)
         self.scale = scale
-        self.loss = risk.loss
-
-    @property
-    def n_examples(self):
-        return self.risk.n_examples
-
-    @property
-    def n_params(self):
-        return self.risk.n_params
 
     def value_and_gradient(self, v):
         """G(v) and ∇G(v) = D ∇F(D v)."""

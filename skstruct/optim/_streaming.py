@@ -3,10 +3,12 @@ quadratic: what ``partial_fit`` minimizes when its solver is a full-batch one.""
 
 import numpy as np
 
+from ._wrapped_risk import WrappedRisk
+
 __all__ = ["StreamedRisk"]
 
 
-class StreamedRisk:
+class StreamedRisk(WrappedRisk):
     """G(w) = (n / N) F(w) + (1 / (2N)) Σ_p c_p (w_p − w̄_p)²: a batch's risk F beside a
     diagonal Laplace summary of the batches before it.
 
@@ -34,8 +36,7 @@ class StreamedRisk:
     """
 
     def __init__(self, risk, batch_weight, center, curvature, seen_weight):
-        self.risk = risk
-        self.loss = risk.loss
+        super().__init__(risk)
         self.total_weight = float(seen_weight) + float(batch_weight)
         self.batch_share = float(batch_weight) / self.total_weight
         self.center = np.asarray(center, dtype=np.float64)
@@ -44,14 +45,6 @@ class StreamedRisk:
             raise ValueError("the summary of the earlier batches has the wrong number of "
                              "parameters.")
 
-    @property
-    def n_examples(self):
-        return self.risk.n_examples
-
-    @property
-    def n_params(self):
-        return self.risk.n_params
-
     def value_and_gradient(self, w):
         """G(w) and ∇G(w)."""
         value, gradient = self.risk.value_and_gradient(w)
@@ -59,8 +52,3 @@ class StreamedRisk:
         pulled = self.curvature * offset / self.total_weight
         return (self.batch_share * value + 0.5 * float(offset @ pulled),
                 self.batch_share * gradient + pulled)
-
-    def compiled_objective(self):
-        """The batch risk's compiled evaluation (whether BLAS may run single-threaded);
-        G itself is evaluated through ``value_and_gradient``."""
-        return self.risk.compiled_objective()
