@@ -260,7 +260,7 @@ class LinearStructuredModel(StructuredEstimator):
         if not result.converged:
             warnings.warn(
                 f"{type(self).__name__} did not converge in {self.max_iter} iterations "
-                f"({result.message}); increase max_iter or tol.",
+                f"({result.message}); {result.advice()}.",
                 ConvergenceWarning,
             )
 

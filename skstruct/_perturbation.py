@@ -930,7 +930,7 @@ class PerturbedMAPClassifier(PartialFitMixin, LinearStructuredModel):
             if not result.converged:
                 warnings.warn(
                     f"{type(self).__name__} did not converge in {result.n_iter} L-BFGS "
-                    f"iterations ({result.message}); increase max_iter or tol.",
+                    f"iterations ({result.message}); {result.advice()}.",
                     ConvergenceWarning)
             return
         if self.candidates == "proposal" and result.extra["largest_candidate_set"] == 1:

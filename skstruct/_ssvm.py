@@ -367,7 +367,7 @@ TaskLoss, default="hamming"
                                      or self.tol > 0):
             warnings.warn(
                 f"StructuredSVM did not converge in {self.max_iter} passes "
-                f"({result.message}); increase max_iter or tol.",
+                f"({result.message}); {result.advice()}.",
                 ConvergenceWarning,
             )
 

@@ -86,7 +86,7 @@ def test_a_callback_returning_true_stops_after_that_iteration(recorded_runs):
                                      callback=lambda n_iter, w, objective: n_iter == 3)
     stopped.fit(X, Y)
     assert stopped.n_iter_ == 3 and stopped.objective_curve_.shape == (3,)
-    assert recorded_runs[-1][1].converged
+    assert not recorded_runs[-1][1].converged
     assert recorded_runs[-1][1].message == "stopped by callback"
     # the same draws as a run of 3 iterations
     three = PerturbedMAPClassifier(candidates="proposal", max_iter=3, random_state=0).fit(X, Y)

@@ -23,6 +23,7 @@ from .._ssvm import StructuredPerceptron
 from ..features import feature_map_hook
 from ..losses import CRFLoss, PerceptronLoss, SparseMAPLoss
 from ..optim import OptimizeResult, run_solver
+from ..optim._result import STOPPED_BY_CALLBACK
 from ..optim._progress import Progress
 from ._cluster import (DistributedData, DistributedRisk, fit_vectorizer, get_client,
                        is_dask_collection, shard_threads, sum_over_shards)
@@ -471,7 +472,7 @@ class DaskStructuredPerceptron(_NotDistributedPartialFit, _DaskMixin, Structured
             mistakes = int(round(mistakes))
             current = (average / n_epochs if self.averaging else w)
             if progress.report(current, mistakes / n_examples, mistakes=mistakes):
-                message, converged = "stopped by callback", True
+                message, converged = STOPPED_BY_CALLBACK, False
                 break
             if mistakes == 0:
                 message, converged = "no mistake in an epoch", True

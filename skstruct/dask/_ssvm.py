@@ -19,6 +19,7 @@ from sklearn.utils._param_validation import StrOptions
 from .._ssvm import StructuredSVM
 from ..losses import StructuredHingeLoss
 from ..optim import OptimizeResult, run_solver
+from ..optim._result import STOPPED_BY_CALLBACK
 from ..optim._progress import Progress
 from ._cluster import send_weights, tree_reduce, with_retries
 from ._estimators import (_DASK_CONSTRAINTS, _FIT_DOC, _DaskMixin,
@@ -216,7 +217,7 @@ def mix_subgradient(shards, w0, *, alpha, max_iter, tol, averaging, shuffle,
         (data,) = shards.reduce(hinge_term, current, n_jobs)
         value = float(data) + 0.5 * alpha * float(current @ current)
         if progress.report(current, value):
-            message, converged = "stopped by callback", True
+            message, converged = STOPPED_BY_CALLBACK, False
             break
         curve = progress.curve
         if tol > 0 and len(curve) > 1 and curve[-2] - value <= tol * abs(curve[-2]):

@@ -10,7 +10,7 @@ from ..features._base import feature_map_hook
 from ._engine import compiled_problem, loss_rescaling
 from ._overlap import drive_passes, overlap_threads
 from ._progress import Progress
-from ._result import OptimizeResult
+from ._result import STOPPED_BY_CALLBACK, OptimizeResult
 from ._subgradient import pass_order
 
 __all__ = ["minimize_bcfw", "structured_hinge_primal"]
@@ -163,7 +163,7 @@ def minimize_bcfw(
         primal, gap = value
         gaps.append(gap)
         if progress.report(snap[0], primal, gap=gap):
-            status.update(message="stopped by callback", converged=True)
+            status.update(message=STOPPED_BY_CALLBACK, converged=False)
             return True
         if gap <= tol:
             status.update(message="duality gap below tol", converged=True)

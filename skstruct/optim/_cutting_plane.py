@@ -12,7 +12,7 @@ from ._cutting_plane_kernels import cache_add, constraint_pass, example_chunks
 from ._engine import compiled_problem, loss_rescaling
 from ._progress import Progress
 from ._qp import solve_capped_simplex_qp
-from ._result import OptimizeResult
+from ._result import STOPPED_BY_CALLBACK, OptimizeResult
 
 __all__ = ["LocalConstraintOracle", "minimize_cutting_plane"]
 
@@ -201,7 +201,7 @@ def _cutting_plane(risk, w0, max_iter, tol, cache_size, verbose, callback, print
             best.offer(w, primal, n_calls)
             if progress.report(w, primal, gap=gaps[-1], planes=working.size):
                 # stopped before the tolerance: not converged (its best iterate returned)
-                message = "stopped by callback"
+                message = STOPPED_BY_CALLBACK
                 break
             if violation <= working.slack + tol:
                 message, converged = "no constraint violated by more than tol", True

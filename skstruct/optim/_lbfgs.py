@@ -15,7 +15,7 @@ from scipy.optimize import line_search, minimize
 
 from ..utils._parallel import dynamic_schedule, threads_for
 from ._progress import Progress
-from ._result import OptimizeResult
+from ._result import STOPPED_BY_CALLBACK, OptimizeResult
 
 __all__ = ["minimize_lbfgs", "minimize_lbfgsb"]
 
@@ -240,7 +240,7 @@ def minimize_lbfgs(
         _remember_pair(pairs, w_new - w, new_grad - grad)
         previous_value, value, w, grad = value, new_value, w_new, new_grad
         if progress.report(w, value, **{"|grad|": float(np.sqrt(_inner(grad, grad)))}):
-            message, converged = "stopped by callback", True
+            message, converged = STOPPED_BY_CALLBACK, False
             break
         if _small_decrease(previous_value, value, tol):
             message, converged = "relative decrease below tol * 1e-3", True
@@ -297,7 +297,7 @@ def minimize_lbfgsb(
         )
         w, converged, message = result.x, result.status == 0, str(result.message)
     except _StopEarly:
-        w, converged, message = stopped[-1], True, "stopped by the callback"
+        w, converged, message = stopped[-1], False, STOPPED_BY_CALLBACK
     return OptimizeResult(
         w=w,
         n_iter=progress.n_iter,

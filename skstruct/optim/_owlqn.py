@@ -21,7 +21,7 @@ from ._lbfgs import (
     gradient_threshold,
 )
 from ._progress import Progress
-from ._result import OptimizeResult
+from ._result import STOPPED_BY_CALLBACK, OptimizeResult
 
 __all__ = ["minimize_owlqn", "pseudo_gradient"]
 
@@ -232,7 +232,7 @@ def minimize_owlqn(
         if l1 > 0:
             columns["nonzero"] = int(np.count_nonzero(w))
         if progress.report(w, value, **columns):
-            message, converged = "stopped by callback", True
+            message, converged = STOPPED_BY_CALLBACK, False
             break
         if _small_decrease(previous_value, value, tol):
             message, converged = "relative decrease below tol * 1e-3", True

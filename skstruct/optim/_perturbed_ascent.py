@@ -4,7 +4,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ._progress import Progress
-from ._result import OptimizeResult
+from ._result import STOPPED_BY_CALLBACK, OptimizeResult
 
 __all__ = ["TrainingDivergedError", "perturbed_ascent"]
 
@@ -115,7 +115,7 @@ def perturbed_ascent(risk, w0, *, max_iter=20, learning_rate=1.0, step_scale=1.0
             raise _diverged(t, "the weights are no longer finite", learning_rate)
         if progress.report(w, value, candidates=float(np.mean(set_sizes)),
                            nonzero=int(np.count_nonzero(w))):
-            message, converged = "stopped by callback", True
+            message, converged = STOPPED_BY_CALLBACK, False
             break
     return OptimizeResult(
         w=w, n_iter=progress.n_iter, converged=converged, objective_curve=progress.curve,

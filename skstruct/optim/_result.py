@@ -4,7 +4,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["OptimizeResult"]
+__all__ = ["OptimizeResult", "STOPPED_BY_CALLBACK"]
+
+#: The message of a run its callback stopped; such a run has ``converged=False``.
+STOPPED_BY_CALLBACK = "stopped by callback"
 
 
 @dataclass
@@ -18,7 +21,8 @@ class OptimizeResult:
     n_iter : int
         Number of iterations (passes, for incremental solvers) done.
     converged : bool
-        Whether a stopping criterion other than ``max_iter`` was met.
+        Whether the solver's own stopping rule (its tolerance) was met: False when
+        ``max_iter`` or the callback stopped it first.
     objective_curve : list of float
         Objective value after each iteration.
     message : str
@@ -40,3 +44,15 @@ class OptimizeResult:
     n_evaluations: int = 0
     duality_gaps: list = None
     extra: dict = field(default_factory=dict)
+
+    @property
+    def stopped_by_callback(self):
+        """Whether the callback stopped the run (before the solver's tolerance)."""
+        return self.message.startswith(STOPPED_BY_CALLBACK)
+
+    def advice(self):
+        """What a ConvergenceWarning about this run tells the user to change."""
+        if self.stopped_by_callback:
+            return ("its callback stopped it before the tolerance; let it run longer to "
+                    "converge")
+        return "increase max_iter or tol"

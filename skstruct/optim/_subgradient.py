@@ -12,7 +12,7 @@ from sklearn.utils import check_random_state
 from ._engine import compiled_problem, loss_rescaling
 from ._overlap import drive_passes, overlap_threads
 from ._progress import Progress
-from ._result import OptimizeResult
+from ._result import STOPPED_BY_CALLBACK, OptimizeResult
 
 __all__ = ["minimize_subgradient", "perceptron"]
 
@@ -137,7 +137,7 @@ def minimize_subgradient(
 
     def on_value(snap, value):
         if progress.report(snap[0], value):
-            status.update(message="stopped by callback", converged=True)
+            status.update(message=STOPPED_BY_CALLBACK, converged=False)
             return True
         curve = progress.curve
         if tol > 0 and len(curve) > 1 and curve[-2] - value <= tol * abs(curve[-2]):
@@ -256,7 +256,7 @@ def perceptron(risk, w0=None, *, max_iter=10, averaging=True, random_state=None,
         # the average costs a pass over w: made only for a callback that receives it
         current = run.current() if callback is not None else None
         if progress.report(current, mistakes / n, mistakes=mistakes):
-            message, converged = "stopped by callback", True
+            message, converged = STOPPED_BY_CALLBACK, False
             break
         if mistakes == 0:
             message, converged = "no mistake in a pass", True

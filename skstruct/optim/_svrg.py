@@ -6,7 +6,7 @@ from sklearn.utils import check_random_state
 from ._engine import compiled_problem, loss_rescaling
 from ._engine_kernels import _balanced_chunks
 from ._progress import Progress
-from ._result import OptimizeResult
+from ._result import STOPPED_BY_CALLBACK, OptimizeResult
 from . import _svrg_kernels as kernels
 
 __all__ = ["SMOOTHINGS", "SmoothedProblem", "minimize_svrg", "smoothed_problem"]
@@ -410,7 +410,7 @@ class EpochLog:
         if primal < self.best_value:
             self.best_w, self.best_value = np.array(w, dtype=np.float64), primal
         if self.progress.report(w_user, primal, mu=float(mu), oracle=self.sp.oracle_calls):
-            self.message, self.converged = "stopped by callback", True
+            self.message, self.converged = STOPPED_BY_CALLBACK, False
             return True
         if _small_change(self.progress.curve, self.tol):
             self.message, self.converged = "relative change below tol", True

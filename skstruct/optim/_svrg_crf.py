@@ -22,7 +22,7 @@ from sklearn.utils import check_random_state
 from ..features._base import feature_map_hook
 from ._engine import CompiledProblem
 from ._progress import Progress
-from ._result import OptimizeResult
+from ._result import STOPPED_BY_CALLBACK, OptimizeResult
 from ._svrg import SMOOTHINGS, SmoothedProblem, _check_common, _supports, smoothness_estimate
 
 __all__ = ["HeldProblem", "crf_problem", "minimize_svrg_crf"]
@@ -242,7 +242,7 @@ def minimize_svrg_crf(
         calls.append(sp.oracle_calls)
         norms.append(norm)
         if progress.report(problem.to_user(w), objective, grad=norm):
-            message, converged = "stopped by callback", True
+            message, converged = STOPPED_BY_CALLBACK, False
             break
         if not np.isfinite(objective):
             message = "the objective is not finite (learning_rate too large)"

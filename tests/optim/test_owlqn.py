@@ -146,7 +146,7 @@ def test_stops_at_max_iter_and_by_callback_and_prints_lines(rng):
     assert result.n_iter == 3 and not result.converged
     result = minimize_owlqn(fun, np.zeros(X.shape[1]), l1=0.01, max_iter=100, tol=0,
                             callback=lambda it, w, value: it == 2)
-    assert result.n_iter == 2 and result.converged and "callback" in result.message
+    assert result.n_iter == 2 and not result.converged and result.stopped_by_callback
     lines = []
     result = minimize_owlqn(fun, np.zeros(X.shape[1]), l1=0.01, max_iter=4, tol=0,
                             verbose=1, printer=lines.append)

@@ -305,3 +305,23 @@ def test_solver_choices_follow_the_registry(monkeypatch):
     from skstruct import CRF
 
     CRF(solver="late", max_iter=3).fit(np.eye(4), np.array([0, 1, 0, 1]))
+
+
+@pytest.mark.parametrize("loss, name", [
+    (StructuredHingeLoss("hamming", "margin"), name)
+    for name in ("bcfw", "subgradient", "cutting_plane", "svrg", "casimir")
+] + [(CRFLoss(), name) for name in ("lbfgs", "lbfgsb", "owlqn", "svrg")]
+  + [(PerceptronLoss(), "perceptron")])
+def test_a_run_stopped_by_its_callback_is_not_converged(rng, loss, name):
+    risk = _chain_risk(rng, loss)
+    calls = []
+
+    def stop_at_once(n_iter, w, value):
+        calls.append(n_iter)
+        return True
+
+    options = dict(OPTIONS, max_iter=50, callback=stop_at_once)
+    result = run_solver(name, risk, np.zeros(risk.n_params), options)
+    assert calls == [1] and result.n_iter == 1
+    assert not result.converged and result.stopped_by_callback
+    assert "callback stopped it" in result.advice()
