@@ -120,7 +120,12 @@ def test_map_perturbation_synthetic_quick_runs_every_method(tmp_path):
         assert 0.0 <= entry["crf_loss"]["mean"] <= 1.0
         assert 0.0 <= entry["hamming"]["mean"] <= 1.0
         assert entry["seconds"]["mean"] > 0
+        assert entry["cpu_seconds"]["mean"] > 0
     assert result["time_ratio_all_over_random"] > 0
     assert result["time_ratio_all_over_neighbourhood"] > 0
+    assert result["cpu_ratio_all_over_random"] > 0
+    assert result["cpu_ratio_all_over_neighbourhood"] > 0
+    table = (tmp_path / f"{module.STEM}.md").read_text()
+    assert "| time | CPU |" in table and "CPU time" in table
     plotted = (tmp_path / f"{module.STEM}.png").exists()
     assert plotted == (importlib.util.find_spec("matplotlib") is not None)
