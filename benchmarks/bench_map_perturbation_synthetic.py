@@ -60,8 +60,10 @@ repeats: the test CRF loss 1 − mean_i P(y_i | x_i) at temperature β (the lear
 the same formula for the SVMs), by enumerating every output; the test normalized Hamming
 loss of the MAP prediction (argmax over the enumeration; the number of differing parts
 over its largest possible value, 2 × the most parts an output has: 10 for trees, 14 for
-DAGs, 8 for subsets); the training time (wall, after a warm-up fit so numba compilation
-is not counted); and the ratio of CRF_ALL's to CRF_RANDOM's mean time.
+DAGs, 8 for subsets); the training time, wall and CPU (``time.process_time``: the CPU
+time of the process, every thread; on a shared machine it varies less than the wall
+time), after a warm-up fit so numba compilation is not counted; and the ratios of
+CRF_ALL's to CRF_RANDOM's and CRF_NEIGHBOURHOOD's mean times.
 
 Writes ``results/map_perturbation_synthetic.md``, ``.json`` and ``.png``.
 
@@ -345,22 +347,24 @@ def run_method(structure, method, data, args, seed):
                 learning_rate=1.0 / beta_of(structure, x.shape[0]) ** 2,
                 max_outputs=structure.outputs.shape[0])
         X, y = structure.to_estimator(x, parts)
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         model.fit(X, y)
         seconds = time.perf_counter() - start
+        cpu = time.process_time() - cpu_start
         return seconds, lambda z: learner_part_scores(structure, model, z, args.n_features), {
-            "beta": model.beta_, "map_calls": model.decoder_calls_["map"],
+            "cpu_seconds": cpu, "beta": model.beta_, "map_calls": model.decoder_calls_["map"],
             # the loss the learner minimizes, before its last step: over T_i (CRF_RANDOM),
             # or the full CRF loss (CRF_ALL); and α = min(1, ‖w‖₁ / √m) at the end
             "train_objective": float(model.objective_curve_[-1]),
             "alpha": float(min(1.0, (np.abs(model.coef_).sum()
                                      + np.abs(getattr(model, "intercept_", 0.0)).sum())
                                / np.sqrt(x.shape[0])))}
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     W = fit_svm(structure, x, parts, randomized=method == "SVM_RANDOM",
                 n_iter=args.iterations, l1=args.l1, rng=rng)
     seconds = time.perf_counter() - start
-    return seconds, lambda z: _with_bias(structure, z) @ W.T, {}
+    cpu = time.process_time() - cpu_start
+    return seconds, lambda z: _with_bias(structure, z) @ W.T, {"cpu_seconds": cpu}
 
 
 def run_structure(name, args):
@@ -373,7 +377,8 @@ def run_structure(name, args):
     warm_args = argparse.Namespace(**{**vars(args), "iterations": 2})
     for method in args.methods:
         run_method(structure, method, (x, parts, None, None, None, None), warm_args, 0)
-    per_method = {method: {"crf_loss": [], "hamming": [], "seconds": [], "train_crf_loss": []}
+    per_method = {method: {"crf_loss": [], "hamming": [], "seconds": [], "cpu_seconds": [],
+                           "train_crf_loss": []}
                   for method in args.methods}
     learner_extras = {method: {"train_objective": [], "alpha": []}
                       for method in args.methods if method.startswith("CRF")}
@@ -397,12 +402,13 @@ def run_structure(name, args):
             entry["crf_loss"].append(crf)
             entry["hamming"].append(hamming)
             entry["seconds"].append(seconds)
+            entry["cpu_seconds"].append(extra["cpu_seconds"])
             entry["train_crf_loss"].append(train_crf)
             for key, values in learner_extras.get(method, {}).items():
                 values.append(extra[key])
         print(f"{name} repeat {repeat + 1}/{args.repeats}: " + ", ".join(
             f"{m} {per_method[m]['crf_loss'][-1]:.3f}/{per_method[m]['hamming'][-1]:.3f}/"
-            f"{per_method[m]['seconds'][-1]:.2f}s" for m in args.methods
+            f"{per_method[m]['seconds'][-1]:.2f}s/cpu {per_method[m]['cpu_seconds'][-1]:.2f}s" for m in args.methods
             if per_method[m]["seconds"]), flush=True)
     return structure_result(structure, args, beta, per_method, learner_extras)
 
@@ -429,6 +435,15 @@ def structure_result(structure, args, beta, per_method, learner_extras):
         a = np.array(per_method["CRF_ALL"]["seconds"])
         r = np.array(per_method["CRF_NEIGHBOURHOOD"]["seconds"])[:a.size]
         result["time_ratio_all_over_neighbourhood"] = float(a.mean() / r.mean())
+    # the same ratios of CPU time (runs before the CPU time was recorded have none)
+    if "CRF_ALL" in summary and per_method["CRF_ALL"].get("cpu_seconds"):
+        a = np.array(per_method["CRF_ALL"]["cpu_seconds"])
+        for method, key in (("CRF_RANDOM", "cpu_ratio_all_over_random"),
+                            ("CRF_NEIGHBOURHOOD", "cpu_ratio_all_over_neighbourhood")):
+            if method in summary and per_method[method].get("cpu_seconds"):
+                r = np.array(per_method[method]["cpu_seconds"])[:a.size]
+                result[key] = float(a.mean() / r.mean())
+                result[key.replace("ratio", "ratio_median")] = float(np.median(a / r))
     return result
 
 
@@ -484,18 +499,21 @@ def report(runs):
                   f"{run['iterations']} iterations, ℓ1 = {run['l1']}", "",
                   "Mean ± 95 % CI over the repeats (Student t). CRF loss: 1 − mean "
                   "P(y_i | x_i) at β on the test set; Hamming: normalized test Hamming "
-                  "loss of the MAP prediction; time: training wall time.", ""]
+                  "loss of the MAP prediction; time: training wall time; CPU: training "
+                  "CPU time of the process (all its threads).", ""]
         for name, result in run["structures"].items():
             ratio = result.get("time_ratio_all_over_random")
             lines += [f"### {name}: {result['n_outputs']} outputs, {result['n_parts']} "
                       f"parts, d = {result['d']}, s = {result['s']}, "
                       f"β = {result['beta']:.4f}", "",
-                      "| method | test CRF loss | test Hamming | train CRF loss | time |",
-                      "|---|---|---|---|---|"]
+                      "| method | test CRF loss | test Hamming | train CRF loss | time | CPU |",
+                      "|---|---|---|---|---|---|"]
             for method, entry in result["methods"].items():
+                cpu = (_cell(entry["cpu_seconds"], 3, " s") if "cpu_seconds" in entry
+                       else "not recorded")
                 lines.append(f"| {method} | {_cell(entry['crf_loss'])} | "
                              f"{_cell(entry['hamming'])} | {_cell(entry['train_crf_loss'])} "
-                             f"| {_cell(entry['seconds'], 3, ' s')} |")
+                             f"| {_cell(entry['seconds'], 3, ' s')} | {cpu} |")
             for method, entry in result.get("learners", {}).items():
                 lines += ["", f"{method}: training objective before the last step "
                           f"{_cell(entry['train_objective'])} ("
@@ -507,15 +525,25 @@ def report(runs):
             if result.get("time_ratio_all_over_neighbourhood") is not None:
                 lines += ["", "CRF_ALL / CRF_NEIGHBOURHOOD time: "
                           f"{result['time_ratio_all_over_neighbourhood']:.1f}x (ratio of "
-                          "means over the repeats both ran)"]
+                          "means over the repeats both ran)"
+                          + _cpu_ratio(result, "cpu_ratio_all_over_neighbourhood")]
             if ratio is not None:
                 lines += ["", f"CRF_ALL / CRF_RANDOM time: {ratio:.1f}x (ratio of means; "
                           f"median per repeat {result['time_ratio_median_per_repeat']:.1f}x)"
-                          f"; the paper reports about {PAPER_SPEEDUP[name]:.0f}x."]
+                          + _cpu_ratio(result, "cpu_ratio_all_over_random")
+                          + f"; the paper reports about {PAPER_SPEEDUP[name]:.0f}x."]
             lines.append("")
         if run.get("notes"):
             lines += ["### What holds of the paper's claims", "", run["notes"], ""]
     return "\n".join(lines)
+
+
+def _cpu_ratio(result, key):
+    """The CPU-time version of a time ratio, as text, or nothing when not recorded."""
+    if result.get(key) is None:
+        return ""
+    median = result[key.replace("ratio", "ratio_median")]
+    return f"; CPU time {result[key]:.1f}x (median per repeat {median:.1f}x)"
 
 
 def plot(run, path):
@@ -528,7 +556,7 @@ def plot(run, path):
         return
     names = list(run["structures"])
     keys = [("crf_loss", "test CRF loss"), ("hamming", "test Hamming loss"),
-            ("seconds", "training time (s)")]
+            ("cpu_seconds", "training CPU time (s)")]
     fig, axes = plt.subplots(len(names), 3, figsize=(11, 2.8 * len(names)), squeeze=False)
     for row, name in enumerate(names):
         methods = run["structures"][name]["methods"]
@@ -537,9 +565,9 @@ def plot(run, path):
             means = [methods[m][key]["mean"] for m in methods]
             cis = [methods[m][key]["ci95"] or 0.0 for m in methods]
             ax.bar(range(len(methods)), means, yerr=cis, capsize=3,
-                   color=["C0", "C1", "C2", "C3"][:len(methods)])
+                   color=[f"C{j}" for j in range(len(methods))])
             ax.set_xticks(range(len(methods)), list(methods), fontsize=7)
-            if key == "seconds":
+            if key == "cpu_seconds":
                 ax.set_yscale("log")
             ax.set_title(f"{name}: {title}", fontsize=9)
     fig.tight_layout()

@@ -120,7 +120,56 @@ def test_map_perturbation_synthetic_quick_runs_every_method(tmp_path):
         assert 0.0 <= entry["crf_loss"]["mean"] <= 1.0
         assert 0.0 <= entry["hamming"]["mean"] <= 1.0
         assert entry["seconds"]["mean"] > 0
+        assert entry["cpu_seconds"]["mean"] > 0
     assert result["time_ratio_all_over_random"] > 0
     assert result["time_ratio_all_over_neighbourhood"] > 0
+    assert result["cpu_ratio_all_over_random"] > 0
+    assert result["cpu_ratio_all_over_neighbourhood"] > 0
+    table = (tmp_path / f"{module.STEM}.md").read_text()
+    assert "| time | CPU |" in table and "CPU time" in table
     plotted = (tmp_path / f"{module.STEM}.png").exists()
     assert plotted == (importlib.util.find_spec("matplotlib") is not None)
+
+
+def test_map_perturbation_cost_reports_cpu_and_wall_times_per_iteration_and_fit():
+    module = load_script("bench_map_perturbation_cost")
+    import argparse
+
+    import numpy as np
+
+    args = argparse.Namespace(train=20, n_features=3, iterations=4, max_enumerated=10_000)
+    case = module.run_case("subsets", (6, 2), args, np.random.default_rng(0))
+    assert case["n_outputs"] == 15
+    for learner in ("neighbourhood", "proposal", "all"):
+        timing = case[learner]
+        for suffix in ("", "_wall"):
+            assert timing[f"iteration_seconds{suffix}"] > 0
+            assert timing[f"fit_seconds{suffix}"] >= timing[f"iteration_seconds{suffix}"]
+    run = {"command": "c", "code": "x", "machine": "m", "load_average": 1.0, "train": 20,
+           "n_features": 3, "iterations": 4, "max_enumerated": 10_000,
+           "structures": {"subsets": [case]}, "notes": "the notes"}
+    table = module.report(run)
+    assert "times are CPU seconds" in table and "all / proposal per fit" in table
+    assert table.count("| subsets | 2-of-6 |") == 1 and table.rstrip().endswith("the notes")
+
+
+def test_map_perturbation_cost_times_cpu_apart_from_waiting():
+    """A fit that sleeps between its iterations costs wall time but hardly any CPU."""
+    module = load_script("bench_map_perturbation_cost")
+    import time
+
+    class SleepingFit:
+        n_iter_ = 4
+
+        def set_params(self, callback):
+            self.callback = callback
+
+        def fit(self, X, y):
+            for _ in range(self.n_iter_):
+                time.sleep(0.05)
+                self.callback()
+
+    timing = module._timed(SleepingFit(), None, None)
+    assert timing["iteration_seconds_wall"] >= 0.05
+    assert timing["fit_seconds_wall"] >= 0.2
+    assert timing["iteration_seconds"] < 0.01 and timing["fit_seconds"] < 0.04
