@@ -38,7 +38,8 @@ value chosen on the same validation split (jointly with alpha, from ``THRESHOLDS
     nice -n 5 env PYTHONPATH=. python benchmarks/bench_lp_sparsemap_claim.py \\
         --datasets yeast scene emotions
 
-Writes ``results/lp_sparsemap_claim.json`` and ``.md`` (the data sets not run keep their
+``--jobs N`` runs the grid's fits and the final fits in N worker processes (each fit's
+CPU time is its own process's). Writes ``results/lp_sparsemap_claim.json`` and ``.md`` (the data sets not run keep their
 stored results).
 """
 
