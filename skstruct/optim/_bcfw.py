@@ -316,7 +316,7 @@ class _PythonBCFW:
 def _sparse_view(risk):
     """The same objective on CSR features when dense features are mostly zeros.
 
-    The duality gap needs the scores of all examples after every pass; with sparse
+    The duality gap needs the scores of all examples after a pass; with sparse
     pixels or indicator features the CSR product does a fraction of the work.
     """
     X = risk.batch.X
