@@ -91,7 +91,7 @@ TaskLoss, default="hamming"
         draw them with replacement); False: in their order (the cutting plane ignores
         it).
     verbose : int, default=0
-        One line per pass.
+        One line per pass (``"bcfw"``: per pass whose gap is computed).
     warm_start : bool, default=False
         Start from the previous solution: ``"subgradient"`` only. ``"bcfw"`` and
         ``"cutting_plane"`` keep dual variables that a previous fit does not store, so
@@ -103,7 +103,8 @@ TaskLoss, default="hamming"
         training set computes the duality gap of a pass on the others while the next
         pass runs. The model does not depend on ``n_jobs``.
     callback : callable, default=None
-        ``callback(n_pass, w, objective)`` after each pass; returning True stops.
+        ``callback(n_pass, w, objective)`` after each pass (``"bcfw"``: after each pass
+        whose objective is computed, see ``check_gap_every``); returning True stops.
     smoothing : {"entropy", "l2"}, default="l2"
         ``"svrg"``, ``"casimir"``: the smoothing of the hinge's max, entropy
         (μ log Σ exp) or ℓ2 over the ``top_k`` best outputs (the paper's choice).
