@@ -124,7 +124,7 @@ def skstruct_settings(method, n, lam):
     if method == "casimir-adapt":
         return dict(solver="casimir", schedule="adapt", mu=m["mu"], top_k=5, kappa=lam,
                     learning_rate=m["lr"], warm_start_rule="extrapolation")
-    return dict(solver="bcfw")
+    return dict(solver="bcfw", check_gap_every=1)  # a point after every pass
 
 
 def run_skstruct(method, X, y, lam, seed, epochs, w0):

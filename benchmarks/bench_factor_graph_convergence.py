@@ -100,7 +100,8 @@ def main():
         solver = "bcfw" if args.learner == "hinge_bcfw" else "cutting_plane"
         model = StructuredSVM(decoder, alpha=alpha, solver=solver,
                               tol=0.01 if solver == "cutting_plane" else 1e-3,
-                              max_iter=10000, callback=cap)
+                              max_iter=10000, callback=cap,
+                              **({"check_gap_every": 1} if solver == "bcfw" else {}))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         start[0], start[1] = time.perf_counter(), time.process_time()

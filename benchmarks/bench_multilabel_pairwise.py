@@ -249,7 +249,7 @@ METHODS = [
            "independent labels (MultilabelDecoder)",
            lambda alpha, n_labels, args: StructuredSVM(
                loss="hamming", rescaling="margin", solver="bcfw", alpha=alpha,
-               max_iter=args.passes, random_state=0),
+               max_iter=args.passes, random_state=0, check_gap_every=1),
            "alpha", [0.1, 0.01, 0.001]),
     Method("sparsemap_independent", "SparseMAPClassifier, independent labels "
            "(MultilabelDecoder), L-BFGS",

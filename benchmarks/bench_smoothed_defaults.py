@@ -72,7 +72,8 @@ def main():
     X, y = load(args.task, args.n_train)
     n = len(X)
     lam = args.lambda_n / n
-    bcfw, bcfw_cpu, est = fit(X, y, lam, args.bcfw_passes, solver="bcfw")
+    bcfw, bcfw_cpu, est = fit(X, y, lam, args.bcfw_passes, solver="bcfw",
+                               check_gap_every=1)
     upper = float(bcfw.min())
     lower = float(bcfw[-1] - est.duality_gaps_[-1])
     lines = [f"## {args.task}, n = {n}, λ = {args.lambda_n:g}/n", "",

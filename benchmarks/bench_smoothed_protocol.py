@@ -99,7 +99,7 @@ class _ShiftedSGD(StructuredSVM):
 def settings(method, eta, n, lam):
     """StructuredSVM parameters of ``method`` with step ``eta``."""
     if method == "bcfw":
-        return dict(solver="bcfw")
+        return dict(solver="bcfw", check_gap_every=1)  # a point after every pass
     if method == "sgd":
         return dict(solver="subgradient")
     if method == "svrg":

@@ -91,7 +91,7 @@ def fit(X, y, lam, epochs, w0=None, **params):
 def one_setting(X, y, lam_n, bcfw_passes):
     n = len(X)
     lam = lam_n / n
-    curve, cpu, est = fit(X, y, lam, bcfw_passes, solver="bcfw")
+    curve, cpu, est = fit(X, y, lam, bcfw_passes, solver="bcfw", check_gap_every=1)
     gaps = np.asarray(est.duality_gaps_)
     duals = curve - gaps
     rec = dict(lambda_n=lam_n, n=n, bcfw_passes=len(curve), bcfw_cpu=cpu,

@@ -49,7 +49,7 @@ N_HASHED = 2 ** 16
 #: Solver settings. ``passes_per_epoch`` is the number of oracle calls of one epoch
 #: divided by n when the estimator does not report it.
 SOLVERS = {
-    "bcfw": dict(solver="bcfw", tol=0.0),
+    "bcfw": dict(solver="bcfw", tol=0.0, check_gap_every=1),
     "subgradient": dict(solver="subgradient", tol=0.0),
     "svrg": dict(solver="svrg", tol=0.0),
     "casimir-const": dict(solver="casimir", tol=0.0, schedule="const"),

@@ -181,7 +181,8 @@ def main():
                                            random_state=args.seed, n_jobs=args.n_jobs, **kw)
 
     makers = {
-        "bcfw": ssvm("bcfw", max_iter=args.bcfw_passes, tol=0.0, averaging=True),
+        "bcfw": ssvm("bcfw", max_iter=args.bcfw_passes, tol=0.0, averaging=True,
+                     check_gap_every=1),  # the curve and the clock after every pass
         "subgradient": ssvm("subgradient", max_iter=args.subgradient_passes, tol=0.0),
         "cutting_plane": ssvm("cutting_plane", max_iter=args.cp_max_iter, tol=args.cp_tol),
         "perceptron": lambda clock: StructuredPerceptron(

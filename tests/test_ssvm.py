@@ -74,7 +74,8 @@ def test_solvers_reach_the_same_optimum(rng):
 
 def test_duality_gap_certifies_the_primal(rng):
     X, y = _sequences(rng, n=20)
-    model = StructuredSVM(alpha=0.2, max_iter=30, tol=0.0, random_state=0).fit(X, y)
+    model = StructuredSVM(alpha=0.2, max_iter=30, tol=0.0, random_state=0,
+                          check_gap_every=1).fit(X, y)
     gaps = model.duality_gaps_
     assert np.all(gaps >= -1e-10)
     assert gaps[-1] < gaps[0]

@@ -235,7 +235,8 @@ class BCFWRun:
         self.dual_unary = np.zeros((f.row_offsets[-1], f.n_unary))
         self.dual_pair = np.zeros((n, f.n_pair))
         self.ell = np.zeros(n)
-        self.sums = np.zeros(2)  # Σ_i ℓ_i and its running average
+        # Σ_i ℓ_i, its running average, the block gaps met during the last pass
+        self.sums = np.zeros(3)
         self.weights = np.ascontiguousarray(weights, dtype=np.float64)
         self.lam = float(lam)
         self.averaging = bool(averaging)
@@ -247,11 +248,17 @@ class BCFWRun:
     def run_pass(self, order):
         """One pass over ``order``."""
         p = self.problem
+        self.sums[2] = 0.0
         self.step = kernels.bcfw_pass(
             p.features, p.oracle, *p.blocks(self.w), *p.blocks(self.lazy), self.dual_unary,
             self.dual_pair, self.ell, self.sums, self.weights, self.lam,
             np.asarray(order, dtype=np.int64), self.step, self.averaging, self._scratch,
             self._slot, self._touched_list)
+
+    @property
+    def gap_estimate(self):
+        """The block gaps of the last pass added up (each at the w of its step)."""
+        return float(self.sums[2])
 
     def current(self):
         """(w̄, averaged Σ ℓ) with averaging, else (w, Σ ℓ); w̄ and w in column order."""

@@ -406,7 +406,9 @@ def bcfw_pass(feats, orc, W, b, pair, lazy_W, lazy_b, lazy_pair, dual_unary, dua
     d = c_i − (a_{y_i} − a_ŷ), γ = clip([ω_i ⟨d, η_i⟩ − ℓ_i + ω_i Δ] / [(ω_i² / λ)
     ‖A_iᵀ d‖²], 0, 1), w ← w − γ (ω_i / λ) A_iᵀ d, c_i ← c_i − γ d,
     ℓ_i ← ℓ_i + γ (ω_i Δ − ℓ_i). The average w̄ = w − B / T_k, T_k = (k + 1)(k + 2) / 2,
-    keeps B ← B − T_k Δw lazily; ``sums`` holds Σ_i ℓ_i and its running average.
+    keeps B ← B − T_k Δw lazily; ``sums`` holds Σ_i ℓ_i, its running average and, in
+    ``sums[2]``, the block gaps g_i = ω_i ⟨d, η_i⟩ − ℓ_i + ω_i Δ (the numerator of γ)
+    added up over the steps of the pass (each at the w of its step; the caller resets it).
 
     ``scratch`` (n_features, K) holds A_iᵀ d compactly, row t for the column
     ``touched_list[t]``; ``slot`` (n_features,), int32, must be −1 on entry and is left
@@ -491,9 +493,11 @@ def bcfw_pass(feats, orc, W, b, pair, lazy_W, lazy_b, lazy_pair, dual_unary, dua
             norm += d_pair[j] * d_pair[j]
         ell_s = omega[i] * delta
         curvature = omega[i] * omega[i] / lam * norm
+        block_gap = omega[i] * inner - ell[i] + ell_s
+        sums[2] += block_gap
         gamma = 0.0
         if curvature > 0:
-            gamma = min(max((omega[i] * inner - ell[i] + ell_s) / curvature, 0.0), 1.0)
+            gamma = min(max(block_gap / curvature, 0.0), 1.0)
         factor = gamma * omega[i] / lam
         weight = (step + 1) * (step + 2) / 2.0
         if local_form:

@@ -52,8 +52,10 @@ class _Done:
         return self.value
 
 
-def drive_passes(run, next_order, snapshot, evaluate, on_value, max_iter, threads=0):
-    """Run up to ``max_iter`` passes, evaluating each, until ``on_value`` says stop.
+def drive_passes(run, next_order, snapshot, evaluate, on_value, max_iter, threads=0,
+                 evaluate_after=None):
+    """Run up to ``max_iter`` passes, evaluating each chosen one, until ``on_value`` says
+    stop.
 
     Parameters
     ----------
@@ -74,6 +76,11 @@ def drive_passes(run, next_order, snapshot, evaluate, on_value, max_iter, thread
     threads : int, default=0
         0 evaluates in turn after each pass; n > 0 evaluates in a second thread with n
         compiled threads while the next pass runs.
+    evaluate_after : callable or None, default=None
+        ``evaluate_after(n_pass)``, called right after every pass ``n_pass`` (in pass
+        order, before any later pass runs), says whether to snapshot and evaluate it; the last
+        pass (``max_iter``) is always evaluated. None: every pass. A pass not evaluated
+        is not reported to ``on_value`` and no pass runs ahead of it.
 
     Returns
     -------
@@ -93,21 +100,30 @@ def drive_passes(run, next_order, snapshot, evaluate, on_value, max_iter, thread
             return _Done(evaluate(snap))
         return pool.submit(in_worker, snap)
 
+    def wanted(n_pass):
+        chosen = evaluate_after is None or bool(evaluate_after(n_pass))
+        return chosen or n_pass == max_iter
+
     try:
         run.run_pass(next_order())
-        snap = snapshot()
-        pending = submit(snap)
-        for n_pass in range(1, max_iter + 1):
-            last = n_pass == max_iter
-            ahead = pool is not None and not last
-            if ahead:
+        n_pass = 1
+        while True:
+            pending = None
+            if wanted(n_pass):
+                snap = snapshot()
+                pending = submit(snap)
+            if pending is None:  # not evaluated, so not the last pass
                 run.run_pass(next_order())
-            if on_value(snap, pending.result()) or last:
-                return snap
-            if not ahead:
-                run.run_pass(next_order())
-            snap = snapshot()
-            pending = submit(snap)
+            else:
+                last = n_pass == max_iter
+                ahead = pool is not None and not last
+                if ahead:
+                    run.run_pass(next_order())
+                if on_value(snap, pending.result()) or last:
+                    return snap
+                if not ahead:
+                    run.run_pass(next_order())
+            n_pass += 1
     finally:
         if pool is not None:
             pool.shutdown(wait=True)

@@ -99,6 +99,7 @@ class Progress:
         self.verbose, self.callback, self.printer, self.unit = verbose, callback, printer, unit
         self.max_iter = None if max_iter is None else int(max_iter)
         self.curve = []
+        self.iterations = []
         self.columns = {}
         self.times = []
         self.compile_times = []
@@ -107,8 +108,9 @@ class Progress:
 
     @property
     def n_iter(self):
-        """Iterations reported so far."""
-        return len(self.curve)
+        """The index of the last iteration reported (the number of reports unless
+        :meth:`report` was given ``iteration``)."""
+        return self.iterations[-1] if self.iterations else 0
 
     @property
     def elapsed(self):
@@ -137,11 +139,14 @@ class Progress:
         n = len(elapsed)
         if self.max_iter is None or n == 0:
             return None
-        left = max(self.max_iter - n, 0)
-        per_iter = elapsed[0] if n == 1 else (elapsed[-1] - elapsed[0]) / (n - 1)
+        done = self.iterations[n - 1] if len(self.iterations) >= n else n
+        first = self.iterations[0] if len(self.iterations) >= n else 1
+        left = max(self.max_iter - done, 0)
+        per_iter = (elapsed[0] / first if n == 1
+                    else (elapsed[-1] - elapsed[0]) / max(done - first, 1))
         return left * max(per_iter, 0.0)
 
-    def report(self, w, objective, *, printer_time=True, **columns):
+    def report(self, w, objective, *, printer_time=True, iteration=None, **columns):
         """Record one iteration; True when the callback asks to stop.
 
         Parameters
@@ -151,6 +156,9 @@ class Progress:
         objective : float
         printer_time : bool, default=True
             Print the elapsed time (and, with ``max_iter``, the estimated time left).
+        iteration : int or None, default=None
+            The index of this iteration when the solver does not report every one
+            (BCFW's passes without a duality gap); None: the one after the last reported.
         **columns : float or int
             Extra quantities to print and record (``gap=``, ``grad_norm=``, ``mistakes=``);
             each is appended to ``self.columns[name]``.
@@ -160,12 +168,13 @@ class Progress:
         bool
         """
         self.curve.append(float(objective))
+        self.iterations.append(self.n_iter + 1 if iteration is None else int(iteration))
         self.times.append(self.elapsed)
         self.compile_times.append(compile_seconds() - self._compile_start)
         for name, value in columns.items():
             self.columns.setdefault(name, []).append(value)
         if self.verbose:
-            index = f"{len(self.curve):4d}"
+            index = f"{self.n_iter:4d}"
             if self.max_iter is not None:
                 index += f"/{self.max_iter}"
             parts = [f"{self.unit} {index}", f"objective {objective: .8e}"]
@@ -177,8 +186,8 @@ class Progress:
                 if self.compile_times[-1] >= 0.005:
                     parts.append(f"compiling {format_seconds(self.compile_times[-1]):>8s}")
                 left = self.remaining()
-                if left is not None and len(self.curve) < self.max_iter:
+                if left is not None and self.n_iter < self.max_iter:
                     parts.append(f"left ~{format_seconds(left):>8s}")
             self.printer("  ".join(parts))
         return self.callback is not None and bool(
-            self.callback(len(self.curve), w, objective))
+            self.callback(self.n_iter, w, objective))

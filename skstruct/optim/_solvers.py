@@ -53,7 +53,8 @@ _PASS_OPTIONS = ("max_iter", "tol", "averaging", "random_state", "verbose", "cal
 
 def _run_bcfw(risk, w0, options):
     return _with_oracle_calls(_with_step_counter(minimize_bcfw(
-        risk, **_pick(options, *_PASS_OPTIONS, "batch_weight"))), risk.n_examples)
+        risk, **_pick(options, *_PASS_OPTIONS, "batch_weight", "check_gap_every"))),
+        risk.n_examples)
 
 
 def _run_subgradient(risk, w0, options):
@@ -205,8 +206,9 @@ _SVRG_PARAMETERS = ("learning_rate", "random_state", "smoothing", "mu", "top_k")
 register_solver(
     "bcfw", _run_bcfw, losses={"hinge_margin"}, partial_fit=True,
     initial_state=_bcfw_state, warm_start=False, stops_on_duality_gap=True,
-    description="block-coordinate Frank-Wolfe on the dual, exact line search, the duality "
-                "gap after every pass")
+    parameters=("check_gap_every",),
+    description="block-coordinate Frank-Wolfe on the dual, exact line search, the exact "
+                "duality gap every check_gap_every passes")
 register_solver(
     "subgradient", _run_subgradient, losses={"hinge_margin", "hinge_slack"},
     partial_fit=True, initial_state=_subgradient_state, warm_start=True,

@@ -51,9 +51,12 @@ def _fit(monkeypatch, sequences, overlap, solver="bcfw", **params):
 
 @needs_two_threads
 @pytest.mark.parametrize("solver,params", [
-    ("bcfw", dict(max_iter=6, tol=0.0)),          # every pass, no stop
-    ("bcfw", dict(max_iter=50, tol=0.1)),         # stops on the gap (about pass 10)
+    ("bcfw", dict(max_iter=6, tol=0.0, check_gap_every=1)),  # every pass, no stop
+    ("bcfw", dict(max_iter=50, tol=0.1, check_gap_every=1)),  # stops on the gap (~pass 10)
     ("bcfw", dict(max_iter=1, tol=0.0)),          # a single pass
+    ("bcfw", dict(max_iter=25, tol=0.0)),         # the gap at passes 10, 20 and 25
+    ("bcfw", dict(max_iter=50, tol=0.1)),         # the gap every 10th pass and where the
+                                                  # running estimate is below tol
     ("subgradient", dict(max_iter=6, tol=0.0)),
     ("subgradient", dict(max_iter=60, tol=0.01)),  # stops on the relative decrease
     ("subgradient", dict(max_iter=1, tol=0.0)),
@@ -62,7 +65,10 @@ def test_overlapped_evaluation_gives_the_sequential_fit(monkeypatch, sequences, 
                                                        params):
     overlapped, overlap_threads = _fit(monkeypatch, sequences, True, solver, **params)
     in_turn, turn_threads = _fit(monkeypatch, sequences, False, solver, **params)
-    assert len(overlap_threads) == len(turn_threads) == in_turn.n_iter_ > 0
+    evaluated = int(np.isfinite(in_turn.objective_curve_).sum())
+    assert len(overlap_threads) == len(turn_threads) == evaluated > 0
+    if params == dict(max_iter=25, tol=0.0):
+        assert evaluated == 3 and np.isfinite(in_turn.objective_curve_[[9, 19, 24]]).all()
     if params["max_iter"] > 1:
         assert all(name.startswith("skstruct-objective") for name in overlap_threads)
     assert not any(name.startswith("skstruct-objective") for name in turn_threads)
@@ -76,21 +82,25 @@ def test_overlapped_evaluation_gives_the_sequential_fit(monkeypatch, sequences, 
 
 
 @needs_two_threads
-@pytest.mark.parametrize("solver", ["bcfw", "subgradient"])
-def test_overlapped_evaluation_stops_on_the_callback_at_the_same_pass(monkeypatch,
-                                                                      sequences, solver):
+@pytest.mark.parametrize("solver,params,stop,calls", [
+    ("bcfw", dict(check_gap_every=1), 3, [1, 2, 3]),
+    ("bcfw", dict(check_gap_every=2), 4, [2, 4]),  # the callback sees evaluated passes
+    ("subgradient", {}, 3, [1, 2, 3]),
+])
+def test_overlapped_evaluation_stops_on_the_callback_at_the_same_pass(
+        monkeypatch, sequences, solver, params, stop, calls):
     seen = {True: [], False: []}
     models = {}
     for overlap in (True, False):
         def callback(n_pass, w, objective, record=seen[overlap]):
             record.append((n_pass, w.copy(), objective))
-            return n_pass == 3
+            return n_pass == stop
 
         models[overlap], _ = _fit(monkeypatch, sequences, overlap, solver, max_iter=10,
-                                  tol=0.0, callback=callback)
-    assert len(seen[True]) == len(seen[False]) == 3
+                                  tol=0.0, callback=callback, **params)
+    assert [a for a, _, _ in seen[True]] == [b for b, _, _ in seen[False]] == calls
     for (a, wa, fa), (b, wb, fb) in zip(seen[True], seen[False]):
         assert a == b and fa == fb
         np.testing.assert_array_equal(wa, wb)
-    assert models[True].n_iter_ == models[False].n_iter_ == 3
+    assert models[True].n_iter_ == models[False].n_iter_ == stop
     np.testing.assert_array_equal(models[True].coef_, models[False].coef_)

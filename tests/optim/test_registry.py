@@ -267,7 +267,7 @@ def test_the_initial_state_of_a_solver_is_what_its_pass_continues_from(rng, name
 
 
 def test_solver_parameters_are_declared_in_the_registration():
-    assert get_solver("bcfw").parameters == frozenset()
+    assert get_solver("bcfw").parameters == {"check_gap_every"}
     assert get_solver("svrg").parameters == {"learning_rate", "random_state", "smoothing",
                                              "mu", "top_k"}
     assert get_solver("casimir").parameters == get_solver("svrg").parameters | {

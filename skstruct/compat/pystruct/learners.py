@@ -241,7 +241,7 @@ class FrankWolfeSSVM(_SSVM):
 
     def _options(self):
         return dict(tol=self.tol, averaging=bool(self.do_averaging),
-                    random_state=self.random_state)
+                    random_state=self.random_state, check_gap_every=1)
 
 
 class OneSlackSSVM(_SSVM):

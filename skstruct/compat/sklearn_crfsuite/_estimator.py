@@ -621,7 +621,8 @@ calibration_max_trials, pa_type, c, error_sensitive, averaging, variance, gamma 
         return StructuredSVM(loss=loss, alpha=1.0 / (c * n), solver="bcfw",
                              max_iter=max_iter, tol=self.tol,
                              averaging=self.averaging is not False, random_state=0,
-                             verbose=verbose, callback=callback)
+                             verbose=verbose, callback=callback,
+                             check_gap_every=1)  # a log line after every pass
 
     def fit(self, X, y, X_dev=None, y_dev=None):
         """Train the CRF.
