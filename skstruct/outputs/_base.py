@@ -6,8 +6,10 @@ import scipy.sparse as sp
 from ..losses import CountingLoss, check_task_loss
 from ..losses._base import check_task_loss_values
 from ..metrics import token_accuracy
+from ..utils._sequences import split_sequences
 
 __all__ = [
+    "LabelledRowsKind",
     "OutputKind",
     "get_output_kind",
     "infer_output_kind",
@@ -396,3 +398,26 @@ def split_blocks(unary, offsets, shapes):
     """
     blocks = np.split(np.asarray(unary).reshape(-1), offsets[1:-1])
     return [block.reshape(r, c) for block, (r, c) in zip(blocks, shapes, strict=True)]
+
+
+class LabelledRowsKind(OutputKind):
+    """A kind with one label per row, the rows of every example stacked (sequences,
+    graphs): ``classes_`` are the labels found in ``y``, read by :meth:`read_labels` and
+    encoded by :func:`encode_labels`; outputs and unary scores go back to the user as one
+    array per example."""
+
+    classes_are_labels = True
+
+    def check_training_data(self, X, y, estimator):
+        batch, labels = self.read_labels(X, y, estimator)
+        classes, y_encoded = encode_labels(labels, estimator)
+        return batch, classes, y_encoded
+
+    def decode(self, encoded, batch, classes):
+        return split_sequences(classes[encoded], batch.offsets)
+
+    def decode_one(self, encoded, classes):
+        return classes[np.asarray(encoded)]
+
+    def unary_to_user(self, unary, batch):
+        return split_sequences(unary, batch.offsets)

@@ -6,8 +6,8 @@ from ..decoders import GraphDecoder
 from ..features import LinearGraphFeatures
 from ..metrics import token_accuracy
 from ..utils._blocks import cumulative, gather_ranges
-from ..utils._sequences import SequenceBatch, check_sequences, split_sequences
-from ._base import OutputKind, check_task_loss_on_gold, encode_labels
+from ..utils._sequences import SequenceBatch, check_sequences
+from ._base import LabelledRowsKind, check_task_loss_on_gold
 
 __all__ = ["GraphBatch", "GraphFeatureCount", "GraphKind", "check_graphs"]
 
@@ -167,7 +167,7 @@ def is_graph_input(X):
     return True
 
 
-class GraphKind(OutputKind):
+class GraphKind(LabelledRowsKind):
     """Node labels of pairwise graphs: ``X`` a list of (node_features, edges) pairs or
     (node_features, edges, edge_features) triples, ``y`` a list of label arrays, one
     label per node; decoded by a :class:`~skstruct.decoders.GraphDecoder`.
@@ -185,7 +185,6 @@ class GraphKind(OutputKind):
     name = "graph"
     form = ("X a list of (node_features, edges) or (node_features, edges, edge_features) "
             "tuples, y a list of node label arrays")
-    classes_are_labels = True
     example_noun = "graphs"
 
     def recognizes(self, X, y):
@@ -194,23 +193,9 @@ class GraphKind(OutputKind):
     def read_labels(self, X, y, estimator):
         return check_graphs(X, y, estimator=estimator)
 
-    def check_training_data(self, X, y, estimator):
-        batch, y_flat = self.read_labels(X, y, estimator)
-        classes, y_encoded = encode_labels(y_flat, estimator)
-        return batch, classes, y_encoded
-
     def check_prediction_data(self, X, fitted):
         return check_graphs(X, n_features=fitted.n_features_in_,
                             estimator=type(fitted).__name__)[0]
-
-    def decode(self, encoded, batch, classes):
-        return split_sequences(classes[encoded], batch.offsets)
-
-    def decode_one(self, encoded, classes):
-        return classes[np.asarray(encoded)]
-
-    def unary_to_user(self, unary, batch):
-        return split_sequences(unary, batch.offsets)
 
     def default_decoder(self):
         return GraphDecoder()

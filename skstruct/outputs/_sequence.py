@@ -7,8 +7,8 @@ from ..decoders import ChainDecoder
 from ..decoders._chain.counting import check_training_table_memory
 from ..features import LinearChainFeatures
 from ..metrics import token_accuracy
-from ..utils._sequences import check_sequence_feature_names, check_sequences, split_sequences
-from ._base import OutputKind, check_task_loss_on_gold, class_index_rows, encode_labels
+from ..utils._sequences import check_sequence_feature_names, check_sequences
+from ._base import LabelledRowsKind, check_task_loss_on_gold, class_index_rows
 
 __all__ = ["SequenceKind", "is_sequence_input"]
 
@@ -36,7 +36,7 @@ def is_sequence_input(X):
         return True
 
 
-class SequenceKind(OutputKind):
+class SequenceKind(LabelledRowsKind):
     """Label sequences: ``X`` a list of (n_tokens_i, n_features) matrices, ``y`` a list of
     label arrays (any hashable labels), decoded by a
     :class:`~skstruct.decoders.ChainDecoder`.
@@ -49,7 +49,6 @@ class SequenceKind(OutputKind):
 
     name = "sequence"
     form = "X a list of (n_tokens, n_features) matrices, y a list of label arrays"
-    classes_are_labels = True
     has_label_pairs = True
     example_noun = "sequences"
 
@@ -59,25 +58,11 @@ class SequenceKind(OutputKind):
     def read_labels(self, X, y, estimator):
         return check_sequences(X, y, estimator=estimator)
 
-    def check_training_data(self, X, y, estimator):
-        batch, y_flat = self.read_labels(X, y, estimator)
-        classes, y_encoded = encode_labels(y_flat, estimator)
-        return batch, classes, y_encoded
-
     def check_prediction_data(self, X, fitted):
         name = type(fitted).__name__
         batch, _ = check_sequences(X, n_features=fitted.n_features_in_, estimator=name)
         check_sequence_feature_names(fitted, list(X))
         return batch
-
-    def decode(self, encoded, batch, classes):
-        return split_sequences(classes[encoded], batch.offsets)
-
-    def decode_one(self, encoded, classes):
-        return classes[np.asarray(encoded)]
-
-    def unary_to_user(self, unary, batch):
-        return split_sequences(unary, batch.offsets)
 
     def default_decoder(self):
         return ChainDecoder()

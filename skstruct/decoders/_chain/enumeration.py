@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 from scipy.special import logsumexp
 
-from .._core.enumeration import Enumeration, loss_augmented_best, ranked, scores_of_indicators
+from .._core.enumeration import ListedEnumeration, scores_of_indicators
 from .decoder import ChainDecoder, ChainParts
 
 __all__ = ['ChainEnumeration', 'chain_outputs']
@@ -43,7 +43,7 @@ def chain_theta(scores, i, unary, pairwise):
                    np.concatenate((scores.unary[a:b].ravel(), eta_pair)))
 
 
-class ChainEnumeration(Enumeration):
+class ChainEnumeration(ListedEnumeration):
     def size(self, scores):
         lengths = scores.lengths
         if lengths.size == 0:
@@ -62,15 +62,8 @@ class ChainEnumeration(Enumeration):
             outputs, unary, pairwise = chain_outputs(scores, i)
             yield i, outputs, unary, pairwise, chain_theta(scores, i, unary, pairwise)
 
-    def map(self, scores):
-        labels, best = [], []
-        for _, outputs, _, _, theta in self._examples(scores):
-            labels.append(outputs[np.argmax(theta)])
-            best.append(theta.max())
-        return np.concatenate(labels), np.array(best)
-
-    def log_partition(self, scores):
-        return np.array([logsumexp(theta) for *_, theta in self._examples(scores)])
+    def _listed(self, scores):
+        return ((i, outputs, theta) for i, outputs, _, _, theta in self._examples(scores))
 
     def marginals(self, scores):
         n_states = scores.n_states
@@ -91,23 +84,6 @@ class ChainEnumeration(Enumeration):
             scores.offsets,
         )
         return np.array(log_z), parts
-
-    def top_k(self, scores, k):
-        paths = np.full((scores.unary.shape[0], k), -1, dtype=np.int64)
-        top = np.full((scores.n_sequences, k), -np.inf)
-        for i, outputs, _, _, theta in self._examples(scores):
-            order = ranked(theta, k)
-            a, b = scores.offsets[i], scores.offsets[i + 1]
-            paths[a:b, : len(order)] = outputs[order].T
-            top[i, : len(order)] = theta[order]
-        return paths, top
-
-    def loss_augmented(self, scores, y_true, task_loss, rescaling):
-        return [
-            loss_augmented_best(outputs, theta, y_true[scores.offsets[i]:scores.offsets[i + 1]],
-                            task_loss, rescaling)
-            for i, outputs, _, _, theta in self._examples(scores)
-        ]
 
     def parts(self, scores, y):
         n_states = scores.n_states

@@ -11,7 +11,7 @@ from scipy.special import logsumexp
 
 from .checks import check_feasible, check_slack_gold
 
-__all__ = ['ArcFactoredEnumeration', 'Enumeration', 'loss_augmented_best', 'loss_augmented_outputs', 'ranked', 'scores_of_indicators']
+__all__ = ['ArcFactoredEnumeration', 'Enumeration', 'ListedEnumeration', 'loss_augmented_best', 'loss_augmented_outputs', 'ranked', 'scores_of_indicators']
 
 
 def scores_of_indicators(indicators, eta):
@@ -94,7 +94,42 @@ class Enumeration:
         return np.concatenate(outputs)
 
 
-class ArcFactoredEnumeration(Enumeration):
+class ListedEnumeration(Enumeration):
+    """The operations that read only each example's list of outputs and their scores:
+    MAP, log-partition, top-k and loss-augmented MAP. A family lists them with
+    :meth:`_listed`; outputs are rows of states (-1 for an absent part), stacked per
+    example along ``scores.offsets``."""
+
+    def _listed(self, scores):
+        """Per example: ``(i, outputs (n_outputs, n_tokens_i), theta (n_outputs,))``."""
+        raise NotImplementedError
+
+    def map(self, scores):
+        found = [(out[np.argmax(theta)], theta.max())
+                 for _, out, theta in self._listed(scores)]
+        return np.concatenate([f[0] for f in found]), np.array([f[1] for f in found])
+
+    def log_partition(self, scores):
+        return np.array([logsumexp(theta) for *_, theta in self._listed(scores)])
+
+    def top_k(self, scores, k):
+        offsets = scores.offsets
+        paths = np.full((offsets[-1], k), -1, dtype=np.int64)
+        top = np.full((len(offsets) - 1, k), -np.inf)
+        for i, outputs, theta in self._listed(scores):
+            order = ranked(theta, k)
+            paths[offsets[i]:offsets[i + 1], :len(order)] = outputs[order].T
+            top[i, :len(order)] = theta[order]
+        return paths, top
+
+    def loss_augmented(self, scores, y_true, task_loss, rescaling):
+        offsets = scores.offsets
+        return [loss_augmented_best(outputs, theta, y_true[offsets[i]:offsets[i + 1]],
+                                    task_loss, rescaling)
+                for i, outputs, theta in self._listed(scores)]
+
+
+class ArcFactoredEnumeration(ListedEnumeration):
     """Trees and matchings: one block of pair scores per example; an output picks at
     most one pair per row."""
 
@@ -122,36 +157,14 @@ class ArcFactoredEnumeration(Enumeration):
             a, b = scores.unary_offsets[i], scores.unary_offsets[i + 1]
             yield i, outputs, indicators, scores_of_indicators(indicators, flat[a:b])
 
-    def map(self, scores):
-        found = [(out[np.argmax(theta)], theta.max())
-                 for _, out, _, theta in self._examples(scores)]
-        return np.concatenate([f[0] for f in found]), np.array([f[1] for f in found])
-
-    def log_partition(self, scores):
-        return np.array([logsumexp(theta) for *_, theta in self._examples(scores)])
+    def _listed(self, scores):
+        return ((i, outputs, theta) for i, outputs, _, theta in self._examples(scores))
 
     def marginals(self, scores):
         found = [(logsumexp(theta), np.exp(theta - logsumexp(theta)) @ ind)
                  for _, _, ind, theta in self._examples(scores)]
         unary = np.concatenate([f[1] for f in found])
         return np.array([f[0] for f in found]), self.parts_of(scores, unary)
-
-    def top_k(self, scores, k):
-        paths = np.full((scores.offsets[-1], k), -1, dtype=np.int64)
-        top = np.full((scores.n_examples, k), -np.inf)
-        for i, outputs, _, theta in self._examples(scores):
-            order = ranked(theta, k)
-            a, b = scores.offsets[i], scores.offsets[i + 1]
-            paths[a:b, : len(order)] = outputs[order].T
-            top[i, : len(order)] = theta[order]
-        return paths, top
-
-    def loss_augmented(self, scores, y_true, task_loss, rescaling):
-        found = []
-        for i, outputs, _, theta in self._examples(scores):
-            a, b = scores.offsets[i], scores.offsets[i + 1]
-            found.append(loss_augmented_best(outputs, theta, y_true[a:b], task_loss, rescaling))
-        return found
 
     def parts(self, scores, y):
         unary = np.zeros_like(scores.unary)

@@ -5,13 +5,13 @@ import itertools
 import numpy as np
 from scipy.special import logsumexp
 
-from .._core.enumeration import Enumeration, loss_augmented_best, ranked
+from .._core.enumeration import ListedEnumeration
 from .decoder import GraphDecoder, GraphParts, graph_parts
 
 __all__ = ["GraphEnumeration"]
 
 
-class GraphEnumeration(Enumeration):
+class GraphEnumeration(ListedEnumeration):
     """Lists the n_states ** n_i labelings of every graph (tiny graphs only)."""
 
     def size(self, scores):
@@ -37,13 +37,8 @@ class GraphEnumeration(Enumeration):
     def stack(self, outputs):
         return np.concatenate(outputs)
 
-    def map(self, scores):
-        found = [(out[np.argmax(theta)], theta.max())
-                 for _, out, _, theta in self._examples(scores)]
-        return np.concatenate([f[0] for f in found]), np.array([f[1] for f in found])
-
-    def log_partition(self, scores):
-        return np.array([logsumexp(theta) for *_, theta in self._examples(scores)])
+    def _listed(self, scores):
+        return ((i, outputs, theta) for i, outputs, _, theta in self._examples(scores))
 
     def marginals(self, scores):
         log_z, unary, pairwise = [], [], []
@@ -59,24 +54,6 @@ class GraphEnumeration(Enumeration):
         return np.array(log_z), GraphParts(np.concatenate(unary),
                                            np.concatenate(pairwise), scores.offsets,
                                            scores.edge_offsets)
-
-    def top_k(self, scores, k):
-        paths = np.full((scores.offsets[-1], k), -1, dtype=np.int64)
-        top = np.full((scores.n_examples, k), -np.inf)
-        for i, outputs, _, theta in self._examples(scores):
-            order = ranked(theta, k)
-            a, b = scores.offsets[i], scores.offsets[i + 1]
-            paths[a:b, :len(order)] = outputs[order].T
-            top[i, :len(order)] = theta[order]
-        return paths, top
-
-    def loss_augmented(self, scores, y_true, task_loss, rescaling):
-        found = []
-        for i, outputs, _, theta in self._examples(scores):
-            a, b = scores.offsets[i], scores.offsets[i + 1]
-            found.append(loss_augmented_best(outputs, theta, y_true[a:b], task_loss,
-                                             rescaling))
-        return found
 
     def parts(self, scores, y):
         return graph_parts(scores, y)

@@ -153,7 +153,7 @@ def _local_score(unary, pairwise, ptr, nbr, eid, first, y, v, s):
 
 
 @njit(**_NJIT)
-def _loopy_map(unary, edges, pairwise, out, max_iter, damping):
+def _loopy_map(unary, edges, pairwise, out, max_iter, damping, start):
     n, k = unary.shape
     m = edges.shape[0]
     ptr, nbr, eid, first = _adjacency(n, edges)
@@ -193,7 +193,31 @@ def _loopy_map(unary, edges, pairwise, out, max_iter, damping):
         incoming[edges[e, 0]] += msg[2 * e + 1]
     for v in range(n):
         out[v] = np.argmax(incoming[v])
-    # iterated conditional modes: every change strictly raises the score
+    _icm(unary, pairwise, ptr, nbr, eid, first, out)
+    if start.shape[0] == n:
+        # a second descent from the given labeling; the better of the two is kept
+        other = start.copy()
+        _icm(unary, pairwise, ptr, nbr, eid, first, other)
+        if _labeling_score(unary, edges, pairwise, other) > _labeling_score(
+                unary, edges, pairwise, out):
+            out[:] = other
+
+
+@njit(**_NJIT)
+def _labeling_score(unary, edges, pairwise, y):
+    value = 0.0
+    for v in range(unary.shape[0]):
+        value += unary[v, y[v]]
+    for e in range(edges.shape[0]):
+        value += pairwise[e, y[edges[e, 0]], y[edges[e, 1]]]
+    return value
+
+
+@njit(**_NJIT)
+def _icm(unary, pairwise, ptr, nbr, eid, first, out):
+    """Iterated conditional modes from ``out``, in place: every change strictly raises
+    the score, until no single node's change does."""
+    n, k = unary.shape
     improved = True
     while improved:
         improved = False
@@ -238,7 +262,7 @@ def _enumerated_map(unary, edges, pairwise, out):
 
 @njit(parallel=True, **_NJIT)
 def _batch_map(unary, node_offsets, edges, edge_offsets, pairwise, max_iter, damping,
-               max_enumerated, out, exact):
+               max_enumerated, out, exact, starts):
     k = unary.shape[1]
     for i in prange(node_offsets.shape[0] - 1):
         a, b = node_offsets[i], node_offsets[i + 1]
@@ -256,7 +280,7 @@ def _batch_map(unary, node_offsets, edges, edge_offsets, pairwise, max_iter, dam
         else:
             exact[i] = False
             _loopy_map(unary[a:b], edges[c:d], pairwise[c:d], out[a:b], max_iter,
-                       damping)
+                       damping, starts[a:b] if starts.shape[0] else starts[0:0])
 
 
 def merge_parallel_edges(edges, edge_offsets, pairwise):
@@ -289,14 +313,22 @@ def merge_parallel_edges(edges, edge_offsets, pairwise):
 
 
 def batch_map(unary, node_offsets, edges, edge_offsets, pairwise, max_iter=100,
-              damping=0.5, max_enumerated=0):
-    """:func:`graph_map` on checked arrays (C-contiguous, int64 and float64)."""
+              damping=0.5, max_enumerated=0, starts=None):
+    """:func:`graph_map` on checked arrays (C-contiguous, int64 and float64).
+
+    ``starts`` (n_nodes,), optional: a labeling of every graph from which the graphs
+    decoded by loopy max-product also run iterated conditional modes, keeping the
+    better labeling (loss-augmented MAP starts from the gold labeling, so that its
+    answer never scores below the gold one).
+    """
     edges, edge_offsets, pairwise = merge_parallel_edges(edges, edge_offsets, pairwise)
     out = np.zeros(len(unary), dtype=np.int64)
     exact = np.zeros(len(node_offsets) - 1, dtype=np.bool_)
     _batch_map(unary, node_offsets, np.ascontiguousarray(edges), edge_offsets,
                np.ascontiguousarray(pairwise), int(max_iter), float(damping),
-               float(max_enumerated), out, exact)
+               float(max_enumerated), out, exact,
+               np.zeros(0, dtype=np.int64) if starts is None
+               else np.ascontiguousarray(starts, dtype=np.int64))
     return out, exact
 
 
@@ -324,7 +356,7 @@ def _check(unary, node_offsets, edges, edge_offsets, pairwise):
 
 
 def graph_map(unary, node_offsets, edges, edge_offsets, pairwise, *, max_iter=100,
-              damping=0.5, max_enumerated=0):
+              damping=0.5, max_enumerated=0, starts=None):
     """MAP labelings of a batch of pairwise graphs.
 
     Parameters
@@ -347,6 +379,9 @@ def graph_map(unary, node_offsets, edges, edge_offsets, pairwise, *, max_iter=10
     max_enumerated : int, default=0
         A graph with cycles whose n_states ** n_nodes labelings are at most this many is
         decoded exactly by listing them; the others by loopy max-product.
+    starts : ndarray of shape (n_nodes,), default=None
+        A labeling from which the graphs decoded by loopy max-product also run iterated
+        conditional modes (the better labeling is kept).
 
     Returns
     -------
@@ -360,7 +395,7 @@ def graph_map(unary, node_offsets, edges, edge_offsets, pairwise, *, max_iter=10
     unary, node_offsets, edges, edge_offsets, pairwise = _check(
         unary, node_offsets, edges, edge_offsets, pairwise)
     return batch_map(unary, node_offsets, edges, edge_offsets, pairwise, max_iter,
-                     damping, max_enumerated)
+                     damping, max_enumerated, starts)
 
 
 def graph_loss_augmented_map(unary, node_offsets, edges, edge_offsets, pairwise, y_true,
@@ -369,7 +404,8 @@ def graph_loss_augmented_map(unary, node_offsets, edges, edge_offsets, pairwise,
 
     Maximizes Σ_v (unary[v, y_v] + c[y_true_v] 1[y_v ≠ y_true_v]) + Σ_e pairwise, with
     c = ``class_weight`` (ones by default); the other arguments and the returns are
-    :func:`graph_map`'s.
+    :func:`graph_map`'s. The graphs decoded by loopy max-product also descend from
+    ``y_true``, so no answer scores below it.
     """
     unary = np.array(unary, dtype=np.float64)
     y_true = np.asarray(y_true, dtype=np.int64)
@@ -378,6 +414,7 @@ def graph_loss_augmented_map(unary, node_offsets, edges, edge_offsets, pairwise,
                                                                       dtype=float)
     unary += costs[y_true][:, None]
     unary[np.arange(len(y_true)), y_true] -= costs[y_true]
+    options.setdefault("starts", y_true)
     return graph_map(unary, node_offsets, edges, edge_offsets, pairwise, **options)
 
 
