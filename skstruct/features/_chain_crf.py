@@ -134,7 +134,9 @@ class ChainCRFObjective:
         n_tokens = X.shape[0]
         n_seq = self.offsets.shape[0] - 1
         self.bounds = token_chunks(self.offsets, chunk_count(n_tokens, n_seq))
-        width = padded_width(s)
+        # its Python version: the compiled one (inlined into the kernels) is not
+        # cached, and would compile in every new process for this call
+        width = padded_width.py_func(s)
         self.compact = pairs is not None
         if self.compact:
             self.n_unary = int(pairs[0][-1])

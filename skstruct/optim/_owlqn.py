@@ -100,13 +100,6 @@ def _orthant_point(w, direction, pg, step, project, out):
     return norm, slope
 
 
-@njit(cache=True, nogil=True)
-def _zero_where(values, fixed):
-    for j in range(values.shape[0]):
-        if fixed[j]:
-            values[j] = 0.0
-
-
 def _masked(fun, free):
     """``fun`` with the gradient zeroed outside ``free`` (those coordinates never move)."""
     fixed = np.ascontiguousarray(~np.asarray(free, dtype=bool))
@@ -114,7 +107,8 @@ def _masked(fun, free):
     def masked(w):
         value, grad = fun(w)
         grad = np.array(grad, dtype=np.float64)
-        _zero_where(grad, fixed)
+        # NumPy, not a kernel: one here compiled at the first such fit of a fresh install
+        grad[fixed] = 0.0
         return value, grad
     return masked
 
