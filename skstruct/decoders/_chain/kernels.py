@@ -25,6 +25,8 @@ from numba.extending import intrinsic
 
 from ...utils._parallel import MAX_CHUNKS, TOKENS_PER_CHUNK, token_chunks
 from .._core.sampling import alternative_value, first_change, next_change
+from .simd import (LANES, add8, fma8, load8, mul8, select_greater8, splat8, store8,
+                   store8_int32)
 
 #: Largest spread (max - min) of transition or end scores for which the scaled kernel is
 #: used. Intermediate quantities of the scaled recursions are bounded by exp(2 * spread),
@@ -80,8 +82,7 @@ def viterbi_one(unary, trans, start, end, delta, back, labels):
     The loop over previous states is outside the loop over current states, so the inner
     loop reads rows of ``trans`` and ``delta`` contiguously and vectorizes (selects, no
     branch); it visits the candidates in the same order as a scan over previous states
-    with a strict ``>``, so the result is that scan's. A ``width`` that is a multiple of
-    16 leaves no scalar remainder to that loop (the batch kernel pads to it).
+    with a strict ``>``, so the result is that scan's.
     """
     length, n_states = unary.shape
     width = trans.shape[1]
@@ -122,7 +123,7 @@ def viterbi_one(unary, trans, start, end, delta, back, labels):
 
 
 #: Rows of the batch Viterbi are padded to a multiple of this many states.
-VITERBI_BLOCK = 16
+VITERBI_BLOCK = LANES
 
 
 @njit(parallel=True, **_NJIT)
@@ -438,85 +439,86 @@ def _vector_matrix_group(coef, c_row, matrix, n_rows, out, o_row, n_group):
     """out[o_row, g] = Σ_i coef[c_row, g, i] * matrix[i] for i < n_rows and g < n_group,
     each sum in the order of i (a chain of fused multiply-adds, as :func:`_vector_matrix`).
 
-    Four rows of ``matrix`` per pass over a row of ``out`` (four multiply-adds per load and
-    store of it); a full group's four chains share each pass, so their independent sums
-    overlap instead of each waiting on its own chain.
+    By blocks of columns whose sums stay in registers over the whole sum over i
+    (:mod:`.simd` vectors): a full group's four chains share each load of a block of
+    ``matrix`` (:func:`_vector_matrix_four`); a partial group runs chain by chain, two
+    blocks at a time.
     """
     if n_group == GROUP:
         _vector_matrix_four(coef, c_row, matrix, n_rows, out, o_row)
         return
     width = out.shape[2]
+    n_cols = matrix.shape[1]
     for g in range(n_group):
-        c = coef[c_row, g, 0]
-        for j in range(width):
-            out[o_row, g, j] = c * matrix[0, j]
-    i = 1
-    while i + 4 <= n_rows:
-        for g in range(n_group):
-            c0, c1 = coef[c_row, g, i], coef[c_row, g, i + 1]
-            c2, c3 = coef[c_row, g, i + 2], coef[c_row, g, i + 3]
-            for j in range(width):
-                v = out[o_row, g, j]
-                v += c0 * matrix[i, j]
-                v += c1 * matrix[i + 1, j]
-                v += c2 * matrix[i + 2, j]
-                v += c3 * matrix[i + 3, j]
-                out[o_row, g, j] = v
-        i += 4
-    while i < n_rows:
-        for g in range(n_group):
-            c = coef[c_row, g, i]
-            for j in range(width):
-                out[o_row, g, j] += c * matrix[i, j]
-        i += 1
+        base = (o_row * GROUP + g) * width
+        o = 0
+        while o + 2 * LANES <= width:
+            a = splat8(coef[c_row, g, 0])
+            a0 = mul8(a, load8(matrix, o))
+            a1 = mul8(a, load8(matrix, o + LANES))
+            for i in range(1, n_rows):
+                a = splat8(coef[c_row, g, i])
+                a0 = fma8(a, load8(matrix, i * n_cols + o), a0)
+                a1 = fma8(a, load8(matrix, i * n_cols + o + LANES), a1)
+            store8(out, base + o, a0)
+            store8(out, base + o + LANES, a1)
+            o += 2 * LANES
+        if o < width:
+            a0 = mul8(splat8(coef[c_row, g, 0]), load8(matrix, o))
+            for i in range(1, n_rows):
+                a0 = fma8(splat8(coef[c_row, g, i]), load8(matrix, i * n_cols + o), a0)
+            store8(out, base + o, a0)
 
 
 @njit(inline="always")
 def _vector_matrix_four(coef, c_row, matrix, n_rows, out, o_row):
-    """:func:`_vector_matrix_group` of a full group (four chains), the four in one loop."""
+    """:func:`_vector_matrix_group` of a full group (four chains): per pass over i, two
+    blocks of ``LANES`` columns of the four chains (eight vector sums in registers; the
+    last block of a row of an odd number of blocks alone, four sums), each row's block
+    of ``matrix`` loaded once for the four chains and every ``coef`` broadcast."""
     width = out.shape[2]
-    a, b, c, d = coef[c_row, 0, 0], coef[c_row, 1, 0], coef[c_row, 2, 0], coef[c_row, 3, 0]
-    for j in range(width):
-        m = matrix[0, j]
-        out[o_row, 0, j] = a * m
-        out[o_row, 1, j] = b * m
-        out[o_row, 2, j] = c * m
-        out[o_row, 3, j] = d * m
-    i = 1
-    while i + 2 <= n_rows:
-        a0, a1 = coef[c_row, 0, i], coef[c_row, 0, i + 1]
-        b0, b1 = coef[c_row, 1, i], coef[c_row, 1, i + 1]
-        c0, c1 = coef[c_row, 2, i], coef[c_row, 2, i + 1]
-        d0, d1 = coef[c_row, 3, i], coef[c_row, 3, i + 1]
-        for j in range(width):
-            m0 = matrix[i, j]
-            m1 = matrix[i + 1, j]
-            v = out[o_row, 0, j]
-            v += a0 * m0
-            v += a1 * m1
-            out[o_row, 0, j] = v
-            v = out[o_row, 1, j]
-            v += b0 * m0
-            v += b1 * m1
-            out[o_row, 1, j] = v
-            v = out[o_row, 2, j]
-            v += c0 * m0
-            v += c1 * m1
-            out[o_row, 2, j] = v
-            v = out[o_row, 3, j]
-            v += d0 * m0
-            v += d1 * m1
-            out[o_row, 3, j] = v
-        i += 2
-    while i < n_rows:
-        a, b, c, d = coef[c_row, 0, i], coef[c_row, 1, i], coef[c_row, 2, i], coef[c_row, 3, i]
-        for j in range(width):
-            m = matrix[i, j]
-            out[o_row, 0, j] += a * m
-            out[o_row, 1, j] += b * m
-            out[o_row, 2, j] += c * m
-            out[o_row, 3, j] += d * m
-        i += 1
+    n_cols = matrix.shape[1]
+    base = o_row * GROUP * width
+    o = 0
+    while o + 2 * LANES <= width:
+        m = load8(matrix, o)
+        n = load8(matrix, o + LANES)
+        a, b = splat8(coef[c_row, 0, 0]), splat8(coef[c_row, 1, 0])
+        c, d = splat8(coef[c_row, 2, 0]), splat8(coef[c_row, 3, 0])
+        a0, b0, c0, d0 = mul8(a, m), mul8(b, m), mul8(c, m), mul8(d, m)
+        a1, b1, c1, d1 = mul8(a, n), mul8(b, n), mul8(c, n), mul8(d, n)
+        for i in range(1, n_rows):
+            m = load8(matrix, i * n_cols + o)
+            n = load8(matrix, i * n_cols + o + LANES)
+            a, b = splat8(coef[c_row, 0, i]), splat8(coef[c_row, 1, i])
+            c, d = splat8(coef[c_row, 2, i]), splat8(coef[c_row, 3, i])
+            a0, b0, c0, d0 = fma8(a, m, a0), fma8(b, m, b0), fma8(c, m, c0), fma8(d, m, d0)
+            a1, b1, c1, d1 = fma8(a, n, a1), fma8(b, n, b1), fma8(c, n, c1), fma8(d, n, d1)
+        store8(out, base + o, a0)
+        store8(out, base + o + LANES, a1)
+        store8(out, base + width + o, b0)
+        store8(out, base + width + o + LANES, b1)
+        store8(out, base + 2 * width + o, c0)
+        store8(out, base + 2 * width + o + LANES, c1)
+        store8(out, base + 3 * width + o, d0)
+        store8(out, base + 3 * width + o + LANES, d1)
+        o += 2 * LANES
+    if o < width:
+        m = load8(matrix, o)
+        a0 = mul8(splat8(coef[c_row, 0, 0]), m)
+        b0 = mul8(splat8(coef[c_row, 1, 0]), m)
+        c0 = mul8(splat8(coef[c_row, 2, 0]), m)
+        d0 = mul8(splat8(coef[c_row, 3, 0]), m)
+        for i in range(1, n_rows):
+            m = load8(matrix, i * n_cols + o)
+            a0 = fma8(splat8(coef[c_row, 0, i]), m, a0)
+            b0 = fma8(splat8(coef[c_row, 1, i]), m, b0)
+            c0 = fma8(splat8(coef[c_row, 2, i]), m, c0)
+            d0 = fma8(splat8(coef[c_row, 3, i]), m, d0)
+        store8(out, base + o, a0)
+        store8(out, base + width + o, b0)
+        store8(out, base + 2 * width + o, c0)
+        store8(out, base + 3 * width + o, d0)
 
 
 #: Positions whose transition sums the group kernel adds in one pass over ``pair``.
@@ -529,36 +531,67 @@ def _add_pair_steps(alpha, weight, steps, n_steps, lengths, n_group, n_states, l
     """pair[g] (or pair[0]) += scales[g] * alpha[t - 1, g] ⊗ weight[k, g] for the buffered
     positions t = steps[k], k < n_steps (decreasing), each entry's additions in that order:
     the same sums as one position at a time, with a load and store of ``pair`` per
-    ``n_steps`` multiply-adds. A chain shorter than t + 1 adds 0 for that position."""
+    ``n_steps`` multiply-adds. A chain shorter than t + 1 adds 0 for that position.
+
+    By :mod:`.simd` vectors: two rows of ``pair`` at a time, each block of the buffered
+    ``weight`` rows loaded once for both."""
     width = pair.shape[2]
     for g in range(n_group):
         if log_z[g] == -np.inf:
             continue
         p = 0 if shared_pair else g
+        base = p * pair.shape[1] * width
         scale = scales[g]
         length = lengths[g]
-        for i in range(n_states):
-            if n_steps == PAIR_STEPS:
-                t0, t1, t2, t3 = steps[0], steps[1], steps[2], steps[3]
-                c0 = scale * alpha[t0 - 1, g, i] if t0 < length else 0.0
-                c1 = scale * alpha[t1 - 1, g, i] if t1 < length else 0.0
-                c2 = scale * alpha[t2 - 1, g, i] if t2 < length else 0.0
-                c3 = scale * alpha[t3 - 1, g, i] if t3 < length else 0.0
-                for j in range(width):
-                    v = pair[p, i, j]
-                    v += c0 * weight[0, g, j]
-                    v += c1 * weight[1, g, j]
-                    v += c2 * weight[2, g, j]
-                    v += c3 * weight[3, g, j]
-                    pair[p, i, j] = v
-            else:
-                for k in range(n_steps):
-                    t = steps[k]
-                    if not t < length:
-                        continue
-                    ck = scale * alpha[t - 1, g, i]
-                    for j in range(width):
-                        pair[p, i, j] += ck * weight[k, g, j]
+        if n_steps == PAIR_STEPS:
+            t0, t1, t2, t3 = steps[0], steps[1], steps[2], steps[3]
+            w0 = g * width
+            w1 = (GROUP + g) * width
+            w2 = (2 * GROUP + g) * width
+            w3 = (3 * GROUP + g) * width
+            i = 0
+            while i < n_states:
+                two = i + 1 < n_states
+                c0 = splat8(scale * alpha[t0 - 1, g, i] if t0 < length else 0.0)
+                c1 = splat8(scale * alpha[t1 - 1, g, i] if t1 < length else 0.0)
+                c2 = splat8(scale * alpha[t2 - 1, g, i] if t2 < length else 0.0)
+                c3 = splat8(scale * alpha[t3 - 1, g, i] if t3 < length else 0.0)
+                n = i + 1 if two else i
+                e0 = splat8(scale * alpha[t0 - 1, g, n] if t0 < length else 0.0)
+                e1 = splat8(scale * alpha[t1 - 1, g, n] if t1 < length else 0.0)
+                e2 = splat8(scale * alpha[t2 - 1, g, n] if t2 < length else 0.0)
+                e3 = splat8(scale * alpha[t3 - 1, g, n] if t3 < length else 0.0)
+                r = base + i * width
+                for o in range(0, width, LANES):
+                    u0 = load8(weight, w0 + o)
+                    u1 = load8(weight, w1 + o)
+                    u2 = load8(weight, w2 + o)
+                    u3 = load8(weight, w3 + o)
+                    v = load8(pair, r + o)
+                    v = fma8(c0, u0, v)
+                    v = fma8(c1, u1, v)
+                    v = fma8(c2, u2, v)
+                    v = fma8(c3, u3, v)
+                    store8(pair, r + o, v)
+                    if two:
+                        v = load8(pair, r + width + o)
+                        v = fma8(e0, u0, v)
+                        v = fma8(e1, u1, v)
+                        v = fma8(e2, u2, v)
+                        v = fma8(e3, u3, v)
+                        store8(pair, r + width + o, v)
+                i += 2
+        else:
+            for k in range(n_steps):
+                t = steps[k]
+                if not t < length:
+                    continue
+                wk = (k * GROUP + g) * width
+                for i in range(n_states):
+                    ck = splat8(scale * alpha[t - 1, g, i])
+                    r = base + i * width
+                    for o in range(0, width, LANES):
+                        store8(pair, r + o, fma8(ck, load8(weight, wk + o), load8(pair, r + o)))
 
 
 @njit(inline="always")
@@ -668,14 +701,16 @@ def scaled_forward_backward_group(rows, firsts, lengths, n_group, n_states, expo
         for g in range(n_active):
             if log_z[g] > -np.inf:
                 r = firsts[g] + t
-                for j in range(width):
-                    alpha[t, g, j] *= rows[r, j]
+                a = (t * GROUP + g) * width
+                for o in range(0, width, LANES):
+                    store8(alpha, a + o, mul8(load8(alpha, a + o), load8(rows, r * width + o)))
                 total = _group_row_sum(alpha, t, g)
                 if total > 0.0:
                     inv = 1.0 / total
                     norm[t, g] = inv
-                    for j in range(width):
-                        alpha[t, g, j] *= inv
+                    v_inv = splat8(inv)
+                    for o in range(0, width, LANES):
+                        store8(alpha, a + o, mul8(load8(alpha, a + o), v_inv))
                     log_z[g] += tops[g] + trans_max + np.log(total)
                     continue
                 log_z[g] = -np.inf
@@ -711,9 +746,15 @@ def scaled_forward_backward_group(rows, firsts, lengths, n_group, n_states, expo
             r = firsts[g] + t
             inv = norm[t, g]
             scale = scales[g]
-            for j in range(width):
-                weight[k, g, j] = rows[r, j] * beta[0, g, j] * inv
-                rows[r, j] = scale * alpha[t, g, j] * beta[0, g, j]
+            v_inv, v_scale = splat8(inv), splat8(scale)
+            a = (t * GROUP + g) * width
+            b = g * width
+            q = (k * GROUP + g) * width
+            for o in range(0, width, LANES):
+                u = load8(rows, r * width + o)
+                v = load8(beta, b + o)
+                store8(weight, q + o, mul8(mul8(u, v), v_inv))
+                store8(rows, r * width + o, mul8(mul8(v_scale, load8(alpha, a + o)), v))
         for g in range(n_active, n_group):
             for j in range(width):
                 weight[k, g, j] = 0.0
@@ -782,13 +823,95 @@ def forward_backward_scaled(unary, offsets, trans, start, end, with_marginals):
     return log_z, marg, trans_marg
 
 
+@njit(inline="always")
+def _viterbi_step_four(delta, back, trans, t, n_states):
+    """delta[t, g], back[t, g] before the unary scores, for the four chains of a full
+    group: per block of ``LANES`` current states, the four chains' best scores and
+    previous states stay in registers over the whole scan of previous states (candidates
+    in increasing order, a later one taken only when strictly greater: the comparisons of
+    :func:`viterbi_one`), each block of a row of ``trans`` loaded once for the four."""
+    width = trans.shape[1]
+    here = t * GROUP * width
+    before = (t - 1) * GROUP * width
+    for o in range(0, width, LANES):
+        m = load8(trans, o)
+        top0 = add8(splat8(delta.flat[before]), m)
+        top1 = add8(splat8(delta.flat[before + width]), m)
+        top2 = add8(splat8(delta.flat[before + 2 * width]), m)
+        top3 = add8(splat8(delta.flat[before + 3 * width]), m)
+        arg0 = arg1 = arg2 = arg3 = splat8(0.0)
+        for i in range(1, n_states):
+            m = load8(trans, i * width + o)
+            state = splat8(float(i))
+            v = add8(splat8(delta.flat[before + i]), m)
+            arg0 = select_greater8(v, top0, state, arg0)
+            top0 = select_greater8(v, top0, v, top0)
+            v = add8(splat8(delta.flat[before + width + i]), m)
+            arg1 = select_greater8(v, top1, state, arg1)
+            top1 = select_greater8(v, top1, v, top1)
+            v = add8(splat8(delta.flat[before + 2 * width + i]), m)
+            arg2 = select_greater8(v, top2, state, arg2)
+            top2 = select_greater8(v, top2, v, top2)
+            v = add8(splat8(delta.flat[before + 3 * width + i]), m)
+            arg3 = select_greater8(v, top3, state, arg3)
+            top3 = select_greater8(v, top3, v, top3)
+        store8(delta, here + o, top0)
+        store8(delta, here + width + o, top1)
+        store8(delta, here + 2 * width + o, top2)
+        store8(delta, here + 3 * width + o, top3)
+        store8_int32(back, here + o, arg0)
+        store8_int32(back, here + width + o, arg1)
+        store8_int32(back, here + 2 * width + o, arg2)
+        store8_int32(back, here + 3 * width + o, arg3)
+
+
+@njit(inline="always")
+def _viterbi_step_one(delta, back, trans, t, g, n_states):
+    """:func:`_viterbi_step_four` of chain ``g`` alone, two blocks at a time (then the
+    last block of an odd number alone)."""
+    width = trans.shape[1]
+    here = (t * GROUP + g) * width
+    before = ((t - 1) * GROUP + g) * width
+    o = 0
+    while o + 2 * LANES <= width:
+        d = splat8(delta.flat[before])
+        top0 = add8(d, load8(trans, o))
+        top1 = add8(d, load8(trans, o + LANES))
+        arg0 = arg1 = splat8(0.0)
+        for i in range(1, n_states):
+            d = splat8(delta.flat[before + i])
+            state = splat8(float(i))
+            v = add8(d, load8(trans, i * width + o))
+            arg0 = select_greater8(v, top0, state, arg0)
+            top0 = select_greater8(v, top0, v, top0)
+            v = add8(d, load8(trans, i * width + o + LANES))
+            arg1 = select_greater8(v, top1, state, arg1)
+            top1 = select_greater8(v, top1, v, top1)
+        store8(delta, here + o, top0)
+        store8(delta, here + o + LANES, top1)
+        store8_int32(back, here + o, arg0)
+        store8_int32(back, here + o + LANES, arg1)
+        o += 2 * LANES
+    if o < width:
+        top = add8(splat8(delta.flat[before]), load8(trans, o))
+        arg = splat8(0.0)
+        for i in range(1, n_states):
+            v = add8(splat8(delta.flat[before + i]), load8(trans, i * width + o))
+            arg = select_greater8(v, top, splat8(float(i)), arg)
+            top = select_greater8(v, top, v, top)
+        store8(delta, here + o, top)
+        store8_int32(back, here + o, arg)
+
+
 @njit(**_NJIT)
 def viterbi_group(unary, firsts, lengths, n_group, trans, start, end, delta, back, labels,
                   best):
     """:func:`viterbi_one` of up to ``GROUP`` chains in lockstep: the same labels and
     scores, chain by chain (the same comparisons in the same order); position by
-    position, the group's recursions take turns at each pass (up to eight previous
-    states per pass over a row), so their independent comparisons overlap.
+    position, a full group's four recursions share each block of a transition row
+    (:func:`_viterbi_step_four`), their best scores and previous states kept in
+    :mod:`.simd` registers over the whole scan of previous states, so their independent
+    comparisons overlap.
 
     Parameters
     ----------
@@ -819,114 +942,13 @@ def viterbi_group(unary, firsts, lengths, n_group, trans, start, end, delta, bac
             delta[0, g, j] = -np.inf
     for t in range(1, lengths[0]):
         n_active = _active(lengths, n_group, t)
-        for g in range(n_active):
-            first = delta[t - 1, g, 0]
-            for j in range(width):
-                delta[t, g, j] = first + trans[0, j]
-                back[t, g, j] = 0
-        # eight (then four, two, one) previous states per pass over a row of delta, the
-        # group's chains one after the other at each pass (one chain per loop: few
-        # enough memory streams for the loop vectorizer)
-        i = 1
-        while i + 8 <= n_states:
-            i1, i2, i3, i4, i5, i6, i7 = i + 1, i + 2, i + 3, i + 4, i + 5, i + 6, i + 7
+        # per chain and block of LANES current states, the best score and its previous
+        # state stay in registers over the whole scan of previous states
+        if n_active == GROUP:
+            _viterbi_step_four(delta, back, trans, t, n_states)
+        else:
             for g in range(n_active):
-                d0 = delta[t - 1, g, i]
-                d1 = delta[t - 1, g, i1]
-                d2 = delta[t - 1, g, i2]
-                d3 = delta[t - 1, g, i3]
-                d4 = delta[t - 1, g, i4]
-                d5 = delta[t - 1, g, i5]
-                d6 = delta[t - 1, g, i6]
-                d7 = delta[t - 1, g, i7]
-                for j in range(width):
-                    top = delta[t, g, j]
-                    arg = back[t, g, j]
-                    v = d0 + trans[i, j]
-                    better = v > top
-                    top = v if better else top
-                    arg = i if better else arg
-                    v = d1 + trans[i1, j]
-                    better = v > top
-                    top = v if better else top
-                    arg = i1 if better else arg
-                    v = d2 + trans[i2, j]
-                    better = v > top
-                    top = v if better else top
-                    arg = i2 if better else arg
-                    v = d3 + trans[i3, j]
-                    better = v > top
-                    top = v if better else top
-                    arg = i3 if better else arg
-                    v = d4 + trans[i4, j]
-                    better = v > top
-                    top = v if better else top
-                    arg = i4 if better else arg
-                    v = d5 + trans[i5, j]
-                    better = v > top
-                    top = v if better else top
-                    arg = i5 if better else arg
-                    v = d6 + trans[i6, j]
-                    better = v > top
-                    top = v if better else top
-                    arg = i6 if better else arg
-                    v = d7 + trans[i7, j]
-                    better = v > top
-                    delta[t, g, j] = v if better else top
-                    back[t, g, j] = i7 if better else arg
-            i += 8
-        while i + 4 <= n_states:
-            i1, i2, i3 = i + 1, i + 2, i + 3
-            for g in range(n_active):
-                d0 = delta[t - 1, g, i]
-                d1 = delta[t - 1, g, i1]
-                d2 = delta[t - 1, g, i2]
-                d3 = delta[t - 1, g, i3]
-                for j in range(width):
-                    top = delta[t, g, j]
-                    arg = back[t, g, j]
-                    v = d0 + trans[i, j]
-                    better = v > top
-                    top = v if better else top
-                    arg = i if better else arg
-                    v = d1 + trans[i1, j]
-                    better = v > top
-                    top = v if better else top
-                    arg = i1 if better else arg
-                    v = d2 + trans[i2, j]
-                    better = v > top
-                    top = v if better else top
-                    arg = i2 if better else arg
-                    v = d3 + trans[i3, j]
-                    better = v > top
-                    delta[t, g, j] = v if better else top
-                    back[t, g, j] = i3 if better else arg
-            i += 4
-        while i + 2 <= n_states:
-            i1 = i + 1
-            for g in range(n_active):
-                d0 = delta[t - 1, g, i]
-                d1 = delta[t - 1, g, i1]
-                for j in range(width):
-                    top = delta[t, g, j]
-                    arg = back[t, g, j]
-                    v = d0 + trans[i, j]
-                    better = v > top
-                    top = v if better else top
-                    arg = i if better else arg
-                    v = d1 + trans[i1, j]
-                    better = v > top
-                    delta[t, g, j] = v if better else top
-                    back[t, g, j] = i1 if better else arg
-            i += 2
-        if i < n_states:
-            for g in range(n_active):
-                d = delta[t - 1, g, i]
-                for j in range(width):
-                    v = d + trans[i, j]
-                    better = v > delta[t, g, j]
-                    delta[t, g, j] = v if better else delta[t, g, j]
-                    back[t, g, j] = i if better else back[t, g, j]
+                _viterbi_step_one(delta, back, trans, t, g, n_states)
         for g in range(n_active):
             r = firsts[g] + t
             for j in range(n_states):
