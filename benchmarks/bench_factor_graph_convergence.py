@@ -74,6 +74,8 @@ def main():
     parser.add_argument("--admm-max-iter", type=int, default=200)
     parser.add_argument("--max-memory", type=float, default=None)
     args = parser.parse_args()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, cwd=Path(__file__).parent).stdout.strip()
     train = load_multilabel("bibtex", "train", path=DATA)
     test = load_multilabel("bibtex", "test", path=DATA)
     X, Y = train.data, np.asarray(train.target)
@@ -150,9 +152,7 @@ def main():
                hamming=float(hamming_loss(truth, prediction)),
                duality_gaps=[float(g) for g in getattr(model, "duality_gaps_", [])],
                max_abs_gradients=max_grad,
-               commit=subprocess.run(["git", "rev-parse", "--short", "HEAD"],
-                                     capture_output=True, text=True,
-                                     cwd=Path(__file__).parent).stdout.strip(),
+               commit=commit,
                trace=trace, load_after=os.getloadavg(),
                peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
     print(json.dumps(row))
