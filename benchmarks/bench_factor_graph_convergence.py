@@ -22,9 +22,14 @@ the peak resident size of the whole process (data and compiled kernels included)
 """
 
 import argparse
+import contextlib
+import io
 import json
 import os
+import re
 import resource
+import subprocess
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -38,6 +43,19 @@ from skstruct.metrics import example_f1_score, hamming_loss
 
 RESULTS = Path(__file__).parent / "results"
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "multilabel"
+
+
+class _Tee(io.StringIO):
+    """Keeps what is printed and passes it on."""
+
+    def __init__(self, out):
+        super().__init__()
+        self._out = out
+
+    def write(self, text):
+        self._out.write(text)
+        self._out.flush()
+        return super().write(text)
 
 
 def main():
@@ -56,6 +74,8 @@ def main():
     parser.add_argument("--admm-max-iter", type=int, default=200)
     parser.add_argument("--max-memory", type=float, default=None)
     args = parser.parse_args()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, cwd=Path(__file__).parent).stdout.strip()
     train = load_multilabel("bibtex", "train", path=DATA)
     test = load_multilabel("bibtex", "test", path=DATA)
     X, Y = train.data, np.asarray(train.target)
@@ -102,11 +122,17 @@ def main():
                               tol=0.01 if solver == "cutting_plane" else 1e-3,
                               max_iter=10000, callback=cap,
                               **({"check_gap_every": 1} if solver == "bcfw" else {}))
-    with warnings.catch_warnings(record=True) as caught:
+    model.set_params(verbose=1)
+    lines = _Tee(sys.stdout)
+    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(lines):
         warnings.simplefilter("always")
         start[0], start[1] = time.perf_counter(), time.process_time()
         model.fit(X, Y)
         wall, cpu = time.perf_counter() - start[0], time.process_time() - start[1]
+    # the largest absolute gradient entry after each L-BFGS iteration (what its
+    # stopping test compares with tol), read from the verbose lines
+    max_grad = [float(m.group(1)) for m in
+                re.finditer(r"max\|grad\| (\S+)", lines.getvalue())]
     capped = cpu > 2 * args.cap
     prediction = model.predict(test.data)
     truth = np.asarray(test.target)
@@ -126,6 +152,8 @@ def main():
                example_f1=float(example_f1_score(truth, prediction)),
                hamming=float(hamming_loss(truth, prediction)),
                duality_gaps=[float(g) for g in getattr(model, "duality_gaps_", [])],
+               max_abs_gradients=max_grad,
+               commit=commit,
                trace=trace, load_after=os.getloadavg(),
                peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
     print(json.dumps(row))

@@ -83,6 +83,34 @@ def test_chunked_lp_sparsemap_fit_is_the_whole_batch_fit(monkeypatch):
     np.testing.assert_allclose(chunked.coef_, whole.coef_, rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.parametrize("loss_augmented", ["relaxed", "rounded"])
+def test_chunked_cutting_plane_fit_is_the_whole_batch_fit(monkeypatch, loss_augmented):
+    # the one-slack cutting plane builds its constraints over the decoder's chunks of
+    # examples (each chunk warm-started from its own last LP-MAP); every example's
+    # ADMM is the same, only the plane's sums are taken in another order
+    X, Y = _data(160, 6)
+    graph = FactorGraph.pairwise(6)
+    sample_weight = np.random.default_rng(3).uniform(0.5, 2.0, size=160)
+
+    def fit():
+        decoder = FactorGraphDecoder(graph, loss_augmented=loss_augmented, tol=1e-7,
+                                     max_iter=300)
+        model = StructuredSVM(decoder, alpha=1e-2, solver="cutting_plane", max_iter=12)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return model.fit(X, Y, sample_weight=sample_weight)
+
+    whole = fit()
+    _force_chunks(monkeypatch, graph, 48)
+    assert FactorGraphDecoder(graph).evaluation_chunk_size(160) == 48
+    chunked = fit()
+    assert chunked.n_iter_ == whole.n_iter_ and whole.n_iter_ > 3
+    np.testing.assert_allclose(chunked.objective_curve_, whole.objective_curve_,
+                               rtol=1e-8)
+    np.testing.assert_allclose(chunked.coupling_, whole.coupling_, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(chunked.coef_, whole.coef_, rtol=1e-6, atol=1e-8)
+
+
 def test_chunks_keep_only_the_warm_start_of_every_example(monkeypatch):
     X, Y = _data(200, 10)
     graph = FactorGraph.pairwise(10)

@@ -44,7 +44,7 @@ def _status(field):
 @linux_only
 @pytest.mark.parametrize("learner,chunked", [
     ("cutting_plane", False), ("bcfw", False), ("lp_sparsemap", False),
-    ("bcfw", True), ("lp_sparsemap", True)])
+    ("cutting_plane", True), ("bcfw", True), ("lp_sparsemap", True)])
 def test_memory_estimate_bounds_the_measured_peak(monkeypatch, learner, chunked):
     X, Y = _data(1500, 60)
     decoder = FactorGraphDecoder(FactorGraph.pairwise(60), max_iter=50, tol=1e-4)

@@ -398,11 +398,19 @@ class _PairwiseConstraints:
         # Δ(ȳ, y) = base + ⟨on_minus_off, y⟩, for 0/1 y and (relaxed) fractional y
         self.base, self.on_minus_off = binary_linear_costs(risk.loss.task_loss, self.y,
                                                            self.offsets)
-        self.gold_pairs = self._pair_products(self.y)
         self.weights = np.asarray(risk.weights, dtype=np.float64)
         self.n_features, self.n_pairs = features.n_features, features.n_pairs
-        self.warm_start = {}
         self.relaxed = decoder.relaxes_loss_augmented(risk.loss.task_loss, "margin")
+        # chunks of examples as the decoder asks for them (the factor graph's ADMM keeps
+        # its arrays of one chunk within a budget): every chunk keeps its own warm start,
+        # and its outputs, pair products and part of the plane are dropped in turn
+        offer = getattr(decoder, "evaluation_chunk_size", None)
+        size = None if offer is None else offer(n)
+        size = n if size is None else int(size)
+        bounds = list(range(0, n, max(size, 1))) + [n]
+        self.chunks = [(start, stop) for start, stop in zip(bounds[:-1], bounds[1:])]
+        self.warm_starts = [{} for _ in self.chunks]
+        self._plane = self._active = None
 
     has_cache = False
     cache_attributes = ()
@@ -412,34 +420,58 @@ class _PairwiseConstraints:
         return np.take(y, self.pairs[:, 0], axis=1) * np.take(y, self.pairs[:, 1], axis=1)
 
     def evaluate(self, w, use_cache):
+        """The hinge terms θ(ŷ) − θ(y) + Δ and Δ of every example, chunk by chunk; the
+        plane of the examples with a positive term (those :meth:`plane` is asked for)
+        is summed on the way."""
         risk = self.risk
         features, task_loss = risk.features, risk.loss.task_loss
         W, b = features.unpack(w)
         coupling = np.array(features.coupling(w))
-        unary = matmul(risk.batch.X, W) + b
-        found = self.map_shared(
-            unary + self.on_minus_off, coupling, warm_start=self.warm_start,
-            relaxed=self.relaxed)
-        if self.relaxed:
-            # μ = (u, v) over the local polytope, Δ extended linearly
-            self.y_hat, pair_parts = found
-            delta = self.base + np.einsum("ij,ij->i", self.on_minus_off, self.y_hat)
-        else:
-            self.y_hat = found
-            pair_parts = self._pair_products(self.y_hat)
-            delta = task_loss(self.y.ravel(), self.y_hat.ravel(), self.offsets)
-        check_task_loss_values(delta, task_loss)
-        self.diff = self.y - self.y_hat.astype(np.float64)     # y − ŷ
-        self.pair_diff = self.gold_pairs - pair_parts
-        # θ(ŷ) − θ(y)
-        margin = -(np.einsum("ij,ij->i", unary, self.diff) + self.pair_diff @ coupling)
-        return delta + margin, delta
+        n = self.y.shape[0]
+        terms, deltas = np.empty(n), np.empty(n)
+        unary_plane = np.zeros_like(W)
+        bias_plane = np.zeros(W.shape[1])
+        pair_plane = np.zeros(coupling.shape[0])
+        for c, (start, stop) in enumerate(self.chunks):
+            X = risk.batch.X[start:stop]
+            y = self.y[start:stop]
+            unary = matmul(X, W) + b
+            found = self.map_shared(
+                unary + self.on_minus_off[start:stop], coupling,
+                warm_start=self.warm_starts[c], relaxed=self.relaxed)
+            if self.relaxed:
+                # μ = (u, v) over the local polytope, Δ extended linearly
+                y_hat, pair_parts = found
+                delta = self.base[start:stop] + np.einsum(
+                    "ij,ij->i", self.on_minus_off[start:stop], y_hat)
+            else:
+                y_hat = found
+                pair_parts = self._pair_products(y_hat)
+                delta = task_loss(y.ravel(), y_hat.ravel(),
+                                  self.offsets[:stop - start + 1])
+            check_task_loss_values(delta, task_loss)
+            diff = y - y_hat.astype(np.float64)     # y − ŷ
+            pair_diff = self._pair_products(y) - pair_parts
+            del found, pair_parts, y_hat
+            # θ(ŷ) − θ(y)
+            margin = -(np.einsum("ij,ij->i", unary, diff) + pair_diff @ coupling)
+            terms[start:stop] = delta + margin
+            deltas[start:stop] = delta
+            coefficient = self.weights[start:stop] * (terms[start:stop] > 0)
+            diff *= coefficient[:, None]
+            unary_plane += transpose_matmul(X, diff)
+            bias_plane += diff.sum(axis=0)
+            pair_plane += coefficient @ pair_diff
+            del unary, diff, pair_diff
+        self._active = terms > 0
+        self._plane = features.pack(unary_plane, bias_plane, pair_plane)
+        return terms, deltas
 
     def plane(self, active, delta):
-        coefficient = self.weights * active
-        diff = self.diff * coefficient[:, None]
-        return self.risk.features.pack(transpose_matmul(self.risk.batch.X, diff),
-                                       diff.sum(axis=0), coefficient @ self.pair_diff)
+        if not np.array_equal(active, self._active):
+            raise ValueError("the plane is summed over the examples with a positive "
+                             "hinge term of the last evaluation")
+        return self._plane
 
 
 class _CompiledConstraints:

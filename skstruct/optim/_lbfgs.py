@@ -239,7 +239,8 @@ def minimize_lbfgs(
         new_value, new_grad = objective.evaluate(w_new)
         _remember_pair(pairs, w_new - w, new_grad - grad)
         previous_value, value, w, grad = value, new_value, w_new, new_grad
-        if progress.report(w, value, **{"|grad|": float(np.sqrt(_inner(grad, grad)))}):
+        if progress.report(w, value, **{"|grad|": float(np.sqrt(_inner(grad, grad))),
+                                        "max|grad|": float(np.max(np.abs(grad)))}):
             message, converged = STOPPED_BY_CALLBACK, False
             break
         if _small_decrease(previous_value, value, tol):

@@ -171,3 +171,38 @@ def test_second_process_loads_the_cached_solver_and_gets_the_same_result():
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     np.testing.assert_array_equal(np.array(got), expected)
+
+
+@pytest.mark.parametrize("map_mode", [False, True])
+@pytest.mark.parametrize("n_labels", [12, 40])
+def test_skipping_pair_factors_at_the_corner_keeps_every_value_to_the_bit(map_mode,
+                                                                          n_labels):
+    # sparse outputs (a few labels likely on, most strongly off), as in multilabel
+    # training: most PAIR factors sit at (0, 0, 0) with both variables at exactly 0, so
+    # the compiled solver without a kept state skips them; its u, v, multipliers,
+    # penalties, iteration counts and residuals are still admm_batch's, to the bit,
+    # cold and warm-started (the warm start from a short run, at shifted scores, so
+    # variables leave and enter the corner during the solve)
+    first, second = np.triu_indices(n_labels, k=1)
+    graph = FlatFactorGraph(n_labels, pair_var=np.stack([first, second], axis=1))
+    rng = np.random.default_rng(n_labels)
+    n = 6
+    eta_u = rng.normal(-2.0, 1.0, (n, n_labels))
+    eta_u[:, :3] += 3.0
+    eta_pair = rng.normal(0.0, 0.5, (n, graph.n_pair))
+    eta_pair[1::2] -= 1.0  # repulsive couplings take the s < 0 form
+    options = dict(tol=1e-8, max_iter=500, map_mode=map_mode)
+    short = admm_batch(graph, eta_u, eta_pair, tol=1e-8, max_iter=7, map_mode=map_mode)
+    shifted = eta_u + rng.normal(0.0, 0.3, eta_u.shape)
+    for scores_u, warm in [(eta_u, None), (shifted, short)]:
+        expected = admm_batch(graph, scores_u, eta_pair, warm_start=warm, **options)
+        result = admm_batch_compiled(graph, scores_u, eta_pair, warm_start=warm,
+                                     keep_state=False, **options)
+        for name in ("u", "v", "lam", "rho", "primal_residual", "dual_residual",
+                     "n_iter", "converged"):
+            np.testing.assert_array_equal(getattr(result, name), getattr(expected, name),
+                                          err_msg=name)
+        assert expected.converged.sum() >= n // 2
+        off = expected.u == 0.0
+        both_off = off[:, first] & off[:, second]
+        assert both_off.mean() > 0.4  # the skipped branch is taken

@@ -144,34 +144,73 @@ def _solve_one(k, eta_u, eta_pair, entry_var, inv_degree, lin_offsets, lin_kind,
                 r_k = max(0.5 * r_k, rho_min)
 
 
+@njit(inline="always")
+def _pair_at_corner(a1, a2, s):
+    """Whether :func:`~skstruct.decoders._factor_graph.pair_kernels._pair_solve` returns
+    exactly (0, 0, 0) at (a1, a2, s) whatever the weights w1, w2 > 0, by signs alone.
+
+    s ≥ 0: a1 ≤ 0, a2 ≤ 0 and a1 + a2 + s ≤ 0 (the numerators of lo_1, lo_2 and t, summed
+    as ``_pair_arguments`` sums them) make lo_1 = lo_2 = t = 0 after clipping, so both
+    medians are 0 and v = min(u_1, u_2) = 0. s < 0: a1 ≤ 0 and a2 ≤ 0 make hi_1 = hi_2 = 0,
+    so both medians are 0 and v = max(0, −1) = 0. Every condition is monotone: it still
+    holds at any (a1', a2') ≤ (a1, a2).
+    """
+    if a1 > 0.0 or a2 > 0.0:
+        return False
+    return s < 0.0 or a1 + a2 + s <= 0.0
+
+
 @njit(cache=True, nogil=True)
 def _solve_one_pairs(k, eta_u, eta_pair, entry_var, inv_degree, kappa, max_iter, tol,
                      adapt, rho_min, rho_max, u, lam, rho, a_k, w_k, q_k, keep, v, n_iter,
-                     primal, dual, converged, total):
+                     primal, dual, converged, total, corner, dead):
     """:func:`_solve_one` on a graph of PAIR factors only (entries 2f, 2f + 1 of factor
     f): the local problems, the factor solutions and the sums of the consensus in one
     pass over the factors, the multipliers in a second, with the same operations in the
     same order (the same result to the bit). ``keep``: write the local problems a_k and
-    w_k (the backward pass reads them; else they are not stored)."""
+    w_k (the backward pass reads them; else they are not stored).
+
+    *Factors at the all-off corner are skipped, exactly.* ``corner[f]`` (scratch,
+    n_pair) records that factor f's last local problem passed
+    :func:`_pair_at_corner`, so its solution was exactly (0, 0, 0); ``dead[i]`` (scratch,
+    n_vars) that u_i = 0 exactly at the end of the last iteration. A factor with
+    ``corner[f]`` whose two variables are dead is not solved: since it was solved, its
+    copies were 0 and so were the consensus values of its variables at every iteration
+    (they were dead), so its multiplier steps ρ (q_j − u_i) / deg_i were exactly 0 and
+    its local scores a_j = (η_i + ρ u_i) / deg_i + λ'_j can only have decreased (u_i was
+    ≥ 0 when it was solved and is 0 now); the corner test is monotone and independent of
+    the weights w (ρ may have changed), so solving it would return (0, 0, 0) again. Its
+    copies add 0 to the consensus sums and its multipliers change only where the
+    consensus of one of its variables has become nonzero (q_j − u_i = −u_i), which the
+    second pass applies. Every stored value is therefore the one the full iteration
+    computes, to the bit, and an iteration costs O(factors with a live variable): with
+    few labels on per example, a small part of the pairs. Not used when ``keep`` (the
+    skipped factors' local problems would not be written).
+    """
     eta_k = eta_u[k]
     s_k = eta_pair[k]
     u_k = u[k]
     lam_k = lam[k]
     v_k = v[k]
     n_vars = u_k.shape[0]
-    n_entries = entry_var.shape[0]
     n_pair = s_k.shape[0]
     r_k = rho[k]
+    skip = not keep
+    for f in range(n_pair):
+        corner[f] = False
     it = 0
     while True:
         it += 1
         weight = kappa + r_k
         for i in range(n_vars):
             total[i] = 0.0
+            dead[i] = u_k[i] == 0.0
         for f in range(n_pair):
             j = 2 * f
             i1 = entry_var[j]
             i2 = entry_var[j + 1]
+            if skip and corner[f] and dead[i1] and dead[i2]:
+                continue
             d1 = inv_degree[i1]
             d2 = inv_degree[i2]
             a1 = (eta_k[i1] + r_k * u_k[i1]) * d1 + lam_k[j]
@@ -184,6 +223,7 @@ def _solve_one_pairs(k, eta_u, eta_pair, entry_var, inv_degree, kappa, max_iter,
                 a_k[j + 1] = a2
                 w_k[j] = w1
                 w_k[j + 1] = w2
+            corner[f] = skip and _pair_at_corner(a1, a2, s_k[f])
             q_k[j] = u1
             q_k[j + 1] = u2
             v_k[f] = vf
@@ -196,12 +236,19 @@ def _solve_one_pairs(k, eta_u, eta_pair, entry_var, inv_degree, kappa, max_iter,
                 change += (new - u_k[i]) ** 2
                 u_k[i] = new
         gap = 0.0
-        for j in range(n_entries):
-            i = entry_var[j]
-            r = q_k[j] - u_k[i]
-            step = r * inv_degree[i]
-            gap += r * step
-            lam_k[j] -= r_k * step
+        for f in range(n_pair):
+            for j in range(2 * f, 2 * f + 2):
+                i = entry_var[j]
+                if corner[f]:
+                    # q_j = 0 (solved or skipped): only a nonzero consensus moves λ'_j
+                    if u_k[i] == 0.0:
+                        continue
+                    r = 0.0 - u_k[i]
+                else:
+                    r = q_k[j] - u_k[i]
+                step = r * inv_degree[i]
+                gap += r * step
+                lam_k[j] -= r_k * step
         p = np.sqrt(gap)
         d = np.sqrt(change)
         last = it >= max_iter
@@ -248,6 +295,8 @@ def _solve_chunk(first, last, order, eta_u, eta_pair, entry_var, inv_degree, lin
     scratch = np.empty((0 if keep else 3, n_entries))
     pairs_only = (lin_offsets.shape[0] == 1 and orout_offsets.shape[0] <= 1
                   and n_entries == 2 * v.shape[1])
+    corner = np.empty(v.shape[1] if pairs_only else 0, dtype=np.bool_)
+    dead = np.empty(u.shape[1] if pairs_only else 0, dtype=np.bool_)
     for t in range(first, last):
         k = order[t]
         if keep:
@@ -257,7 +306,8 @@ def _solve_chunk(first, last, order, eta_u, eta_pair, entry_var, inv_degree, lin
         if pairs_only:
             _solve_one_pairs(k, eta_u, eta_pair, entry_var, inv_degree, kappa, max_iter,
                              tol, adapt, rho_min, rho_max, u, lam, rho, a_k, w_k, q_k,
-                             keep, v, n_iter, primal, dual, converged, total)
+                             keep, v, n_iter, primal, dual, converged, total, corner,
+                             dead)
             continue
         _solve_one(k, eta_u, eta_pair, entry_var, inv_degree, lin_offsets, lin_kind,
                    lin_coef, lin_bound, lin_negated, orout_offsets, kappa, max_iter, tol,

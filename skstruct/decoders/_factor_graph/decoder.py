@@ -506,9 +506,9 @@ class FactorGraphDecoder(Decoder):
         examples when a full-batch evaluation would hold more than 256 MiB
         (:meth:`evaluation_chunk_size`): what grows with all the examples is then only
         what the fit keeps between evaluations (the LP-SparseMAP warm start u, λ', ρ;
-        the gold parts and dual blocks of per-example solvers), the rest with one chunk.
-        The cutting plane (``solver="cutting_plane"``) builds its constraints over the
-        whole batch at once. Nothing is allocated.
+        the gold parts and dual blocks of per-example solvers), the rest with one chunk;
+        the structured hinge's one-slack cutting plane builds its constraints over the
+        same chunks. Nothing is allocated.
 
         Parameters
         ----------

@@ -17,7 +17,8 @@ alone (nothing is allocated). Training evaluations larger than
 examples (the LP-SparseMAP warm start u, λ', ρ; BCFW's dual blocks and the warm start
 of every example's LP-MAP), the scores, gold parts, solves and gradient parts with one
 chunk. The structured hinge's one-slack cutting plane builds its constraints over the
-whole batch at once and is counted so (``solver="cutting_plane"``).
+same chunks (the loss-augmented LP-MAP, the hinge terms and the plane of one chunk at a
+time, every chunk warm-started from its own last ADMM state).
 :class:`~skstruct.decoders.FactorGraphDecoder` compares it with its ``max_memory``
 before the first allocation of a fit (and :func:`solve_bytes` before every solve) and
 raises :class:`FactorGraphMemoryError` past it.
@@ -134,25 +135,21 @@ def evaluation_chunk_size(flat, n_examples):
 def fit_bytes(flat, n_examples, solver=None):
     """Peak bytes of a fit of a linear model with this decoder on ``n_examples``.
 
-    Every solver but the one-slack cutting plane evaluates the loss over chunks of
-    examples (:func:`evaluation_chunk_size`), so its peak is what it keeps for every
-    example between evaluations (the largest of the LP-SparseMAP loss's warm start,
-    u, λ' and ρ; BCFW's dual blocks and every example's LP-MAP warm start; the
-    subgradient's gold parts) plus what one
-    chunk holds while it is evaluated (the scores, the gold parts, a warm-started solve,
-    the gradient parts and their weighted copy).
-
-    The cutting plane's batched constraints (``solver="cutting_plane"``) hold the whole
-    batch at once: the scores and gold parts (u, v), the warm state (u, λ'), the solve,
-    then the relaxed outputs [u | v] and the products of the constraint's parts.
+    Every solver evaluates the loss over chunks of examples
+    (:func:`evaluation_chunk_size`; the one-slack cutting plane its constraints), so
+    its peak is what it keeps for every example between evaluations (the largest of
+    the LP-SparseMAP loss's and the cutting plane's warm start, u, λ' and ρ; BCFW's dual
+    blocks and every example's LP-MAP warm start; the subgradient's gold parts) plus
+    what one chunk holds while it is evaluated (the scores, the gold parts, a
+    warm-started solve, the gradient parts and their weighted copy; for the cutting
+    plane the outputs, their pair products and the gold ones).
 
     Parameters
     ----------
     flat : FlatFactorGraph
     n_examples : int
     solver : str or None, default=None
-        ``"cutting_plane"`` for the structured hinge's cutting plane; anything else for
-        the chunked evaluations.
+        The fit's solver (all are counted alike).
 
     Returns
     -------
@@ -161,13 +158,6 @@ def fit_bytes(flat, n_examples, solver=None):
         graph's entries, are not counted).
     """
     n_examples = int(n_examples)
-    n_vars, n_entries, n_add = _sizes(flat)
-    if solver == "cutting_plane":
-        held = 2 * (n_vars + n_add)              # scores and gold parts
-        solve = solve_bytes(flat, 1, warm_start=True,
-                            compiled=not flat.structures) // _FLOAT
-        hinge = held + (n_vars + n_entries) + solve + 2 * (n_vars + n_add)
-        return n_examples * _FLOAT * hinge
     chunk = evaluation_chunk_size(flat, n_examples)
     return (_FLOAT * (n_examples * _kept(flat) + chunk * _chunk_work(flat))
             + n_examples * _PER_EXAMPLE_OBJECTS)
