@@ -237,6 +237,23 @@ def test_generated_neighbours_equal_the_enumerated_ones(seed, distance):
         np.testing.assert_array_equal(paths, reference)
 
 
+@pytest.mark.parametrize("max_parents", [0, 1, 2, None])
+def test_log_count_is_the_number_of_valid_dags(max_parents):
+    """With forbidden arcs on 1 .. 5 nodes: the count of the brute-force filter; and
+    the log-partition at zero scores."""
+    sizes = [1, 2, 3, 4, 4, 5]
+    scores = _instance(sizes, seed=7, forbid=6)
+    scores = scores.replace(unary=np.where(np.isinf(scores.unary), -np.inf, 0.0))
+    decoder = DAGDecoder(max_parents=max_parents)
+    got = decoder.log_count(scores)
+    for i, n in enumerate(sizes):
+        bound = n - 1 if max_parents is None else min(max_parents, n - 1)
+        dags = _all_dags(n, bound)
+        assert np.exp(got[i]) == pytest.approx((_theta(dags, scores.block(i)) > -np.inf)
+                                               .sum(), rel=1e-12)
+    np.testing.assert_allclose(got, decoder.log_partition(scores), rtol=1e-12)
+
+
 def test_neighbours_at_distance_two_include_reversals():
     scores = DAGScores.from_blocks([np.zeros((2, 2))])
     paths, counts = DAGDecoder().neighbours(scores, np.array([0, 1, 0, 0]), k=2)

@@ -572,3 +572,40 @@ def sample_uniform_dags(unary, offsets, n_nodes, bounds, n_draws, seeds, draws, 
                     draws[base + p * n + c, r] = (parents[c] >> p) & 1
         proposals[i] = tried
     return proposals
+
+
+@njit(parallel=True, **_NJIT)
+def count_dags(unary, offsets, n_nodes, bounds):
+    """The number of valid DAGs of every example (at most ``bounds[i]`` parents per
+    node, no arc scored -inf), without enumeration: inclusion-exclusion over the set T
+    of sinks, a(S) = Σ_{∅ ≠ T ⊆ S} (−1)^{|T|+1} a(S \\ T) Π_{v ∈ T} A(v, S \\ T),
+    a(∅) = 1, A(v, P) the allowed parent sets of v within P (the sinks' parents lie
+    outside T and the other nodes' parents outside T too). O(3^n n) per example."""
+    g = n_nodes.shape[0]
+    out = np.empty(g)
+    C = _binomials(64)
+    for i in prange(g):
+        n = n_nodes[i]
+        base = offsets[i]
+        bound = bounds[i]
+        allowed = np.zeros(n, dtype=np.int64)
+        for p in range(n):
+            for c in range(n):
+                if p != c and unary[base + p * n + c] != -np.inf:
+                    allowed[c] |= np.int64(1) << p
+        a = np.empty(1 << n)
+        a[0] = 1.0
+        for S in range(1, 1 << n):
+            total = 0.0
+            T = S
+            while T:
+                rest = S ^ T
+                term = a[rest]
+                for v in range(n):
+                    if (T >> v) & 1:
+                        term *= _parent_sets(C, _popcount(rest & allowed[v]), bound)
+                total += term if _popcount(T) % 2 == 1 else -term
+                T = (T - 1) & S
+            a[S] = total
+        out[i] = a[(1 << n) - 1]
+    return out
