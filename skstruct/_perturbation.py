@@ -1093,8 +1093,12 @@ class PerturbedMAPClassifier(PartialFitMixin, LinearStructuredModel):
 
     def _log_largest_output_count(self, decoder, features, batch, w):
         """log max_i |Y(x_i)|: the log-partition at zero scores when the decoder has one
-        (log Σ_y e⁰), else by enumeration up to ``max_outputs`` (then the cap)."""
+        (log Σ_y e⁰), else by enumeration up to ``max_outputs`` (then the cap); a
+        decoder's ``log_count`` first when it has one (a count that does not enumerate,
+        as :meth:`DAGDecoder.log_count`)."""
         scores = feature_map_hook(features, "zero_scores")(batch)
+        if callable(getattr(decoder, "log_count", None)):
+            return float(np.max(decoder.log_count(scores)))
         if "marginals" in decoder.capabilities:
             return float(np.max(decoder.log_partition(scores)))
         if "top_k" in decoder.capabilities:

@@ -173,3 +173,33 @@ def test_map_perturbation_cost_times_cpu_apart_from_waiting():
     assert timing["iteration_seconds_wall"] >= 0.05
     assert timing["fit_seconds_wall"] >= 0.2
     assert timing["iteration_seconds"] < 0.01 and timing["fit_seconds"] < 0.04
+
+
+def test_map_perturbation_cost_rerun_replaces_only_the_chosen_structures(tmp_path,
+                                                                         monkeypatch):
+    """``--rerun --structures dags`` replaces the stored run's DAG rows, keeps the others
+    and records the re-run's command beside the run's."""
+    import json
+
+    module = load_script("bench_map_perturbation_cost")
+    stamp = {"value": 1.0}
+
+    def fake_case(kind, size, args, rng):
+        timing = {"setup_seconds": 0.1, "iteration_seconds": stamp["value"],
+                  "fit_seconds": 2.0 * stamp["value"]}
+        return {"size": f"{size}", "n_outputs": 10, "neighbours_per_example": 1.0,
+                "neighbourhood": timing, "proposal": timing}
+
+    monkeypatch.setattr(module, "run_case", fake_case)
+    monkeypatch.setattr(module, "SIZES", {"dags": [4], "subsets": [(6, 2)]})
+    monkeypatch.setattr(module, "command_line", lambda script: "the command")
+    module.main(["--structures", "dags", "subsets", "--output", str(tmp_path)])
+    stamp["value"] = 3.0
+    module.main(["--structures", "dags", "--rerun", "--output", str(tmp_path)])
+    run = json.loads((tmp_path / f"{module.NAME}.json").read_text())["runs"]["latest"]
+    assert run["structures"]["subsets"][0]["proposal"]["iteration_seconds"] == 1.0
+    assert run["structures"]["dags"][0]["proposal"]["iteration_seconds"] == 3.0
+    assert [r["structures"] for r in run["reruns"]] == [["dags"]]
+    table = (tmp_path / f"{module.NAME}.md").read_text()
+    assert "Rows of dags re-timed by `the command`" in table
+    assert "| subsets | (6, 2) |" in table and "3.0000 / 6.000" in table

@@ -239,6 +239,27 @@ def _dag_data(m=12, n=4, seed=0):
     return X, list(DAGDecoder(max_parents=2).map(scores).reshape(m, n, n))
 
 
+def test_dag_fits_never_enumerate_the_dags(monkeypatch):
+    """Neither the default fit nor the paper's proposal fit on DAGs calls an operation
+    that enumerates every DAG (|Y| counted by ``log_count``, neighbourhoods generated,
+    uniform draws by rejection); β is the one of the enumerated count."""
+    from skstruct.decoders import DAGDecoder
+    from skstruct.decoders._dag import kernels
+    X, Y = _dag_data()
+    reference = PerturbedMAPClassifier(DAGDecoder(max_parents=2), max_iter=2).fit(X, Y)
+
+    def enumerating(*args, **kwargs):
+        raise AssertionError("a DAG enumeration was called")
+    for name in ("best", "top_k", "log_partition", "neighbours", "enumerate_dags"):
+        monkeypatch.setattr(kernels, name, enumerating)
+    for params in ({}, dict(candidates="proposal", objective="pooled", l1=0.01)):
+        model = PerturbedMAPClassifier(DAGDecoder(max_parents=2), max_iter=2,
+                                       random_state=0, **params).fit(X, Y)
+        assert model.decoder_calls_["log_partition"] == 0
+        assert model.beta_ == pytest.approx(1 / np.log(442 * (np.sqrt(12) - 1)))
+        assert model.beta_ == pytest.approx(reference.beta_)
+
+
 @pytest.mark.parametrize("case", ["multilabel", "subsets", "dags"])
 def test_all_candidates_enumerated_once_give_the_per_iteration_fit(case, monkeypatch):
     """The exact path (every output's parts once per fit, one sparse product per step)

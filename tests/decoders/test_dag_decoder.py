@@ -163,6 +163,97 @@ def test_neighbours_match_enumeration(distance):
         assert (paths[a:b, counts[i]:] == -1).all()
 
 
+def _linear_extensions(a):
+    """Topological orders of the DAG with adjacency a, by trying every permutation."""
+    n = len(a)
+    return sum(all(a[q, p] == 0 for i, p in enumerate(order) for q in order[i + 1:])
+               for order in itertools.permutations(range(n)))
+
+
+@pytest.mark.parametrize("max_parents", [1, 2, 3])
+@pytest.mark.parametrize("forbid", [0, 3])
+def test_sample_uniform_on_four_nodes_is_uniform_with_the_expected_acceptance(max_parents,
+                                                                               forbid):
+    rng = np.random.default_rng(10 * max_parents + forbid)
+    block = np.zeros((4, 4))
+    for p, c in itertools.islice(
+            (e for e in rng.permutation([(p, c) for p in range(4) for c in range(4)
+                                         if p != c])), forbid):
+        block[p, c] = -np.inf
+    dags = _all_dags(4, max_parents)
+    allowed = dags[_theta(dags, block) > -np.inf]
+    n_draws = 60 * len(allowed)
+    draws, proposals = DAGDecoder(max_parents=max_parents)._sample_uniform(
+        DAGScores.from_blocks([block]), n_draws, 0)
+    codes = draws.T @ (1 << np.arange(16))
+    values, observed = np.unique(codes, return_counts=True)
+    np.testing.assert_array_equal(np.sort(allowed.reshape(len(allowed), -1)
+                                          @ (1 << np.arange(16))), values)
+    assert chisquare(observed).pvalue > 1e-3
+    # total variation from uniform: E|TV| ~ sqrt(N / (2 pi n_draws)) ~ 0.05 here
+    assert 0.5 * np.abs(observed / n_draws - 1 / len(allowed)).sum() < 0.1
+    # proposals per draw: the pairs (topological order, DAG) over the DAGs
+    expected = sum(_linear_extensions(a) for a in allowed) / len(allowed)
+    rate = proposals[0] / n_draws
+    assert abs(rate - expected) < 4 * np.sqrt(expected * (expected - 1) / n_draws) + 1e-9
+
+
+def test_sample_uniform_is_uniform_on_arc_marginals_of_six_nodes():
+    """Six nodes with at most 2 parents (695,902 DAGs): the arc frequencies of 40,000
+    draws match the arc probabilities under the uniform distribution (enumerated)."""
+    block = np.zeros((6, 6))
+    block[0, 1] = block[3, 2] = -np.inf
+    scores = DAGScores.from_blocks([block])
+    _, marginals = DAGDecoder().marginals(scores)
+    draws = DAGDecoder().sample_uniform(scores, 40000, random_state=1)
+    frequency = draws.mean(axis=1)
+    p = marginals.unary
+    assert (frequency[[1, 3 * 6 + 2]] == 0).all()
+    z = (frequency - p) / np.sqrt(np.maximum(p * (1 - p), 1e-12) / 40000)
+    assert np.abs(z).max() < 5
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("distance", [1, 2])
+def test_generated_neighbours_equal_the_enumerated_ones(seed, distance):
+    """Random graphs (DAGs and cyclic ones) on 2 .. 6 nodes with forbidden arcs: the
+    generated neighbourhood equals the enumeration's, in the same order."""
+    rng = np.random.default_rng(seed)
+    sizes = [2, 3, 4, 5, 6, 5]
+    scores = _instance(sizes, seed=seed, forbid=8)
+    ys = []
+    for n in sizes:
+        a = (rng.random((n, n)) < 0.3).astype(np.int64)
+        np.fill_diagonal(a, 0)
+        ys.append(a)
+    y = np.concatenate([a.ravel() for a in ys])
+    for max_parents in (1, 2, None):
+        decoder = DAGDecoder(max_parents=max_parents)
+        paths, counts = decoder.neighbours(scores, y, k=distance)
+        y_checked = scores._check_outputs(y)
+        reference, reference_counts = decoder._enumerated_neighbours(scores, y_checked,
+                                                                     distance)
+        np.testing.assert_array_equal(counts, reference_counts)
+        np.testing.assert_array_equal(paths, reference)
+
+
+@pytest.mark.parametrize("max_parents", [0, 1, 2, None])
+def test_log_count_is_the_number_of_valid_dags(max_parents):
+    """With forbidden arcs on 1 .. 5 nodes: the count of the brute-force filter; and
+    the log-partition at zero scores."""
+    sizes = [1, 2, 3, 4, 4, 5]
+    scores = _instance(sizes, seed=7, forbid=6)
+    scores = scores.replace(unary=np.where(np.isinf(scores.unary), -np.inf, 0.0))
+    decoder = DAGDecoder(max_parents=max_parents)
+    got = decoder.log_count(scores)
+    for i, n in enumerate(sizes):
+        bound = n - 1 if max_parents is None else min(max_parents, n - 1)
+        dags = _all_dags(n, bound)
+        assert np.exp(got[i]) == pytest.approx((_theta(dags, scores.block(i)) > -np.inf)
+                                               .sum(), rel=1e-12)
+    np.testing.assert_allclose(got, decoder.log_partition(scores), rtol=1e-12)
+
+
 def test_neighbours_at_distance_two_include_reversals():
     scores = DAGScores.from_blocks([np.zeros((2, 2))])
     paths, counts = DAGDecoder().neighbours(scores, np.array([0, 1, 0, 0]), k=2)

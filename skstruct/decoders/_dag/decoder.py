@@ -21,7 +21,7 @@ from .._core.checks import (
     check_score_array,
     no_exact_loss_augmented_map,
 )
-from .._core.sampling import check_neighbour_entries, check_random_state
+from .._core.sampling import check_neighbour_entries, check_random_state, example_seeds
 from .._core.unary import BlockParts
 
 __all__ = ["DAGScores", "DAGParts", "DAGDecoder", "enumerate_dags", "MAX_DAG_NODES"]
@@ -204,7 +204,7 @@ def enumerate_dags(n, max_parents=None):
         0/1 adjacency matrices (a[p, c] = 1 for the arc p -> c), sorted
         lexicographically by their row-major ravel (the empty graph first). There are
         1, 3, 25, 543, 29,281, 3,781,503 DAGs on 1 .. 6 nodes; with at most 2 parents,
-        25, 543, 13,956 and 695,902 on 3 .. 6 nodes.
+        25, 443, 13,956 and 695,902 on 3 .. 6 nodes.
 
     Examples
     --------
@@ -250,11 +250,12 @@ class DAGDecoder(Decoder):
 
     Every operation enumerates the DAGs once per number of nodes (cached) and scores all
     of them for every example in one compiled call (:mod:`skstruct.decoders._dag.kernels`): MAP, the
-    ``K`` best (a heap), the log-partition and arc marginals (sums over all DAGs),
-    uniform samples (a uniform index into the DAGs of finite score) and the neighbours
-    at Hamming distance <= k (the DAGs whose adjacency matrix differs from the given one
-    in 1 .. k entries: adding or removing an arc is distance 1, reversing one distance
-    2). Loss-augmented MAP is exact for losses with per-entry costs (Hamming) under
+    ``K`` best (a heap), the log-partition and arc marginals (sums over all DAGs), and
+    the neighbours at Hamming distance >= 3. Uniform samples (rejection from a subset
+    dynamic programme, O(2^n n) per proposal) and the neighbours at Hamming distance 1
+    or 2 (the graphs whose adjacency matrix differs from the given one in one or two
+    entries, generated and checked; adding or removing an arc is distance 1, reversing
+    one distance 2) never enumerate. Loss-augmented MAP is exact for losses with per-entry costs (Hamming) under
     margin rescaling (MAP on :meth:`cost_augmented` scores) and for the 0/1 loss.
 
     Parameters
@@ -267,8 +268,9 @@ class DAGDecoder(Decoder):
     Encoded outputs are 0/1 adjacency matrices a[p, c] (1 for the arc p -> c), every
     example's (n_i, n_i) matrix raveled row-major and stacked, shape (Σ_i n_i²,), like
     the scores; the Hamming distance between two outputs is the number of arcs that
-    differ. Time per example with n nodes and N DAGs: O(2^n n² + N n) for every
-    operation, O(N log K) more for the K best. N is 13,956 for 5 nodes with at most 2
+    differ. Time per example with n nodes and N DAGs: O(2^n n² + N n) for the
+    operations that enumerate, O(N log K) more for the K best; see
+    :meth:`sample_uniform` and :meth:`neighbours` for the two that do not. N is 13,956 for 5 nodes with at most 2
     parents, 695,902 for 6 nodes (3,781,503 without a bound; see
     :func:`enumerate_dags`). Examples with more than 6 nodes raise a ``ValueError``,
     except in :meth:`parts`, :meth:`score_outputs` and :meth:`check_outputs`.
@@ -410,41 +412,117 @@ class DAGDecoder(Decoder):
         return paths, top
 
     def sample_uniform(self, scores, n_draws, random_state=None):
-        """Independent uniform draws among the DAGs of finite score of every example.
+        """Independent uniform draws among the DAGs of finite score of every example,
+        without enumerating them.
 
-        A draw is the ⌊u M⌋-th of the M DAGs of finite score (in the order of
-        :func:`enumerate_dags`) for a uniform u in [0, 1).
+        Every draw is exactly uniform over the valid DAGs (acyclic, at most
+        ``max_parents`` parents per node, no arc scored -inf), by rejection: a proposal
+        draws a pair (π, G) uniformly among the pairs of a valid DAG G and one of its
+        topological orders π (π from a dynamic programme over the subsets of nodes,
+        then every node's parents uniformly among its allowed parent sets within its
+        predecessors in π), and keeps G with probability 1 / ext(G), ext(G) its number
+        of topological orders (:func:`skstruct.decoders._dag.kernels.sample_uniform_dags`).
+
+        Cost per example with n nodes: O(2^n n) once, then O(2^n n + n²) per proposal;
+        the expected number of proposals per draw is the number of pairs (π, G) over
+        the number of valid DAGs, at most n! (without forbidden arcs: 10.2 for 6 nodes
+        with at most 2 parents, 30.8 with at most 1, 6.2 without a bound; 5.3 for 5
+        nodes and 3.0 for 4 with at most 2 parents), about 13 µs of CPU per draw for
+        6 nodes with at most 2 parents.
 
         Parameters
         ----------
         scores : DAGScores
         n_draws : int >= 1
         random_state : None, int, numpy Generator or RandomState, default=None
-            See :func:`~skstruct.decoders._core.sampling.check_random_state`; the uniforms
-            are drawn in example order before the compiled call.
+            See :func:`~skstruct.decoders._core.sampling.check_random_state`; one 64-bit
+            seed per example is drawn before the compiled call, so the draws do not
+            depend on the number of threads.
 
         Returns
         -------
         ndarray of shape (Σ_i n_i², n_draws), int64
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skstruct.decoders import DAGDecoder, DAGScores
+        >>> draws = DAGDecoder().sample_uniform(DAGScores.from_blocks([np.zeros((3, 3))]),
+        ...                                     2500, random_state=0)
+        >>> len(np.unique(draws.T, axis=0))  # the 25 DAGs on 3 nodes
+        25
+        """
+        return self._sample_uniform(scores, n_draws, random_state)[0]
+
+    def _sample_uniform(self, scores, n_draws, random_state):
+        """The draws and the number of proposals of every example."""
+        self._check_scores(scores)
+        self._check_enumerable(scores)
+        n_draws = check_k(n_draws, "n_draws")
+        seeds = example_seeds(check_random_state(random_state), scores.n_examples)
+        draws = np.zeros((scores.unary.shape[0], n_draws), dtype=np.int64)
+        proposals = np.zeros(scores.n_examples, dtype=np.int64)
+        n_nodes = scores.n_nodes
+        with threads_for(float(np.sum(2.0**n_nodes * n_nodes)) * n_draws * 10):
+            kernels.sample_uniform_dags(scores.unary, scores.offsets, n_nodes,
+                                        self._bounds(n_nodes), n_draws, seeds, draws,
+                                        proposals)
+        return draws, proposals
+
+    def log_count(self, scores):
+        """log of the number of valid DAGs of every example (acyclic, at most
+        ``max_parents`` parents per node, no arc scored -inf), without enumeration:
+        inclusion-exclusion over the set of sinks, O(3^n n) per example with n nodes
+        (:func:`skstruct.decoders._dag.kernels.count_dags`).
+
+        Parameters
+        ----------
+        scores : DAGScores
+
+        Returns
+        -------
+        ndarray of shape (n_examples,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skstruct.decoders import DAGDecoder, DAGScores
+        >>> scores = DAGScores.from_blocks([np.zeros((6, 6))])
+        >>> round(float(np.exp(DAGDecoder().log_count(scores)[0])))
+        695902
         """
         self._check_scores(scores)
-        n_draws = check_k(n_draws, "n_draws")
-        uniforms = check_random_state(random_state).random((scores.n_examples, n_draws))
-        draws = np.zeros((scores.unary.shape[0], n_draws), dtype=np.int64)
-        for n, examples, masks, blocks in self._groups(scores):
-            with self._threads(masks, blocks):
-                index = kernels.sample(masks, blocks, n, uniforms[examples])
-            self._write(draws, scores, examples, n,
-                        np.moveaxis(_adjacency(masks[index], n), 1, -1))
-        return draws
+        self._check_enumerable(scores)
+        n_nodes = scores.n_nodes
+        with threads_for(float(np.sum(3.0**n_nodes * n_nodes))):
+            counts = kernels.count_dags(scores.unary, scores.offsets, n_nodes,
+                                        self._bounds(n_nodes))
+        return np.log(np.round(counts))
+
+    def _bounds(self, n_nodes):
+        n_nodes = np.asarray(n_nodes, dtype=np.int64)
+        return (n_nodes - 1 if self.max_parents is None
+                else np.minimum(int(self.max_parents), n_nodes - 1))
+
+    def _check_enumerable(self, scores):
+        n_nodes = scores.n_nodes
+        if n_nodes.size and n_nodes.max() > MAX_DAG_NODES:
+            i = int(np.argmax(n_nodes > MAX_DAG_NODES))
+            raise ValueError(
+                f"DAGDecoder takes at most {MAX_DAG_NODES} nodes per example; example {i} "
+                f"has {n_nodes[i]} (7 nodes have 50.7 million DAGs with at most 2 parents)."
+            )
 
     def neighbours(self, scores, y, k=1):
         """Every valid DAG at Hamming distance 1 .. ``k`` from ``y``.
 
         Valid: acyclic, at most ``max_parents`` parents per node, no arc scored -inf
         (``y`` itself need only be a 0/1 matrix with a zero diagonal). Distance 1 adds
-        or removes an arc, distance 2 also reverses one. Found by enumeration: every DAG
-        is compared with ``y``, exact for every ``k``.
+        or removes an arc, distance 2 also reverses one. For k <= 2 the candidates are
+        generated directly (every flip of one off-diagonal adjacency entry, and of two),
+        each checked in O(n²): O(n⁶) per example with n nodes for k = 2 (435 candidates
+        for 6 nodes), O(n⁴) for k = 1, never the number of DAGs. For k >= 3 every DAG
+        is compared with ``y`` (enumeration, O(2^n n² + N n) for N DAGs).
 
         Order: by distance, then by the set of changed entries of the raveled adjacency
         matrix, in lexicographic order.
@@ -467,6 +545,27 @@ class DAGDecoder(Decoder):
         distance = check_k(k)
         y = scores._check_outputs(y)
         self._check_diagonal(y, scores.n_nodes, scores.offsets, "y")
+        if distance > 2:
+            return self._enumerated_neighbours(scores, y, distance)
+        self._check_enumerable(scores)
+        n_nodes = scores.n_nodes
+        bounds = self._bounds(n_nodes)
+        empty = np.zeros((0, 0), dtype=np.int64)
+        work = float(np.sum((n_nodes.astype(np.float64) ** 2) ** distance * n_nodes**2))
+        with threads_for(work):
+            counts = kernels.local_neighbours(scores.unary, scores.offsets, n_nodes, bounds,
+                                              y, distance, empty, False)
+        check_neighbour_entries(scores.unary.shape[0], counts)
+        width = int(counts.max()) if counts.size else 0
+        paths = np.full((scores.unary.shape[0], width), -1, dtype=np.int64)
+        with threads_for(work):
+            kernels.local_neighbours(scores.unary, scores.offsets, n_nodes, bounds, y,
+                                     distance, paths, True)
+        return paths, counts
+
+    def _enumerated_neighbours(self, scores, y, distance):
+        """:meth:`neighbours` by enumeration: every DAG is compared with ``y`` (exact for
+        every distance)."""
         groups = list(self._groups(scores))
         counts = np.zeros(scores.n_examples, dtype=np.int64)
         y_masks = {}

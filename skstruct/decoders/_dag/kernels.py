@@ -12,11 +12,16 @@ arc p -> c (the empty graph first).
 Every operation on a group of examples with the same number of nodes scores all DAGs of
 an example, θ_d = Σ_c S_c[parents_d(c)] with S_c[M] = Σ_{p ∈ M} A[p, c] tabulated over
 the 2^n masks M: O(2^n n² + N n) time per example for N DAGs, one example per parallel
-iteration.
+iteration. Two operations need no enumeration: :func:`local_neighbours` generates the
+graphs at Hamming distance 1 or 2 and keeps the valid ones, and
+:func:`sample_uniform_dags` draws uniform DAGs by rejection from a subset dynamic
+programme (O(2^n n) per example and per proposal).
 """
 
 import numpy as np
 from numba import njit, prange
+
+from .._core.sampling import next_uniform
 
 _NJIT = dict(cache=True, nogil=True)
 
@@ -230,26 +235,6 @@ def log_partition(masks, blocks, n, with_marginals):
 
 
 @njit(parallel=True, **_NJIT)
-def sample(masks, blocks, n, uniforms):
-    """DAG indices (g, n_draws) drawn uniformly among the DAGs of finite score: the
-    ⌊u M⌋-th of the M valid DAGs for every uniform u."""
-    g, n_draws = uniforms.shape
-    index = np.empty((g, n_draws), dtype=np.int64)
-    for i in prange(g):
-        theta = np.empty(masks.shape[0])
-        _theta(masks, blocks[i], n, theta)
-        valid = np.empty(masks.shape[0], dtype=np.int64)
-        count = 0
-        for d in range(masks.shape[0]):
-            if theta[d] > -np.inf:
-                valid[count] = d
-                count += 1
-        for r in range(n_draws):
-            index[i, r] = valid[min(int(uniforms[i, r] * count), count - 1)]
-    return index
-
-
-@njit(parallel=True, **_NJIT)
 def neighbours(masks, blocks, n, y_masks, k, index, write):
     """The DAGs of finite score at Hamming distance 1 .. k from ``y_masks[i]``.
 
@@ -349,4 +334,278 @@ def first_violation(y, offsets, n_nodes, bounds):
             out[0] = i
             out[1] = 3
             return out
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Neighbourhoods and uniform draws without enumeration
+# ---------------------------------------------------------------------------------------
+
+
+@njit(**_NJIT)
+def _valid_parents(parents, n, bound, forbidden):
+    """Whether the graph with parent masks ``parents`` (n,) has at most ``bound``
+    parents per node, no forbidden arc (``forbidden[c]``: the parents p whose arc p -> c
+    scores -inf) and no directed cycle (peeling the nodes with no remaining parent;
+    O(n²))."""
+    for c in range(n):
+        if _popcount(parents[c]) > bound or (parents[c] & forbidden[c]) != 0:
+            return False
+    remaining = (np.int64(1) << n) - 1
+    changed = True
+    while remaining and changed:
+        changed = False
+        for c in range(n):
+            if (remaining >> c) & 1 and (parents[c] & remaining) == 0:
+                remaining &= ~(np.int64(1) << c)
+                changed = True
+    return remaining == 0
+
+
+@njit(**_NJIT)
+def _write_candidate(paths, base, n, parents, column):
+    for p in range(n):
+        for c in range(n):
+            paths[base + p * n + c, column] = (parents[c] >> p) & 1
+
+
+@njit(parallel=True, **_NJIT)
+def local_neighbours(unary, offsets, n_nodes, bounds, y, k, paths, write):
+    """The valid DAGs at Hamming distance 1 .. k (k <= 2) from the graphs ``y``, by
+    generating the candidates: every single flip of an off-diagonal adjacency entry
+    (add or remove an arc), and for k = 2 every pair of flips (which includes the
+    reversals). A candidate is kept when :func:`_valid_parents` holds.
+
+    Order: distance 1, then 2; within one distance the changed raveled entries in
+    lexicographic order (e, then e1 < e2 lexicographically). O(n⁴ · n²) per example for
+    k = 2 with n nodes (n² (n − 1)² / 2 candidates, an O(n²) check each), no enumeration.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (Σ_i n_i²,)
+        Arc scores, row-major [parent, child] per example.
+    offsets : ndarray of shape (n_examples + 1,), int64
+    n_nodes, bounds : ndarray of shape (n_examples,), int64
+        Nodes and the most parents of a node of every example.
+    y : ndarray of shape (Σ_i n_i²,), int64
+        0/1 adjacency matrices with zero diagonals (acyclicity not required).
+    k : int, 1 or 2
+    paths : ndarray of shape (Σ_i n_i², >= max(counts)), int64
+        Written when ``write``: column r of example i holds its r-th neighbour.
+    write : bool
+
+    Returns
+    -------
+    counts : ndarray of shape (n_examples,), int64
+    """
+    g = n_nodes.shape[0]
+    counts = np.zeros(g, dtype=np.int64)
+    for i in prange(g):
+        n = n_nodes[i]
+        base = offsets[i]
+        bound = bounds[i]
+        parents = np.zeros(n, dtype=np.int64)
+        forbidden = np.zeros(n, dtype=np.int64)
+        for p in range(n):
+            for c in range(n):
+                if y[base + p * n + c] != 0:
+                    parents[c] |= np.int64(1) << p
+                if p != c and unary[base + p * n + c] == -np.inf:
+                    forbidden[c] |= np.int64(1) << p
+        count = 0
+        n2 = n * n
+        for e in range(n2):
+            p, c = e // n, e % n
+            if p == c:
+                continue
+            parents[c] ^= np.int64(1) << p
+            if _valid_parents(parents, n, bound, forbidden):
+                if write:
+                    _write_candidate(paths, base, n, parents, count)
+                count += 1
+            parents[c] ^= np.int64(1) << p
+        if k >= 2:
+            for e1 in range(n2):
+                p1, c1 = e1 // n, e1 % n
+                if p1 == c1:
+                    continue
+                parents[c1] ^= np.int64(1) << p1
+                for e2 in range(e1 + 1, n2):
+                    p2, c2 = e2 // n, e2 % n
+                    if p2 == c2:
+                        continue
+                    parents[c2] ^= np.int64(1) << p2
+                    if _valid_parents(parents, n, bound, forbidden):
+                        if write:
+                            _write_candidate(paths, base, n, parents, count)
+                        count += 1
+                    parents[c2] ^= np.int64(1) << p2
+                parents[c1] ^= np.int64(1) << p1
+        counts[i] = count
+    return counts
+
+
+@njit(**_NJIT)
+def _binomials(size):
+    C = np.zeros((size + 1, size + 1))
+    for m in range(size + 1):
+        C[m, 0] = 1.0
+        for j in range(1, m + 1):
+            C[m, j] = C[m - 1, j - 1] + C[m - 1, j]
+    return C
+
+
+@njit(**_NJIT)
+def _parent_sets(C, m, bound):
+    """Σ_{j <= bound} C(m, j): the subsets of at most ``bound`` of ``m`` candidates."""
+    total = 0.0
+    for j in range(min(m, bound) + 1):
+        total += C[m, j]
+    return total
+
+
+@njit(**_NJIT)
+def _linear_extensions(parents, n, F):
+    """The number of topological orders of the DAG ``parents``: F(S) = Σ_{v ∈ S,
+    parents(v) ⊆ S \\ v} F(S \\ v) over the subsets S, F(∅) = 1 (0 unless S is closed
+    under parents); O(2^n n)."""
+    F[0] = 1.0
+    for S in range(1, 1 << n):
+        total = 0.0
+        for v in range(n):
+            if (S >> v) & 1:
+                rest = S ^ (np.int64(1) << v)
+                if (parents[v] & ~rest) == 0:
+                    total += F[rest]
+        F[S] = total
+    return F[(1 << n) - 1]
+
+
+@njit(parallel=True, **_NJIT)
+def sample_uniform_dags(unary, offsets, n_nodes, bounds, n_draws, seeds, draws, proposals):
+    """Uniform draws among the valid DAGs of every example, by rejection.
+
+    A proposal draws a pair (π, G) uniformly among the pairs of a DAG G and one of its
+    topological orders π: π with probability c(π) / Z, c(π) = Π_v a(v, pred_π(v)) where
+    a(v, P) counts the allowed parent sets of v within P (at most ``bound`` parents, no
+    arc scored -inf), sampled backwards from the subset DP Z(S) = Σ_{v ∈ S}
+    Z(S \\ v) a(v, S \\ v); then every node's parents uniformly among its allowed sets
+    within its predecessors. G is accepted with probability 1 / ext(G) (ext: its number
+    of topological orders, :func:`_linear_extensions`), so an accepted G is uniform; the
+    expected number of proposals per draw is Z / N for N valid DAGs. O(2^n n) per
+    example for Z, O(2^n n + n²) per proposal.
+
+    ``draws`` (Σ_i n_i², n_draws) is written; ``proposals`` (n_examples,) receives the
+    number of proposals of every example. Random numbers: splitmix64 from ``seeds[i]``.
+    """
+    g = n_nodes.shape[0]
+    C = _binomials(64)
+    for i in prange(g):
+        n = n_nodes[i]
+        base = offsets[i]
+        bound = bounds[i]
+        state = np.empty(1, dtype=np.uint64)
+        state[0] = seeds[i]
+        allowed = np.zeros(n, dtype=np.int64)
+        for p in range(n):
+            for c in range(n):
+                if p != c and unary[base + p * n + c] != -np.inf:
+                    allowed[c] |= np.int64(1) << p
+        full = (np.int64(1) << n) - 1
+        Z = np.empty(1 << n)
+        Z[0] = 1.0
+        for S in range(1, 1 << n):
+            total = 0.0
+            for v in range(n):
+                if (S >> v) & 1:
+                    rest = S ^ (np.int64(1) << v)
+                    total += Z[rest] * _parent_sets(C, _popcount(rest & allowed[v]), bound)
+            Z[S] = total
+        F = np.empty(1 << n)
+        parents = np.zeros(n, dtype=np.int64)
+        candidates = np.empty(n, dtype=np.int64)
+        tried = 0
+        for r in range(n_draws):
+            while True:
+                tried += 1
+                S = full
+                while S:  # the last node of S in π, then its parents among S \ v
+                    u = next_uniform(state) * Z[S]
+                    chosen = -1
+                    for v in range(n):
+                        if (S >> v) & 1:
+                            rest = S ^ (np.int64(1) << v)
+                            chosen = v
+                            u -= Z[rest] * _parent_sets(
+                                C, _popcount(rest & allowed[v]), bound)
+                            if u < 0.0:
+                                break
+                    v = chosen
+                    S ^= np.int64(1) << v
+                    pool = S & allowed[v]
+                    m = 0
+                    for q in range(n):
+                        if (pool >> q) & 1:
+                            candidates[m] = q
+                            m += 1
+                    u = next_uniform(state) * _parent_sets(C, m, bound)
+                    size = 0
+                    top = min(m, bound)
+                    while size < top:
+                        u -= C[m, size]
+                        if u < 0.0:
+                            break
+                        size += 1
+                    mask = np.int64(0)
+                    need = size
+                    for j in range(m):  # selection sampling: `size` of the m candidates
+                        if need == 0:
+                            break
+                        if next_uniform(state) * (m - j) < need:
+                            mask |= np.int64(1) << candidates[j]
+                            need -= 1
+                    parents[v] = mask
+                if next_uniform(state) * _linear_extensions(parents, n, F) < 1.0:
+                    break
+            for p in range(n):
+                for c in range(n):
+                    draws[base + p * n + c, r] = (parents[c] >> p) & 1
+        proposals[i] = tried
+    return proposals
+
+
+@njit(parallel=True, **_NJIT)
+def count_dags(unary, offsets, n_nodes, bounds):
+    """The number of valid DAGs of every example (at most ``bounds[i]`` parents per
+    node, no arc scored -inf), without enumeration: inclusion-exclusion over the set T
+    of sinks, a(S) = Σ_{∅ ≠ T ⊆ S} (−1)^{|T|+1} a(S \\ T) Π_{v ∈ T} A(v, S \\ T),
+    a(∅) = 1, A(v, P) the allowed parent sets of v within P (the sinks' parents lie
+    outside T and the other nodes' parents outside T too). O(3^n n) per example."""
+    g = n_nodes.shape[0]
+    out = np.empty(g)
+    C = _binomials(64)
+    for i in prange(g):
+        n = n_nodes[i]
+        base = offsets[i]
+        bound = bounds[i]
+        allowed = np.zeros(n, dtype=np.int64)
+        for p in range(n):
+            for c in range(n):
+                if p != c and unary[base + p * n + c] != -np.inf:
+                    allowed[c] |= np.int64(1) << p
+        a = np.empty(1 << n)
+        a[0] = 1.0
+        for S in range(1, 1 << n):
+            total = 0.0
+            T = S
+            while T:
+                rest = S ^ T
+                term = a[rest]
+                for v in range(n):
+                    if (T >> v) & 1:
+                        term *= _parent_sets(C, _popcount(rest & allowed[v]), bound)
+                total += term if _popcount(T) % 2 == 1 else -term
+                T = (T - 1) & S
+            a[S] = total
+        out[i] = a[(1 << n) - 1]
     return out
