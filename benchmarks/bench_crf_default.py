@@ -246,6 +246,8 @@ def main():
     parser.add_argument("--fractions", default=",".join(map(str, FRACTIONS)))
     parser.add_argument("--runs", type=int, default=3,
                         help="memory: fresh processes per side (medians)")
+    parser.add_argument("--merge", action="store_true",
+                        help="time: keep the rows of other fractions from the last run")
     parser.add_argument("--no-fresh-check", action="store_true",
                         help="time: skip timing CRFsuite alone in a fresh process")
     parser.add_argument(ALONE_OPTION, default=None, metavar="FILE",
@@ -298,6 +300,16 @@ def main():
         if entry:
             row["cpu_ratio_to_alone"] = row["cpu"]["skstruct"] / entry["cpu_median"]
     code = code_version(skstruct)
+    for row in rows:
+        row["code"], row["command"] = code, command
+    if args.merge:  # keep the earlier rows of other fractions (each row names its run)
+        path = RESULTS / "crf_default.json"
+        earlier = json.loads(path.read_text()).get("time", []) if path.exists() else []
+        done = {row["fraction"] for row in rows}
+        rows = sorted([r for r in earlier if r["fraction"] not in done] + rows,
+                      key=lambda r: r["fraction"])
+        command = "; ".join(dict.fromkeys(r.get("command", command) for r in rows))
+        code = ", ".join(dict.fromkeys(r.get("code", code) for r in rows))
     write("time", rows, command)
     write("code", code, command)
     if alone is not None and "error" in alone:
