@@ -13,14 +13,19 @@ set), the two fits alternate in one process, ``--repeats`` times (at most two at
 CRFsuite there takes a minute), medians of wall and CPU time (``time.process_time``,
 all threads of the process); a fit is ``sklearn_crfsuite.CRF.fit`` on the dicts against
 ``make_pipeline(SequenceVectorizer(), CRF(...)).fit`` on the dicts. At 100 % both tag the
-test set (chunk F1, conlleval's definition). ``memory``: one fresh process per side
+test set (chunk F1, conlleval's definition). The fair-baseline check: after the
+alternating runs the script runs itself once more in a fresh process
+(``_compare.fresh_process``, option ``--peer-alone-json``) where only CRFsuite fits, the
+same fractions and repeats, and reports those times beside the alternating ones
+(``--no-fresh-check`` skips it). ``memory``: one fresh process per side
 (``--side crfsuite`` or ``skstruct``), the peak resident set of the fit above the
 resident set once the data are loaded (and, for skstruct, its kernels loaded by a fit
 on 18 sentences). Without ``--side`` the ``memory`` mode starts the processes itself,
 ``--runs`` per side, alternating, and reports the medians.
 
 Run: ``python benchmarks/bench_crf_default.py`` then ``python benchmarks/bench_crf_default.py
-memory``; each writes its part of ``results/crf_default.json``.
+memory``; each writes its part of ``results/crf_default.json``; ``time`` also writes its
+table into ``results/crf_default.md``, between the ``<!-- time: latest -->`` markers.
 """
 
 import argparse
@@ -36,10 +41,15 @@ import numpy as np
 import sklearn_crfsuite
 from sklearn.pipeline import make_pipeline
 
+import skstruct
 from skstruct import CRF
 from skstruct.datasets import load_conll2000
 from skstruct.metrics import span_f1_score
 from skstruct.preprocessing import SequenceVectorizer, sentences_to_features
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _compare import ALONE_OPTION, fresh_process, load_average, write_alone  # noqa: E402
+from _report import code_version, machine_summary  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 FRACTIONS = (0.01, 0.03, 0.1, 0.3, 1.0)
@@ -82,9 +92,9 @@ def time_fraction(fraction, c2, iterations, repeats):
     cpu = {name: [] for name in sides}
     fitted = {}
     load_average = os.getloadavg()[0]
-    for _ in range(repeats):
-        for name, fit in sides.items():
-            w, c, fitted[name] = timed(fit)
+    for k in range(repeats):  # alternating; the first side swaps every round
+        for name in (list(sides) if k % 2 == 0 else list(sides)[::-1]):
+            w, c, fitted[name] = timed(sides[name])
             wall[name].append(w)
             cpu[name].append(c)
     crfsuite_iterations = len(fitted["crfsuite"].training_log_.iterations)
@@ -113,6 +123,85 @@ def time_fraction(fraction, c2, iterations, repeats):
         row["active_features_crfsuite"] = int(
             fitted["crfsuite"].training_log_.last_iteration["active_features"])
     return row
+
+
+def crfsuite_alone(fractions, c2, iterations, repeats):
+    """The fresh process of the fair-baseline check: CRFsuite's fits only, same rounds."""
+    out = {}
+    for fraction in fractions:
+        X, y_lists, _ = load(fraction)
+        n = min(repeats, 2) if fraction == 1.0 else repeats
+        wall, cpu = [], []
+        for _ in range(n):
+            w, c, model = timed(lambda: crfsuite_model(c2, iterations).fit(X, y_lists))
+            wall.append(w)
+            cpu.append(c)
+        out[str(fraction)] = {"seconds": wall, "cpu_seconds": cpu,
+                              "median": float(np.median(wall)),
+                              "cpu_median": float(np.median(cpu)),
+                              "iterations": len(model.training_log_.iterations)}
+    return {"fractions": out, "load_average_after": load_average()}
+
+
+MARK_BEGIN, MARK_END = "<!-- time: latest -->", "<!-- /time: latest -->"
+
+
+def time_report(rows, command, code, machine):
+    """Markdown of a ``time`` run: same-run ratios beside the ratios to CRFsuite alone."""
+    loads = [row["load_average"] for row in rows]
+    lines = [MARK_BEGIN, "", f"### Time: `{command}` (at {code})", "",
+             f"{machine['cpu']}, {machine['cores']} cores, {machine['numba_threads']} numba "
+             f"threads; load average {min(loads):.1f}-{max(loads):.1f}. The two fits "
+             "alternate in one process (the first side swaps every round); *alone* is "
+             "CRFsuite's fit in a fresh process started after them, the same rounds, "
+             "nothing of skstruct's in it. Medians; CPU is all threads of the process.", "",
+             "| training set | sentences | tokens | rounds | CRFsuite CPU / iteration "
+             "(alone) | skstruct CPU / iteration | CPU ratio, same run | CPU ratio to "
+             "CRFsuite alone | wall, CRFsuite (alone) / skstruct |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        alone = row.get("crfsuite_alone") or {}
+        per = row["cpu_per_iteration"]
+        a_per = (f" ({1e3 * alone['cpu_median'] / alone['iterations']:.1f})"
+                 if alone else "")
+        a_ratio = f"{row['cpu_ratio_to_alone']:.2f}x" if alone else "not run"
+        a_wall = f" ({alone['median']:.1f})" if alone else ""
+        lines.append(
+            f"| {100 * row['fraction']:g} % | {row['sentences']:,} | {row['tokens']:,} | "
+            f"{row['repeats']} | {1e3 * per['crfsuite']:.1f} ms{a_per} | "
+            f"{1e3 * per['skstruct']:.1f} ms | {row['cpu_per_iteration_ratio']:.2f}x | "
+            f"{a_ratio} | {row['wall']['crfsuite']:.1f}{a_wall} s / "
+            f"{row['wall']['skstruct']:.1f} s |")
+    full = [row for row in rows if row["fraction"] == 1.0]
+    if full:
+        row = full[0]
+        alone = row.get("crfsuite_alone")
+        lines += ["", f"At 100 %: the fit took {row['cpu']['skstruct']:.2f} s of CPU against "
+                  f"CRFsuite's {row['cpu']['crfsuite']:.2f} s in the same run "
+                  f"(**{row['cpu_ratio']:.2f}x**)"
+                  + (f" and {alone['cpu_median']:.2f} s alone in a fresh process "
+                     f"(**{row['cpu_ratio_to_alone']:.2f}x**; rounds "
+                     + ", ".join(f"{c:.2f}" for c in alone["cpu_seconds"]) + " s)"
+                     if alone else "")
+                  + f"; chunk F1 **{row['chunk_f1']['skstruct']:.2f}** against "
+                  f"**{row['chunk_f1']['crfsuite']:.2f}**, "
+                  f"{row['unary_weights_skstruct']:,} unary weights against CRFsuite's "
+                  f"{row['active_features_crfsuite']:,} active features."]
+    lines += ["", MARK_END]
+    return "\n".join(lines)
+
+
+def write_time_report(text):
+    path = RESULTS / "crf_default.md"
+    old = path.read_text() if path.exists() else "# The default `CRF()` against CRFsuite\n"
+    if MARK_BEGIN in old and MARK_END in old:
+        head, rest = old.split(MARK_BEGIN, 1)
+        new = head + text + rest.split(MARK_END, 1)[1]
+    else:  # first run: after the introduction (the first section heading)
+        at = old.find("\n## ")
+        at = len(old) if at < 0 else at + 1
+        new = old[:at] + "## Latest run\n\n" + text + "\n\n" + old[at:]
+    path.write_text(new)
 
 
 def rss_mb():
@@ -157,7 +246,20 @@ def main():
     parser.add_argument("--fractions", default=",".join(map(str, FRACTIONS)))
     parser.add_argument("--runs", type=int, default=3,
                         help="memory: fresh processes per side (medians)")
+    parser.add_argument("--merge", action="store_true",
+                        help="time: keep the rows of other fractions from the last run")
+    parser.add_argument("--no-fresh-check", action="store_true",
+                        help="time: skip timing CRFsuite alone in a fresh process")
+    parser.add_argument(ALONE_OPTION, default=None, metavar="FILE",
+                        help="time: fit CRFsuite only and write its times to FILE (the "
+                             "fresh process of the fair-baseline check)")
     args = parser.parse_args()
+    fractions = [float(f) for f in args.fractions.split(",")]
+    alone_path = getattr(args, ALONE_OPTION.lstrip("-").replace("-", "_"))
+    if alone_path:
+        write_alone(alone_path, crfsuite_alone(fractions, args.c2, args.iterations,
+                                               args.repeats))
+        return
     command = "python benchmarks/bench_crf_default.py " + " ".join(sys.argv[1:])
     if args.mode == "memory" and args.side is not None:
         print(json.dumps(memory_side(args.side, args.c2, args.iterations)))
@@ -181,11 +283,38 @@ def main():
         return
     warm_up()
     rows = []
-    for fraction in map(float, args.fractions.split(",")):
+    for fraction in fractions:
         repeats = min(args.repeats, 2) if fraction == 1.0 else args.repeats
         rows.append(time_fraction(fraction, args.c2, args.iterations, repeats))
         print(json.dumps(rows[-1]), flush=True)
+    alone = None
+    if not args.no_fresh_check:
+        print("timing CRFsuite alone in a fresh process", flush=True)
+        alone = fresh_process(Path(__file__).resolve(), [
+            "time", "--iterations", str(args.iterations), "--c2", str(args.c2),
+            "--repeats", str(args.repeats), "--fractions", args.fractions])
+        print(json.dumps(alone), flush=True)
+    for row in rows:
+        entry = (alone or {}).get("fractions", {}).get(str(row["fraction"]))
+        row["crfsuite_alone"] = entry
+        if entry:
+            row["cpu_ratio_to_alone"] = row["cpu"]["skstruct"] / entry["cpu_median"]
+    code = code_version(skstruct)
+    for row in rows:
+        row["code"], row["command"] = code, command
+    if args.merge:  # keep the earlier rows of other fractions (each row names its run)
+        path = RESULTS / "crf_default.json"
+        earlier = json.loads(path.read_text()).get("time", []) if path.exists() else []
+        done = {row["fraction"] for row in rows}
+        rows = sorted([r for r in earlier if r["fraction"] not in done] + rows,
+                      key=lambda r: r["fraction"])
+        command = "; ".join(dict.fromkeys(r.get("command", command) for r in rows))
+        code = ", ".join(dict.fromkeys(r.get("code", code) for r in rows))
     write("time", rows, command)
+    write("code", code, command)
+    if alone is not None and "error" in alone:
+        write("time_alone_error", alone["error"], command)
+    write_time_report(time_report(rows, command, code, machine_summary()))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,11 @@ weights and the final objective in one scaling, F = (CRFsuite's objective) / n:
 - skstruct on exactly CRFsuite's parameter set (seen pairs, all transitions, start and end
   held at zero): the same solver run once more with those held too.
 
+The fair-baseline check of this part: after the alternating fits the script runs itself in
+a fresh process (``_compare.fresh_process``, option ``--peer-alone-json``) where only
+CRFsuite fits, ``--repeats`` times, and reports its times there beside the alternating
+ones, with skstruct's CPU ratio to them (``--no-fresh-check`` skips it).
+
 Part ``l2``: L2 only (c2 = 0.1, ``--l2-iterations`` L-BFGS iterations, no stopping test),
 ``feature_label_pairs="all"`` against ``"seen"``, alternating: chunk F1, fit time,
 parameters and nonzero weights.
@@ -45,7 +50,8 @@ from skstruct.optim import RegularizedRisk, run_solver
 from skstruct.preprocessing import SequenceVectorizer, sentences_to_features
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _compare import Side, alternate, load_average  # noqa: E402
+from _compare import (ALONE_OPTION, Side, alone_summary, alternate, fresh_process,  # noqa: E402
+                      load_average, write_alone)
 from _report import code_version, command_line, machine_summary, record_run  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
@@ -175,6 +181,10 @@ def run_elastic(data, args):
     load_before = load_average()
     measured = alternate(sides, args.repeats, log=log)
     load_after = load_average()
+    alone = None
+    if not args.no_fresh_check:
+        log("timing CRFsuite alone in a fresh process")
+        alone = fresh_process(Path(__file__).resolve(), child_argv(args))
     crfsuite = measured["crfsuite"]["results"][-1]
     vectorizer, Xv, crf = measured["skstruct"]["results"][-1]
     objective = Objective(crf, Xv, data.y_train, alpha, l1_ratio)
@@ -194,6 +204,8 @@ def run_elastic(data, args):
         "fit_seconds": {k: measured[k]["median"] for k in measured},
         "fit_seconds_all": {k: measured[k]["seconds"] for k in measured},
         "fit_cpu_seconds": {k: measured[k]["cpu_median"] for k in measured},
+        "fit_cpu_seconds_all": {k: measured[k]["cpu_seconds"] for k in measured},
+        "crfsuite_alone": alone,
         "solver_seconds": {
             "crfsuite": sum(it["time"] for it in crfsuite.training_log_.iterations),
             "skstruct": crf.solver_seconds_},
@@ -229,6 +241,49 @@ def run_elastic(data, args):
         },
         "load_average": [load_before, load_after],
     }
+
+
+def child_argv(args):
+    """The arguments of the fresh process that fits CRFsuite alone (the elastic part)."""
+    argv = ["--c1", str(args.c1), "--c2", str(args.c2), "--iterations", str(args.iterations),
+            "--repeats", str(args.repeats), "--parts", "elastic"]
+    if args.data:
+        argv += ["--data", args.data]
+    if args.max_sentences:
+        argv += ["--max-sentences", str(args.max_sentences)]
+    return argv
+
+
+def crfsuite_alone(data, args, path):
+    """The fresh process of the fair-baseline check: CRFsuite's elastic-net fits only."""
+    side = Side("crfsuite", fit_crfsuite(data, args.c1, args.c2, args.iterations))
+    write_alone(path, alone_summary(alternate([side], args.repeats, log=log)))
+
+
+def alone_lines(e):
+    """CRFsuite alone in a fresh process, beside its alternating times."""
+    alone = e.get("crfsuite_alone")
+    if not alone:
+        return ["CRFsuite was not timed alone in a fresh process in this run.", ""]
+    if "error" in alone:
+        return [f"CRFsuite alone in a fresh process: failed ({alone['error']}).", ""]
+    mine = alone["sides"]["crfsuite"]
+    cpu, wall = e["fit_cpu_seconds"], e["fit_seconds"]
+    return [
+        f"Fair-baseline check: CRFsuite alone in a fresh process (the same "
+        f"{len(mine['cpu_seconds'])} fits, nothing of skstruct's in that process, load "
+        f"{alone['load_average_before']:.1f} before, {alone['load_average_after']:.1f} "
+        f"after): CPU {mine['cpu_median']:.1f} s (rounds "
+        + ", ".join(f"{c:.1f}" for c in mine["cpu_seconds"])
+        + f"), wall {mine['median']:.1f} s, against {cpu['crfsuite']:.1f} s CPU and "
+        f"{wall['crfsuite']:.1f} s wall alternating here; skstruct's fit CPU "
+        f"{cpu['skstruct']:.1f} s is **{cpu['skstruct'] / mine['cpu_median']:.2f}x** of "
+        f"CRFsuite alone (**{cpu['skstruct'] / cpu['crfsuite']:.2f}x** in the same run).",
+        "",
+        "Per round, CPU seconds alternating (CRFsuite / skstruct): "
+        + ", ".join(f"{a:.1f} / {b:.1f}" for a, b in zip(
+            e["fit_cpu_seconds_all"]["crfsuite"], e["fit_cpu_seconds_all"]["skstruct"]))
+        + ".", ""]
 
 
 def run_l2(data, args):
@@ -287,6 +342,11 @@ def report(run):
             f"| solver only, wall (s) | {e['solver_seconds']['crfsuite']:.1f} | "
             f"{e['solver_seconds']['skstruct']:.1f} | "
             f"{e['solver_seconds']['skstruct'] / e['solver_seconds']['crfsuite']:.2f}x |",
+            *([f"| fit, CPU, CRFsuite alone in a fresh process (s) | "
+               f"{e['crfsuite_alone']['sides']['crfsuite']['cpu_median']:.1f} | "
+               f"{cpu['skstruct']:.1f} | "
+               f"{cpu['skstruct'] / e['crfsuite_alone']['sides']['crfsuite']['cpu_median']:.2f}x |"]
+              if e.get("crfsuite_alone") and "error" not in e["crfsuite_alone"] else []),
             f"| chunk F1 | {100 * e['chunk_f1']['crfsuite']:.2f} | "
             f"{100 * e['chunk_f1']['skstruct']:.2f} | "
             f"{100 * (e['chunk_f1']['skstruct'] - e['chunk_f1']['crfsuite']):+.2f} points |",
@@ -294,7 +354,7 @@ def report(run):
             f"{e['nonzero_state_weights']['skstruct']:,} | |",
             f"| final objective F | {o['crfsuite_evaluated_by_skstruct']:.6f} | "
             f"{o['skstruct_fit']:.6f} | {rel['fit']:+.2e} relative |",
-            "",
+            "", *alone_lines(e),
             "Objective, one scaling: F = CRFsuite's objective / n = mean negative "
             "log-likelihood + alpha (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2).", "",
             f"- CRFsuite's final model, loaded into skstruct's layout (start and end scores "
@@ -355,9 +415,18 @@ def main():
     parser.add_argument("--data", default=None)
     parser.add_argument("--max-sentences", type=int, default=None,
                         help="train on the first sentences only (a quick check)")
+    parser.add_argument("--no-fresh-check", action="store_true",
+                        help="skip timing CRFsuite alone in a fresh process")
+    parser.add_argument(ALONE_OPTION, default=None, metavar="FILE",
+                        help="fit CRFsuite only (elastic part) and write its times to FILE "
+                             "(the fresh process of the fair-baseline check)")
     args = parser.parse_args()
 
     data = Data(args.data, args.max_sentences)
+    alone_path = getattr(args, ALONE_OPTION.lstrip("-").replace("-", "_"))
+    if alone_path:
+        crfsuite_alone(data, args, alone_path)
+        return
     warm = SequenceVectorizer().fit_transform(data.X_train[:30])
     CRF(max_iter=2, tol=0.0, l1_ratio=0.5, feature_label_pairs="seen").fit(
         warm, data.y_train[:30])  # compile (or load the cache) before timing
