@@ -36,6 +36,22 @@ def _popcount(mask):
     return count
 
 
+@njit(inline="always")
+def _acyclic(parents, n):
+    """Whether the graph with parent masks ``parents`` (n,) has no directed cycle: peel
+    the nodes with no remaining parent until none is left (acyclic) or none can go (a
+    cycle remains). O(n²)."""
+    remaining = (np.int64(1) << n) - 1
+    changed = True
+    while remaining and changed:
+        changed = False
+        for c in range(n):
+            if (remaining >> c) & 1 and (parents[c] & remaining) == 0:
+                remaining &= ~(np.int64(1) << c)
+                changed = True
+    return remaining == 0
+
+
 @njit(**_NJIT)
 def _extend(parents, m, max_parents, out, fill):
     """The DAGs on m + 1 nodes from those on m nodes (``parents``, shape (N, m)):
@@ -322,15 +338,7 @@ def first_violation(y, offsets, n_nodes, bounds):
                 out[1] = 2
                 out[2] = count
                 return out
-        remaining = (np.int64(1) << n) - 1
-        changed = True
-        while remaining and changed:
-            changed = False
-            for c in range(n):
-                if (remaining >> c) & 1 and (parents[c] & remaining) == 0:
-                    remaining &= ~(np.int64(1) << c)
-                    changed = True
-        if remaining:
+        if not _acyclic(parents, n):
             out[0] = i
             out[1] = 3
             return out
@@ -346,20 +354,11 @@ def first_violation(y, offsets, n_nodes, bounds):
 def _valid_parents(parents, n, bound, forbidden):
     """Whether the graph with parent masks ``parents`` (n,) has at most ``bound``
     parents per node, no forbidden arc (``forbidden[c]``: the parents p whose arc p -> c
-    scores -inf) and no directed cycle (peeling the nodes with no remaining parent;
-    O(n²))."""
+    scores -inf) and no directed cycle (:func:`_acyclic`)."""
     for c in range(n):
         if _popcount(parents[c]) > bound or (parents[c] & forbidden[c]) != 0:
             return False
-    remaining = (np.int64(1) << n) - 1
-    changed = True
-    while remaining and changed:
-        changed = False
-        for c in range(n):
-            if (remaining >> c) & 1 and (parents[c] & remaining) == 0:
-                remaining &= ~(np.int64(1) << c)
-                changed = True
-    return remaining == 0
+    return _acyclic(parents, n)
 
 
 @njit(**_NJIT)
