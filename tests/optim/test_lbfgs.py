@@ -40,7 +40,8 @@ def test_max_iter_and_callback_stop(solver, rng):
     result = solver(fun, np.zeros(20), max_iter=100, tol=0,
                     callback=lambda it, w, value: (seen.append(value),
                                                    iterates.append(w.copy()))[0] or it == 2)
-    assert len(seen) == 2 and result.converged and result.n_iter == 2
+    assert len(seen) == 2 and not result.converged and result.n_iter == 2
+    assert result.stopped_by_callback
     # the iterate at which the callback stopped, whichever form scipy's callback takes
     np.testing.assert_array_equal(result.w, iterates[-1])
     assert result.objective_curve[-1] == seen[-1] == fun(result.w)[0]

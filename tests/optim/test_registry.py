@@ -322,6 +322,7 @@ def test_a_run_stopped_by_its_callback_is_not_converged(rng, loss, name):
 
     options = dict(OPTIONS, max_iter=50, callback=stop_at_once)
     result = run_solver(name, risk, np.zeros(risk.n_params), options)
-    assert calls == [1] and result.n_iter == 1
+    # the first call stops the run (BCFW calls back after the passes whose gap it computes)
+    assert len(calls) == 1 and result.n_iter == calls[0]
     assert not result.converged and result.stopped_by_callback
     assert "callback stopped it" in result.advice()
