@@ -350,6 +350,19 @@ def first_violation(y, offsets, n_nodes, bounds):
 # ---------------------------------------------------------------------------------------
 
 
+@njit(inline="always")
+def _offer_flip(parents, p, c, n, bound, forbidden, paths, base, count, write):
+    """Flip the arc p -> c of ``parents``, count the graph (and write it as candidate
+    ``count`` when ``write``) if it is valid, flip the arc back; the new count."""
+    parents[c] ^= np.int64(1) << p
+    if _valid_parents(parents, n, bound, forbidden):
+        if write:
+            _write_candidate(paths, base, n, parents, count)
+        count += 1
+    parents[c] ^= np.int64(1) << p
+    return count
+
+
 @njit(**_NJIT)
 def _valid_parents(parents, n, bound, forbidden):
     """Whether the graph with parent masks ``parents`` (n,) has at most ``bound``
@@ -417,12 +430,8 @@ def local_neighbours(unary, offsets, n_nodes, bounds, y, k, paths, write):
             p, c = e // n, e % n
             if p == c:
                 continue
-            parents[c] ^= np.int64(1) << p
-            if _valid_parents(parents, n, bound, forbidden):
-                if write:
-                    _write_candidate(paths, base, n, parents, count)
-                count += 1
-            parents[c] ^= np.int64(1) << p
+            count = _offer_flip(parents, p, c, n, bound, forbidden, paths, base, count,
+                                write)
         if k >= 2:
             for e1 in range(n2):
                 p1, c1 = e1 // n, e1 % n
@@ -433,12 +442,8 @@ def local_neighbours(unary, offsets, n_nodes, bounds, y, k, paths, write):
                     p2, c2 = e2 // n, e2 % n
                     if p2 == c2:
                         continue
-                    parents[c2] ^= np.int64(1) << p2
-                    if _valid_parents(parents, n, bound, forbidden):
-                        if write:
-                            _write_candidate(paths, base, n, parents, count)
-                        count += 1
-                    parents[c2] ^= np.int64(1) << p2
+                    count = _offer_flip(parents, p2, c2, n, bound, forbidden, paths, base,
+                                        count, write)
                 parents[c1] ^= np.int64(1) << p1
         counts[i] = count
     return counts
