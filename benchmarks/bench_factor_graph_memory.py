@@ -25,7 +25,9 @@ by BCFW, and the LP-SparseMAP loss by L-BFGS (``SparseMAPClassifier``).
 
     PYTHONPATH=. python benchmarks/bench_factor_graph_memory.py [--datasets ...]
 
-Writes ``results/factor_graph_memory.md`` and ``.json``.
+Writes ``results/factor_graph_memory.md`` and ``.json`` (``--output STEM``: ``STEM.md``
+and ``STEM.json`` instead). Beside the estimate, every row gives the measured peak per
+example and per example and factor (the peak over n_examples, and over n_factors).
 """
 
 import argparse
@@ -118,12 +120,19 @@ def child(name, learner, max_iter, max_memory, default_decoder=False):
         start, cpu = time.perf_counter(), time.process_time()
         model(max_iter).fit(X, Y)
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-    peak = _status("VmHWM") - before
+    process_peak = _status("VmHWM")           # whole process, since the reset
+    peak = process_peak - before
     solver = "cutting_plane" if learner == "hinge_cutting_plane" else None
     report = decoder.estimate_memory(X.shape[0], solver=solver)
+    settings = (f"ADMM max_iter={decoder.max_iter}, tol={decoder.tol:g}, "
+                f"max_memory={decoder.max_memory!r}")
     print(json.dumps(dict(dataset=name, learner=learner, n_examples=X.shape[0],
                           n_labels=n_labels, n_pairs=graph.n_pairs, max_iter=max_iter,
-                          peak_bytes=peak, wall=wall, cpu=cpu, **report)))
+                          decoder=settings, peak_bytes=peak, before_bytes=before,
+                          process_peak_bytes=process_peak,
+                          peak_per_example=peak / X.shape[0],
+                          peak_per_factor=peak / X.shape[0] / report["n_factors"],
+                          wall=wall, cpu=cpu, **report)))
 
 
 def main():
@@ -136,6 +145,8 @@ def main():
     parser.add_argument("--default-decoder", action="store_true",
                         help="FactorGraphDecoder(graph) with its defaults (ADMM "
                              "max_iter=1000, tol=1e-6, max_memory=2 GiB)")
+    parser.add_argument("--output", type=Path, default=RESULTS / STEM,
+                        help="stem of the .md and .json written")
     parser.add_argument("--child", nargs=2)
     args = parser.parse_args()
     if args.child:
@@ -148,6 +159,7 @@ def main():
                                                          str(args.max_memory)]
             if args.default_decoder:
                 limit.append("--default-decoder")
+            load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
             out = subprocess.run([sys.executable, __file__, "--child", name, learner,
                                   "--max-iter", str(args.max_iter), *limit],
                                  capture_output=True, text=True)
@@ -156,16 +168,19 @@ def main():
                 rows.append(dict(dataset=name, learner=learner,
                                  error=out.stderr.strip().splitlines()[-1]))
                 continue
-            rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+            rows.append(dict(json.loads(out.stdout.strip().splitlines()[-1]),
+                             load_before=load_before))
             print(rows[-1], file=sys.stderr, flush=True)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{STEM}.json").write_text(json.dumps(rows, indent=1))
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.with_suffix(".json").write_text(json.dumps(rows, indent=1))
     mib = 1024**2
     lines = [
         "# Peak memory of the pairwise factor-graph fits and its estimate", "",
         "One child process per row: data loaded, kernels warmed up on 20 examples, peak "
         "resident size reset, then a fit of `max_iter` solver iterations; peak = growth "
-        "of VmHWM over the resident size before the fit. Estimate = "
+        "of VmHWM over the resident size before the fit (whole process: VmHWM itself, "
+        "the data and the compiled kernels included). Estimate = "
         "`FactorGraphDecoder.estimate_memory(n_examples, solver)['fit_bytes']`, what "
         "the fit compares with `max_memory` (default 2 GiB) before allocating. "
         + ("Decoder: `FactorGraphDecoder(graph)`, its defaults (ADMM max_iter=1000, "
@@ -176,22 +191,31 @@ def main():
               f"max_memory={args.max_memory:.10g} (a fit over it raises).")), "",
         "Command: `PYTHONPATH=. python benchmarks/bench_factor_graph_memory.py "
         + " ".join(sys.argv[1:]) + "`", "",
-        "| data set | learner | examples | labels | PAIR factors | peak (MiB) | estimate "
-        "(MiB) | estimate / peak | estimate per example (KiB) | per example and factor "
+        f"Date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; 1-, 5- and "
+        "15-minute load averages before the rows: "
+        + "; ".join(r.get("load_before", "?") for r in rows)
+        + f"; after the runs: {' '.join(load)}.", "",
+        "| data set | learner | examples | labels | PAIR factors | peak (MiB) | whole "
+        "process (MiB) | peak per "
+        "example (KiB) | peak per example and factor (bytes) | estimate (MiB) | "
+        "estimate / peak | estimate per example (KiB) | estimate per example and factor "
         "(bytes) | fit wall / CPU (s) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|"]
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['dataset']} | {r['learner']} | error: {r['error']} "
-                         "| | | | | | | | |")
+                         "| | | | | | | | | | | |")
             continue
         lines.append(
             f"| {r['dataset']} | {r['learner']} | {r['n_examples']} | {r['n_labels']} | "
-            f"{r['n_pairs']} | {r['peak_bytes'] / mib:.0f} | {r['fit_bytes'] / mib:.0f} | "
+            f"{r['n_pairs']} | {r['peak_bytes'] / mib:.0f} | "
+            f"{r['process_peak_bytes'] / mib:.0f} | "
+            f"{r['peak_per_example'] / 1024:.1f} | {r['peak_per_factor']:.1f} | "
+            f"{r['fit_bytes'] / mib:.0f} | "
             f"{r['fit_bytes'] / max(r['peak_bytes'], 1):.2f} | "
             f"{r['per_example'] / 1024:.1f} | {r['per_factor']:.1f} | "
             f"{r['wall']:.1f} / {r['cpu']:.1f} |")
-    (RESULTS / f"{STEM}.md").write_text("\n".join(lines) + "\n")
+    args.output.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

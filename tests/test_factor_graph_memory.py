@@ -139,3 +139,98 @@ def test_no_memory_limit():
     StructuredSVM(decoder, alpha=1e-2, solver="cutting_plane", max_iter=3).fit(X, Y)
     with pytest.raises(ValueError):
         FactorGraphDecoder(FactorGraph.pairwise(6), max_memory=0)._validate_params()
+
+
+def _bcfw_runs(monkeypatch):
+    """The Python BCFW runs started from now on (the factor graph has no compiled
+    oracle), recorded as they are built."""
+    import skstruct.optim._bcfw as bcfw
+
+    runs = []
+    build = bcfw._PythonBCFW.__init__
+
+    def record(self, *args, **kwargs):
+        build(self, *args, **kwargs)
+        runs.append(self)
+
+    monkeypatch.setattr(bcfw._PythonBCFW, "__init__", record)
+    return runs
+
+
+def _bcfw_fit(X, Y, n_labels):
+    decoder = FactorGraphDecoder(FactorGraph.pairwise(n_labels), max_iter=50, tol=1e-4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return StructuredSVM(decoder, alpha=1e-2, solver="bcfw", max_iter=3,
+                             random_state=0).fit(X, Y)
+
+
+def test_bcfw_keeps_compact_dual_blocks_and_the_same_fit(monkeypatch):
+    from skstruct.decoders._factor_graph.decoder import (CompactFactorGraphParts,
+                                                        FactorGraphParts)
+
+    # about 1.4 labels of 40 an example (bibtex: 2.4 of 159)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 8))
+    Y = (X[:, :1] + rng.normal(size=(200, 40)) > 2.5).astype(np.int64)
+    n_parts = 40 + 780
+    runs = _bcfw_runs(monkeypatch)
+    compact = _bcfw_fit(X, Y, 40)
+    blocks = runs[-1].duals
+    assert all(isinstance(block, CompactFactorGraphParts) for block in blocks)
+    # the relaxed LP solutions leave most PAIR parts at 0: the blocks take a fraction
+    # of their dense bytes (n_examples x n_parts float64)
+    kept = sum(block.nbytes for block in blocks)
+    assert kept < 0.25 * 200 * n_parts * 8, kept
+    # kept as the parts themselves (dense), the fit is the same to the bit
+    monkeypatch.delattr(FactorGraphParts, "compact")
+    dense = _bcfw_fit(X, Y, 40)
+    dense_blocks = runs[-1].duals
+    assert all(isinstance(block, FactorGraphParts) for block in dense_blocks)
+    np.testing.assert_array_equal(compact.coef_, dense.coef_)
+    np.testing.assert_array_equal(compact.objective_curve_, dense.objective_curve_)
+    np.testing.assert_array_equal(compact.duality_gaps_, dense.duality_gaps_)
+    for block, dense_block in zip(blocks, dense_blocks):
+        opened = block.expand()
+        np.testing.assert_array_equal(opened.unary, dense_block.unary)
+        np.testing.assert_array_equal(opened.pair, dense_block.pair)
+
+
+def test_compact_parts_give_back_their_values():
+    from skstruct.decoders._factor_graph.decoder import FactorGraphParts
+
+    rng = np.random.default_rng(0)
+    for density in (0.0, 0.05, 0.5, 0.9, 1.0):
+        unary, pair, extra = (rng.normal(size=(1, k)) * (rng.random((1, k)) < density)
+                              for k in (7, 21, 3))
+        compact = FactorGraphParts(unary, pair, extra).compact()
+        # never more bytes than the dense rows
+        assert compact.nbytes <= 8 * 31
+        opened = compact.expand()
+        for got, expected in ((opened.unary, unary), (opened.pair, pair),
+                              (opened.extra, extra)):
+            assert got.shape == expected.shape
+            np.testing.assert_array_equal(got, expected)
+
+
+def test_bcfw_builds_no_batch_of_dual_blocks(monkeypatch):
+    import tracemalloc
+
+    import skstruct.optim._bcfw as bcfw
+
+    X, Y = _data(300, 60)
+    dense_blocks = 300 * (60 + 1770) * 8           # one batch of dense parts, 4.4 MB
+    peaks = []
+    build = bcfw._PythonBCFW.__init__
+
+    def traced(self, *args, **kwargs):
+        tracemalloc.start()
+        try:
+            build(self, *args, **kwargs)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+
+    monkeypatch.setattr(bcfw._PythonBCFW, "__init__", traced)
+    _bcfw_fit(X, Y, 60)
+    assert peaks and peaks[-1] < dense_blocks / 2, (peaks, dense_blocks)

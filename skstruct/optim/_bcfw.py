@@ -6,7 +6,6 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
-from ..features._base import feature_map_hook
 from ._engine import compiled_problem, loss_rescaling
 from ._overlap import drive_passes, overlap_threads
 from ._progress import Progress
@@ -259,11 +258,11 @@ class _PythonBCFW:
         n_params = risk.features.n_params
         self.w = np.zeros(n_params)
         self.lazy = np.zeros(n_params)
-        # c_i = 0 for all i: every block at its gold output. The gold parts of a block
-        # are rebuilt at its step (not kept for all examples: as large as the duals)
-        zero = feature_map_hook(risk.features, "zero_scores")(risk.batch)
-        self.duals = risk.decoder.parts(zero, risk.y) * 0.0
-        del zero
+        # c_i = 0 for all i: every block at its gold output, None until its first
+        # step (no batch of zero parts is built). The gold parts of a block are rebuilt
+        # at its step (not kept for all examples: as large as the duals). A block whose
+        # parts offer it is kept compact (_keep_block)
+        self.duals = [None] * risk.n_examples
         # one warm start per example for an oracle that offers it (LP-MAP by ADMM)
         offer = getattr(risk.loss, "warm_started_oracle", None)
         self.warm = ([{} for _ in range(risk.n_examples)]
@@ -287,8 +286,9 @@ class _PythonBCFW:
             else:
                 y_hat, delta = risk.loss.loss_augmented(decoder, scores_i, y_i,
                                                         warm_start=self.warm[i])
-            c_i = self.duals.example(i)
-            d = c_i - (decoder.parts(scores_i, y_i) - decoder.parts(scores_i, y_hat))
+            shift = decoder.parts(scores_i, y_i) - decoder.parts(scores_i, y_hat)
+            c_i = _open_block(self.duals[i])
+            d = shift * -1.0 if c_i is None else c_i - shift
             indices, values = features.example_transpose(batch_i, d)
             curvature = omega[i] ** 2 / lam * float(values @ values)
             ell_s = omega[i] * float(delta[0])
@@ -299,7 +299,8 @@ class _PythonBCFW:
             w[indices] -= update
             if self.averaging:
                 self.lazy[indices] -= (self.step + 1) * (self.step + 2) / 2.0 * update
-            c_i -= d * gamma
+            moved = d * gamma
+            self.duals[i] = _keep_block(moved * -1.0 if c_i is None else c_i - moved)
             self.ell_total += gamma * (ell_s - ell[i])
             ell[i] += gamma * (ell_s - ell[i])
             self.step += 1
@@ -311,6 +312,20 @@ class _PythonBCFW:
             return (self.w - self.lazy / ((self.step + 1) * (self.step + 2) / 2.0),
                     self.ell_avg_total)
         return self.w.copy(), float(self.ell.sum())
+
+
+def _keep_block(block):
+    """A dual block as it is kept between its steps: ``block.compact()`` when its parts
+    offer it (an object whose ``expand()`` gives the parts back exactly, in fewer
+    bytes when most entries are zeros), else the parts themselves."""
+    compact = getattr(block, "compact", None)
+    return block if compact is None else compact()
+
+
+def _open_block(kept):
+    """The parts of a kept dual block (:func:`_keep_block`); None (c_i = 0) as it is."""
+    expand = getattr(kept, "expand", None)
+    return kept if expand is None else expand()
 
 
 def _sparse_view(risk):

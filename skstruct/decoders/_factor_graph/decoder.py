@@ -53,8 +53,8 @@ from .memory import (
 )
 from .relaxed import RelaxedOutputs
 
-__all__ = ["FactorGraphScores", "FactorGraphParts", "FactorGraphDecoder",
-           "LPSparseMAPResult"]
+__all__ = ["FactorGraphScores", "FactorGraphParts", "CompactFactorGraphParts",
+           "FactorGraphDecoder", "LPSparseMAPResult"]
 
 
 class FactorGraphScores:
@@ -212,6 +212,63 @@ class FactorGraphParts:
         self.pair -= other.pair
         self.extra -= other.extra
         return self
+
+    def compact(self):
+        """These parts as a :class:`CompactFactorGraphParts`, to keep: their nonzero
+        entries when that is smaller than the dense rows (``expand()`` gives them back
+        exactly)."""
+        return CompactFactorGraphParts(self)
+
+
+class CompactFactorGraphParts:
+    """:class:`FactorGraphParts` kept in at most the bytes of their dense rows.
+
+    The nonzero entries of [unary | pair | extra] and their positions (int32) when they
+    are fewer than two thirds of the entries (12 bytes a nonzero against 8 an entry),
+    else the dense values. Per-example solvers keep one per example between their
+    steps (BCFW's dual blocks, convex combinations of differences of parts, which on a
+    pairwise graph are mostly zeros: the PAIR parts of labels that are off in the
+    gold output and in the loss-augmented LP solutions).
+
+    Parameters
+    ----------
+    parts : FactorGraphParts
+    """
+
+    __slots__ = ("_shapes", "_index", "_values")
+
+    #: A position is an int32: larger parts are kept dense.
+    _MAX_SPARSE = 2**31 - 1
+
+    def __init__(self, parts):
+        blocks = (parts.unary, parts.pair, parts.extra)
+        self._shapes = tuple(block.shape for block in blocks)
+        flat = np.concatenate([np.ravel(block) for block in blocks]).astype(
+            np.float64, copy=False)
+        index = np.flatnonzero(flat != 0)          # (a boolean mask is faster)
+        if 3 * index.size < 2 * flat.size and flat.size <= self._MAX_SPARSE:
+            self._index, self._values = index.astype(np.int32), flat[index]
+        else:
+            self._index, self._values = None, flat
+
+    @property
+    def nbytes(self):
+        """Bytes of the arrays kept."""
+        return self._values.nbytes + (0 if self._index is None else self._index.nbytes)
+
+    def expand(self):
+        """The parts, as new arrays (the same values; a zero's sign aside)."""
+        (n, n_unary), (_, n_pair), (_, n_extra) = self._shapes
+        if self._index is None:
+            flat = self._values.copy()
+        else:
+            flat = np.zeros(n * (n_unary + n_pair + n_extra))
+            flat[self._index] = self._values
+        cut = n * n_unary
+        end = cut + n * n_pair
+        return FactorGraphParts(flat[:cut].reshape(n, n_unary),
+                                flat[cut:end].reshape(n, n_pair),
+                                flat[end:].reshape(n, n_extra))
 
 
 def _pair_products(y, pairs):
