@@ -16,9 +16,10 @@ alone (nothing is allocated). Training evaluations larger than
 ``evaluation_chunk_size``): only what is kept between evaluations grows with all the
 examples (the LP-SparseMAP warm start u, λ', ρ; BCFW's dual blocks, at most their
 dense size, and the warm start of every example's LP-MAP), the scores, gold parts,
-solves and gradient parts with one chunk. The structured hinge's one-slack cutting plane builds its constraints over the
-same chunks (the loss-augmented LP-MAP, the hinge terms and the plane of one chunk at a
-time, every chunk warm-started from its own last ADMM state).
+solves and gradient parts with one chunk. The structured hinge's one-slack cutting
+plane builds its constraints over the same chunks (the loss-augmented LP-MAP, the hinge
+terms and the plane of one chunk at a time, every chunk warm-started from its own last
+ADMM state).
 :class:`~skstruct.decoders.FactorGraphDecoder` compares it with its ``max_memory``
 before the first allocation of a fit (and :func:`solve_bytes` before every solve) and
 raises :class:`FactorGraphMemoryError` past it.
