@@ -28,7 +28,11 @@ Rows (``--rows``):
    held-out 25 % of the training set (``train_test_split(random_state=0)``, ties to the
    stronger regularization), then refit on all of it. ``--jobs`` runs the grid's
    selection fits in worker processes (only their scores are used; the final fits are
-   timed in the main process as in the other rows).
+   timed in the main process as in the other rows). ``--grid-cpu-cap`` stops every
+   side's selection fits after that many seconds of CPU time (pystruct's through its
+   logger, skstruct's through their callback): a stopped fit's held-out score is
+   reported but it is not eligible (unless no fit of the side finished). The final
+   fits have no cap.
 3. ``alone``: pystruct's fit at C = ``--C`` alone, in a fresh process (this script with
    ``--pystruct-alone``, a warm-up fit on 50 examples first, as in the rows), to check
    the figure it has in the rows' shared process.
@@ -91,17 +95,35 @@ def load(name):
             scaler.transform(test.data), np.asarray(test.target, dtype=int))
 
 
+class CPUCap:
+    """Stop a fit after ``seconds`` of this process's CPU time: skstruct's callback
+    (returns True) or, with ``pystruct=True``, pystruct's logger (raises the
+    ``KeyboardInterrupt`` its learners catch to end training)."""
+
+    def __init__(self, seconds, pystruct=False):
+        self.seconds, self.pystruct = seconds, pystruct
+        self.start, self.hit = time.process_time(), False
+
+    def __call__(self, *args):
+        if self.pystruct and args[-1] == "final":
+            return None
+        self.hit = self.hit or time.process_time() - self.start > self.seconds
+        if self.hit and self.pystruct:
+            raise KeyboardInterrupt
+        return self.hit
+
+
 def with_constant(X):
     return np.hstack([X, np.ones((X.shape[0], 1))])
 
 
-def pystruct_model(C, n_labels):
+def pystruct_model(C, n_labels, cap=None):
     from pystruct.learners import OneSlackSSVM
     from pystruct.models import MultiLabelClf
 
     edges = np.array(list(itertools.combinations(range(n_labels), 2)))
     return OneSlackSSVM(MultiLabelClf(edges=edges, inference_method="ad3"), C=C, tol=TOL,
-                        inference_cache=50)
+                        inference_cache=50, logger=cap)
 
 
 def _admm(args):
@@ -113,26 +135,29 @@ def _admm(args):
     return options
 
 
-def skstruct_model(learner, alpha, n_labels, args):
+def skstruct_model(learner, alpha, n_labels, args, cap=None):
     if learner == "hinge":
         decoder = FactorGraphDecoder(FactorGraph.pairwise(n_labels), **_admm(args))
         return StructuredSVM(decoder, solver="cutting_plane", alpha=alpha, tol=TOL,
-                             max_iter=2000)
+                             max_iter=2000, callback=cap)
     decoder = FactorGraphDecoder(FactorGraph.pairwise(n_labels), decision="marginals",
                                  **_admm(args))
-    return SparseMAPClassifier(decoder=decoder, alpha=alpha)
+    return SparseMAPClassifier(decoder=decoder, alpha=alpha, callback=cap)
 
 
-def fit(side, value, X, y, args):
-    """A fitted model of ``side`` at its regularization ``value`` (C or alpha)."""
+def fit(side, value, X, y, args, cpu_cap=None):
+    """A fitted model of ``side`` at its regularization ``value`` (C or alpha), stopped
+    after ``cpu_cap`` seconds of CPU time if given (``model.capped_``)."""
     n_labels = y.shape[1]
+    cap = None if cpu_cap is None else CPUCap(cpu_cap, pystruct=(side == "pystruct"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if side == "pystruct":
-            model = pystruct_model(value, n_labels).fit(with_constant(X), y)
+            model = pystruct_model(value, n_labels, cap).fit(with_constant(X), y)
         else:
-            model = skstruct_model(side, value, n_labels, args).fit(X, y)
+            model = skstruct_model(side, value, n_labels, args, cap).fit(X, y)
     model.warned_ = sorted({type(w.message).__name__ for w in caught})
+    model.capped_ = bool(cap is not None and cap.hit)
     return model
 
 
@@ -177,32 +202,43 @@ def measure(name, settings, X, y, X_test, y_test, args, repeats):
 
 
 def _held_out(side, value, X_fit, y_fit, X_val, y_val, args):
-    """Held-out example F1 of ``side`` at ``value`` (run in a worker by ``--jobs``)."""
+    """Held-out example F1 of ``side`` at ``value`` and whether the fit was stopped at
+    ``--grid-cpu-cap`` (run in a worker by ``--jobs``)."""
     if args.peer_site not in sys.path:
         sys.path.append(args.peer_site)
-    model = fit(side, value, X_fit, y_fit, args)
+    cpu = time.process_time()
+    model = fit(side, value, X_fit, y_fit, args, args.grid_cpu_cap)
+    cpu = time.process_time() - cpu
     score = float(example_f1_score(y_val, predict(side, model, X_val)))
-    print(f"  {side} {value:.4g}: held-out example F1 {score:.4f}", file=sys.stderr,
-          flush=True)
-    return score
+    print(f"  {side} {value:.4g}: held-out example F1 {score:.4f} ({iterations(side, model)}"
+          f" iterations, {cpu:.1f} s CPU{', stopped at the CPU cap' if model.capped_ else ''})",
+          file=sys.stderr, flush=True)
+    return score, model.capped_
 
 
 def select(side, grid_values, X, y, args):
-    """The value of ``grid_values`` of best held-out example F1 (ties to the stronger
-    regularization) and every value's score. With ``--jobs`` above 1 the grid's fits
-    run in that many worker processes (their times are not measured)."""
+    """The value of ``grid_values`` of best held-out example F1 among the fits not
+    stopped at the CPU cap (ties to the stronger regularization), every value's score
+    and the values whose fits were stopped. With ``--jobs`` above 1 the grid's fits
+    run in that many worker processes (their times are not measured), the weakest
+    regularization first: it is the longest fit, so the others run beside it."""
     X_fit, X_val, y_fit, y_val = train_test_split(X, y, test_size=0.25, random_state=0)
     if args.jobs > 1:
         from joblib import Parallel, delayed
 
+        weakest_first = sorted(grid_values, reverse=(side == "pystruct"))
         found = Parallel(n_jobs=min(args.jobs, len(grid_values)))(
             delayed(_held_out)(side, value, X_fit, y_fit, X_val, y_val, args)
-            for value in grid_values)
+            for value in weakest_first)
+        found = [found[weakest_first.index(value)] for value in grid_values]
     else:
         found = [_held_out(side, value, X_fit, y_fit, X_val, y_val, args)
                  for value in grid_values]
-    scores = dict(zip(grid_values, found))
-    return max(grid_values, key=lambda v: (scores[v], -grid_values.index(v))), scores
+    scores = {value: score for value, (score, _) in zip(grid_values, found)}
+    capped = [value for value, (_, hit) in zip(grid_values, found) if hit]
+    eligible = [value for value in grid_values if value not in capped] or grid_values
+    best = max(eligible, key=lambda v: (scores[v], -grid_values.index(v)))
+    return best, scores, capped
 
 
 def pystruct_alone(args, X, y, X_test, y_test):
@@ -237,6 +273,9 @@ def main():
                         choices=["hinge", "lp_sparsemap"])
     parser.add_argument("--admm-max-iter", type=int, default=None)
     parser.add_argument("--admm-tol", type=float, default=None)
+    parser.add_argument("--grid-cpu-cap", type=float, default=None,
+                        help="CPU seconds after which a selection fit is stopped "
+                             "(tuned row; it is then not eligible)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="worker processes for the held-out grid's fits (tuned row)")
     parser.add_argument("--peer-site", default=str(PEER_SITE))
@@ -270,16 +309,18 @@ def main():
     if "tuned" in args.rows:
         n_fit = int(np.ceil(0.75 * n))
         grid = list(args.grid)
-        chosen, selection = {}, {}
-        best_C, scores = select("pystruct", grid, X, y, args)
+        chosen, selection, stopped = {}, {}, {}
+        best_C, scores, capped = select("pystruct", grid, X, y, args)
         chosen["pystruct"], selection["pystruct"] = best_C, {f"{c:g}": s
                                                               for c, s in scores.items()}
+        stopped["pystruct"] = [f"{c:g}" for c in capped]
         for learner in args.learners:
             alphas = [1.0 / (C * n_fit) for C in grid]
-            best_alpha, scores = select(learner, alphas, X, y, args)
+            best_alpha, scores, capped = select(learner, alphas, X, y, args)
             # refit on all the training set at the same strength: alpha = 1/(C n)
             chosen[learner] = 1.0 / (best_alpha * n_fit)
             selection[learner] = {f"{1.0 / (a * n_fit):g}": s for a, s in scores.items()}
+            stopped[learner] = [f"{1.0 / (a * n_fit):g}" for a in capped]
         settings = {side: 1.0 / (chosen[side] * n) for side in args.learners}
         settings["pystruct"] = best_C
         row = measure(
@@ -287,6 +328,8 @@ def main():
                 f"{side} C = {chosen[side]:g}" for side in ["pystruct"] + args.learners),
             settings, X, y, X_test, y_test, args, 1)
         row["selection"] = selection
+        if args.grid_cpu_cap is not None:
+            row["grid_cpu_cap"], row["selection_capped"] = args.grid_cpu_cap, stopped
         out["rows"].append(row)
         _written(out)
     if "alone" in args.rows:
@@ -375,11 +418,18 @@ def write(out):
     for row in all_rows:
         if "selection" in row:
             lines.append("")
+            capped = row.get("selection_capped", {})
             lines.append("Held-out example F1 of the grid (by C; skstruct at alpha = "
                          "1/(C n)): " + "; ".join(
-                             f"{side}: " + ", ".join(f"C = {float(c):g}: {v:.4f}"
-                                                     for c, v in scores.items())
+                             f"{side}: " + ", ".join(
+                                 f"C = {float(c):g}: {v:.4f}"
+                                 + (" (stopped at the CPU cap, not eligible)"
+                                    if c in capped.get(side, []) else "")
+                                 for c, v in scores.items())
                              for side, scores in row["selection"].items()))
+            if "grid_cpu_cap" in row:
+                lines[-1] += (f". Selection fits stopped after {row['grid_cpu_cap']:g} s "
+                              "of CPU time (every side; the final fits have no cap).")
     for row in all_rows:
         if "alone" in row:
             a = row["alone"]
