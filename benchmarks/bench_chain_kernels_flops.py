@@ -101,31 +101,41 @@ def fma_peak(values, a, b, repeats):
     return total
 
 
-@njit(cache=True, nogil=True)
-def fma_peak_vectors(values, a, b, repeats):
-    """``repeats`` passes of STEPS dependent FMAs on eight independent eight-lane vectors
-    at a time (64 elements of ``values``, whose length is a multiple of 64)."""
-    va, vb = splat8(a), splat8(b)
-    for _ in range(repeats):
-        for j in range(0, values.shape[0], 64):
-            v0, v1 = load8(values, j), load8(values, j + 8)
-            v2, v3 = load8(values, j + 16), load8(values, j + 24)
-            v4, v5 = load8(values, j + 32), load8(values, j + 40)
-            v6, v7 = load8(values, j + 48), load8(values, j + 56)
-            for _ in range(STEPS):
-                v0, v1 = fma8(v0, va, vb), fma8(v1, va, vb)
-                v2, v3 = fma8(v2, va, vb), fma8(v3, va, vb)
-                v4, v5 = fma8(v4, va, vb), fma8(v5, va, vb)
-                v6, v7 = fma8(v6, va, vb), fma8(v7, va, vb)
-            store8(values, j, v0)
-            store8(values, j + 8, v1)
-            store8(values, j + 16, v2)
-            store8(values, j + 24, v3)
-            store8(values, j + 32, v4)
-            store8(values, j + 40, v5)
-            store8(values, j + 48, v6)
-            store8(values, j + 56, v7)
-    return values[0]
+def vector_chains(step):
+    """A compiled loop of ``repeats`` passes of STEPS dependent ``v = step(v, a, b)`` on
+    eight independent eight-lane vectors at a time (64 elements of ``values``, whose
+    length is a multiple of 64); it returns ``values[0]``."""
+
+    @njit(nogil=True)
+    def chains(values, a, b, repeats):
+        va, vb = splat8(a), splat8(b)
+        for _ in range(repeats):
+            for j in range(0, values.shape[0], 64):
+                v0, v1 = load8(values, j), load8(values, j + 8)
+                v2, v3 = load8(values, j + 16), load8(values, j + 24)
+                v4, v5 = load8(values, j + 32), load8(values, j + 40)
+                v6, v7 = load8(values, j + 48), load8(values, j + 56)
+                for _ in range(STEPS):
+                    v0, v1 = step(v0, va, vb), step(v1, va, vb)
+                    v2, v3 = step(v2, va, vb), step(v3, va, vb)
+                    v4, v5 = step(v4, va, vb), step(v5, va, vb)
+                    v6, v7 = step(v6, va, vb), step(v7, va, vb)
+                store8(values, j, v0)
+                store8(values, j + 8, v1)
+                store8(values, j + 16, v2)
+                store8(values, j + 24, v3)
+                store8(values, j + 32, v4)
+                store8(values, j + 40, v5)
+                store8(values, j + 48, v6)
+                store8(values, j + 56, v7)
+        return values[0]
+    return chains
+
+
+@njit(inline="always")
+def _fma(v, a, b):
+    """v * a + b, rounded once."""
+    return fma8(v, a, b)
 
 
 @njit(inline="always")
@@ -135,32 +145,12 @@ def _add_max(v, a, b):
     return select_greater8(w, b, w, b)
 
 
-@njit(cache=True, nogil=True)
-def add_max_peak_vectors(values, a, b, repeats):
-    """``repeats`` passes of STEPS dependent ``v = max(v + a, b)`` on eight independent
-    eight-lane vectors at a time: the peak of the two operations Viterbi does per
-    candidate (an addition and a maximum, counted as two flops a lane, as Viterbi's)."""
-    va, vb = splat8(a), splat8(b)
-    for _ in range(repeats):
-        for j in range(0, values.shape[0], 64):
-            v0, v1 = load8(values, j), load8(values, j + 8)
-            v2, v3 = load8(values, j + 16), load8(values, j + 24)
-            v4, v5 = load8(values, j + 32), load8(values, j + 40)
-            v6, v7 = load8(values, j + 48), load8(values, j + 56)
-            for _ in range(STEPS):
-                v0, v1 = _add_max(v0, va, vb), _add_max(v1, va, vb)
-                v2, v3 = _add_max(v2, va, vb), _add_max(v3, va, vb)
-                v4, v5 = _add_max(v4, va, vb), _add_max(v5, va, vb)
-                v6, v7 = _add_max(v6, va, vb), _add_max(v7, va, vb)
-            store8(values, j, v0)
-            store8(values, j + 8, v1)
-            store8(values, j + 16, v2)
-            store8(values, j + 24, v3)
-            store8(values, j + 32, v4)
-            store8(values, j + 40, v5)
-            store8(values, j + 48, v6)
-            store8(values, j + 56, v7)
-    return values[0]
+#: Eight independent chains of FMAs: enough to keep two FMA units of four-cycle latency
+#: busy.
+fma_peak_vectors = vector_chains(_fma)
+#: The same of an addition and a maximum: the peak of the two operations Viterbi does per
+#: candidate (counted as two flops a lane, as Viterbi's).
+add_max_peak_vectors = vector_chains(_add_max)
 
 
 def crf_driver(module):
