@@ -172,7 +172,11 @@ def test_map_perturbation_cost_times_cpu_apart_from_waiting():
     timing = module._timed(SleepingFit(), None, None)
     assert timing["iteration_seconds_wall"] >= 0.05
     assert timing["fit_seconds_wall"] >= 0.2
-    assert timing["iteration_seconds"] < 0.01 and timing["fit_seconds"] < 0.04
+    # the median iteration is the fit's own CPU; the whole fit's process CPU also holds
+    # whatever other threads of the test process did meanwhile (a burst of 0.09 s was
+    # seen in a full run), so it is only required to be well below the wall time
+    assert timing["iteration_seconds"] < 0.01
+    assert timing["fit_seconds"] < 0.5 * timing["fit_seconds_wall"]
 
 
 def test_map_perturbation_cost_rerun_replaces_only_the_chosen_structures(tmp_path,
