@@ -94,7 +94,8 @@ def test_examples_that_a_far_warm_start_leaves_unconverged_are_solved_cold():
     from skstruct.decoders._factor_graph.admm_compiled import admm_batch_compiled
 
     hinted = admm_batch_compiled(graph.flat(), far.unary, far.pair, max_iter=200,
-                                 tol=1e-4, warm_start=previous.admm)
+                                 tol=1e-4, warm_start=previous.admm, keep_state=False,
+                                 prune=True)
     stuck = ~hinted.converged
     assert stuck.sum() >= 10
     assert cold.admm.converged.all() and warm.admm.converged.all()

@@ -107,6 +107,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from . import linear_kernels as _lin
 from .groups import _tile_offsets, factor_groups
+from .pair_pruning import pair_adjacency
 
 __all__ = ["FlatFactorGraph", "ADMMResult", "BatchADMMResult", "admm_batch",
            "admm_batch_backward", "admm_sparsemap", "admm_backward"]
@@ -165,6 +166,9 @@ class FlatFactorGraph:
         structure factors' blocks.
     degree : ndarray of shape (n_vars,), int64
         Number of entries on every variable.
+    pair_adjacency : tuple of two ndarrays
+        The PAIR factors at every variable (offsets, entries; see
+        :func:`~skstruct.decoders._factor_graph.pair_pruning.pair_adjacency`).
     """
 
     n_vars: int
@@ -180,6 +184,7 @@ class FlatFactorGraph:
     structures: tuple = ()
     entry_var: np.ndarray = field(init=False, repr=False)
     degree: np.ndarray = field(init=False, repr=False)
+    pair_adjacency: tuple = field(init=False, repr=False)
 
     def __post_init__(self):
         n_vars = int(self.n_vars)
@@ -226,6 +231,7 @@ class FlatFactorGraph:
                                    + [f.var.reshape(-1) for f in structures])
         put(self, "entry_var", entry_var)
         put(self, "degree", np.bincount(entry_var, minlength=n_vars).astype(np.int64))
+        put(self, "pair_adjacency", pair_adjacency(self.pair_var, n_vars))
 
     @property
     def n_pair(self):

@@ -44,6 +44,7 @@ from .admm import (
 )
 from .linear_kernels import _qp_factor
 from .pair_kernels import _orout_factor, _pair_solve
+from .pair_pruning import live_variables
 
 __all__ = ["admm_batch_compiled"]
 
@@ -268,6 +269,125 @@ def _solve_one_pairs(k, eta_u, eta_pair, entry_var, inv_degree, kappa, max_iter,
 
 
 @njit(cache=True, nogil=True)
+def _solve_one_live(k, eta_u, eta_pair, entry_var, degree, adj_offsets, adj_entry, kappa,
+                    max_iter, tol, adapt, rho0, cold, u, lam, rho, v, n_iter, primal, dual,
+                    converged, bound, live, queue, local):
+    """:func:`_solve_one_pairs` on example k's live variables alone (:mod:`.pair_pruning`):
+    the variables that are off at the optimum are peeled off exactly, their u, their
+    factors' v and multipliers set to 0, and the ADMM runs on the graph the others induce
+    (its own degrees; penalty ``rho0`` × its mean degree from the cold start). A live
+    variable without a live neighbour takes its closed form. ``cold``: start from
+    u = 1/2, λ' = 0; else from row k of u, λ' (re-centred to sum 0 over every
+    variable's live copies, as the consensus keeps them) and ρ.
+
+    Same optimum as the whole graph's ADMM (LP-SparseMAP: the same u, to the tolerance;
+    LP-MAP: an optimum of the same LP), in O(n_entries) for the peeling plus the
+    iterations on the live part. ``bound``, ``live``, ``queue``, ``local`` (n_vars,):
+    scratch.
+    """
+    eta_k = eta_u[k]
+    s_k = eta_pair[k]
+    n_vars = eta_k.shape[0]
+    n_live = live_variables(eta_k, s_k, entry_var, degree, adj_offsets, adj_entry, bound,
+                            live, queue)
+    names = np.empty(n_live, dtype=np.int64)
+    m = 0
+    for i in range(n_vars):
+        local[i] = -1
+        if live[i]:
+            local[i] = m
+            names[m] = i
+            m += 1
+    n_factors = 0
+    for a in range(n_live):
+        i = names[a]
+        for e in range(adj_offsets[i], adj_offsets[i + 1]):
+            j = adj_entry[e]
+            if j % 2 == 0 and live[entry_var[j + 1]]:
+                n_factors += 1
+    factors = np.empty(n_factors, dtype=np.int64)
+    n_factors = 0
+    for a in range(n_live):
+        i = names[a]
+        for e in range(adj_offsets[i], adj_offsets[i + 1]):
+            j = adj_entry[e]
+            if j % 2 == 0 and live[entry_var[j + 1]]:
+                factors[n_factors] = j // 2
+                n_factors += 1
+    live_var = np.empty(2 * n_factors, dtype=np.int64)
+    live_degree = np.zeros(n_live)
+    s_live = np.empty((1, n_factors))
+    for g in range(n_factors):
+        f = factors[g]
+        for t in range(2):
+            a = local[entry_var[2 * f + t]]
+            live_var[2 * g + t] = a
+            live_degree[a] += 1.0
+        s_live[0, g] = s_k[f]
+    inv_degree = np.zeros(n_live)
+    used = 0
+    for a in range(n_live):
+        if live_degree[a] > 0.0:
+            inv_degree[a] = 1.0 / live_degree[a]
+            used += 1
+    eta_live = np.empty((1, n_live))
+    u_live = np.empty((1, n_live))
+    for a in range(n_live):
+        eta_live[0, a] = eta_k[names[a]]
+        if live_degree[a] == 0.0:
+            eta = eta_k[names[a]]
+            u_live[0, a] = (min(max(eta, 0.0), 1.0) if kappa > 0.0
+                            else (1.0 if eta > 0.0 else 0.0))
+        else:
+            u_live[0, a] = 0.5 if cold else u[k, names[a]]
+    lam_live = np.zeros((1, 2 * n_factors))
+    if not cold:
+        for g in range(n_factors):
+            for t in range(2):
+                lam_live[0, 2 * g + t] = lam[k, 2 * factors[g] + t]
+        centre = np.zeros(n_live)
+        for j in range(2 * n_factors):
+            centre[live_var[j]] += lam_live[0, j]
+        for j in range(2 * n_factors):
+            lam_live[0, j] -= centre[live_var[j]] * inv_degree[live_var[j]]
+    scale = 2.0 * n_factors / used if used else 1.0
+    rho_min, rho_max = RHO_MIN * scale, RHO_MAX * scale
+    rho_live = np.empty(1)
+    rho_live[0] = rho0 * scale if cold else min(max(rho[k], rho_min), rho_max)
+    v_live = np.zeros((1, n_factors))
+    n_iter_live = np.zeros(1, dtype=np.int64)
+    primal_live = np.zeros(1)
+    dual_live = np.zeros(1)
+    converged_live = np.ones(1, dtype=np.bool_)
+    if n_factors:
+        q_live = np.empty(2 * n_factors)
+        _solve_one_pairs(0, eta_live, s_live, live_var, inv_degree, kappa, max_iter, tol,
+                         adapt, rho_min, rho_max, u_live, lam_live, rho_live, q_live,
+                         q_live, q_live, False, v_live, n_iter_live, primal_live,
+                         dual_live, converged_live, np.empty(n_live),
+                         np.empty(n_factors, dtype=np.bool_),
+                         np.empty(n_live, dtype=np.bool_))
+    u_k = u[k]
+    lam_k = lam[k]
+    v_k = v[k]
+    u_k[:] = 0.0
+    lam_k[:] = 0.0
+    v_k[:] = 0.0
+    for a in range(n_live):
+        u_k[names[a]] = u_live[0, a]
+    for g in range(n_factors):
+        f = factors[g]
+        v_k[f] = v_live[0, g]
+        lam_k[2 * f] = lam_live[0, 2 * g]
+        lam_k[2 * f + 1] = lam_live[0, 2 * g + 1]
+    n_iter[k] = n_iter_live[0]
+    primal[k] = primal_live[0]
+    dual[k] = dual_live[0]
+    converged[k] = converged_live[0]
+    rho[k] = rho_live[0]
+
+
+@njit(cache=True, nogil=True)
 def _longest(offsets):
     longest = 0
     for f in range(offsets.shape[0] - 1):
@@ -279,11 +399,14 @@ def _longest(offsets):
 def _solve_chunk(first, last, order, eta_u, eta_pair, entry_var, inv_degree, lin_offsets,
                  lin_kind, lin_coef, lin_bound, lin_negated, orout_offsets, kappa,
                  max_iter, tol, adapt, rho_min, rho_max, u, lam, rho, a, w, q, v, n_iter,
-                 primal, dual, converged):
+                 primal, dual, converged, prune, cold, rho0, degree, adj_offsets,
+                 adj_entry):
     """Examples order[first..last − 1], one after the other, with one scratch.
 
     When ``a`` has no rows (the state is not kept), the local problems and solutions of
-    every example live in three scratch rows of the chunk.
+    every example live in three scratch rows of the chunk. ``prune`` (graphs of PAIR
+    factors only, state not kept): solve every example on its live variables
+    (:func:`_solve_one_live`).
     """
     total = np.empty(u.shape[1])
     state = np.empty((4, _longest(lin_offsets)))
@@ -297,8 +420,19 @@ def _solve_chunk(first, last, order, eta_u, eta_pair, entry_var, inv_degree, lin
                   and n_entries == 2 * v.shape[1])
     corner = np.empty(v.shape[1] if pairs_only else 0, dtype=np.bool_)
     dead = np.empty(u.shape[1] if pairs_only else 0, dtype=np.bool_)
+    live = pairs_only and prune and not keep
+    n_scratch = u.shape[1] if live else 0
+    bound = np.empty(n_scratch)
+    is_live = np.empty(n_scratch, dtype=np.bool_)
+    queue = np.empty(n_scratch, dtype=np.int64)
+    local = np.empty(n_scratch, dtype=np.int64)
     for t in range(first, last):
         k = order[t]
+        if live:
+            _solve_one_live(k, eta_u, eta_pair, entry_var, degree, adj_offsets, adj_entry,
+                            kappa, max_iter, tol, adapt, rho0, cold, u, lam, rho, v,
+                            n_iter, primal, dual, converged, bound, is_live, queue, local)
+            continue
         if keep:
             a_k, w_k, q_k = a[k], w[k], q[k]
         else:
@@ -319,14 +453,16 @@ def _solve_chunk(first, last, order, eta_u, eta_pair, entry_var, inv_degree, lin
 def _solve_examples(bounds, order, eta_u, eta_pair, entry_var, inv_degree, lin_offsets,
                     lin_kind, lin_coef, lin_bound, lin_negated, orout_offsets, kappa,
                     max_iter, tol, adapt, rho_min, rho_max, u, lam, rho, a, w, q, v, n_iter,
-                    primal, dual, converged):
+                    primal, dual, converged, prune, cold, rho0, degree, adj_offsets,
+                    adj_entry):
     """The ADMM (:func:`_solve_one`) of examples ``order``, in parallel over the chunks
     ``order[bounds[c]:bounds[c + 1]]``."""
     for c in prange(bounds.shape[0] - 1):
         _solve_chunk(bounds[c], bounds[c + 1], order, eta_u, eta_pair, entry_var, inv_degree,
                      lin_offsets, lin_kind, lin_coef, lin_bound, lin_negated,
                      orout_offsets, kappa, max_iter, tol, adapt, rho_min, rho_max, u, lam,
-                     rho, a, w, q, v, n_iter, primal, dual, converged)
+                     rho, a, w, q, v, n_iter, primal, dual, converged, prune, cold, rho0,
+                     degree, adj_offsets, adj_entry)
 
 
 # ------------------------------------------------------------------ driver
@@ -340,7 +476,7 @@ def _even_bounds(n, per_chunk):
 
 def admm_batch_compiled(graph, eta_u, eta_pair, *, max_iter=1000, tol=1e-6, rho=1.0,
                         adapt=True, warm_start=None, map_mode=False, keep_state=True,
-                        retry_cold=False):
+                        retry_cold=False, prune=False):
     """:func:`~skstruct.decoders._factor_graph.admm.admm_batch` with the iteration loop compiled (module docstring).
 
     Solve LP-SparseMAP (or LP-MAP) of many examples on one graph structure by ADMM, every
@@ -378,6 +514,13 @@ def admm_batch_compiled(graph, eta_u, eta_pair, *, max_iter=1000, tol=1e-6, rho=
         With a ``warm_start``: solve the examples that did not converge from it again
         from the cold start, in place (their iteration counts add up), as if the hint
         had not been given them. No second batch of arrays is allocated.
+    prune : bool, default=False
+        On a graph of PAIR factors only, with ``keep_state=False``: solve every example
+        on the variables that are not provably off at the optimum
+        (:mod:`~skstruct.decoders._factor_graph.pair_pruning`), the others' u and v
+        exactly 0. The same LP-SparseMAP solution (to the tolerance) and an LP-MAP
+        optimum, at the cost of the live part; the iterates, ρ and multipliers are those
+        of the smaller problem (not the whole graph's to the bit). Ignored elsewhere.
 
     Returns
     -------
@@ -423,12 +566,14 @@ def admm_batch_compiled(graph, eta_u, eta_pair, *, max_iter=1000, tol=1e-6, rho=
         options = (kappa, max_iter, float(tol), bool(adapt), RHO_MIN * scale,
                    RHO_MAX * scale)
         outputs = (u, lam, rho_out, a, w, q, v, n_iter, primal, dual, converged)
+        pruning = (bool(prune), warm_start is None, float(rho), degree,
+                   *graph.pair_adjacency)
         per_chunk = max(1, ENTRIES_PER_CHUNK // n_entries)
         order = np.arange(n, dtype=np.int64)
         with dynamic_schedule():
             _solve_examples(_even_bounds(n, per_chunk), order, eta_u, eta_pair,
                             graph.entry_var, inv_degree, *common, graph.orout_offsets,
-                            *options, *outputs)
+                            *options, *outputs, *pruning)
         stuck = (np.flatnonzero(~converged) if retry_cold and warm_start is not None
                  else order[:0])
         if stuck.size:
@@ -439,7 +584,8 @@ def admm_batch_compiled(graph, eta_u, eta_pair, *, max_iter=1000, tol=1e-6, rho=
             with dynamic_schedule():
                 _solve_examples(_even_bounds(stuck.size, per_chunk), stuck, eta_u,
                                 eta_pair, graph.entry_var, inv_degree, *common,
-                                graph.orout_offsets, *options, *outputs)
+                                graph.orout_offsets, *options, *outputs, pruning[0], True,
+                                *pruning[2:])
             n_iter[stuck] += warm_iter
     else:
         converged[:] = True

@@ -690,7 +690,7 @@ class FactorGraphDecoder(Decoder):
             return admm_batch_compiled(flat, scores.unary, pair, max_iter=self.max_iter,
                                        tol=self.tol, map_mode=map_mode,
                                        warm_start=warm_start, keep_state=keep_state,
-                                       retry_cold=True)
+                                       retry_cold=True, prune=True)
         from .admm import admm_batch as solve
 
         result = solve(flat, scores.unary, pair, max_iter=self.max_iter, tol=self.tol,
