@@ -7,6 +7,8 @@
 - ``structure.py``: any decoder of the library as a factor;
 - ``admm.py``, ``admm_compiled.py``: the ADMM solver, its batched compiled loop and the
   backward pass;
+- ``pair_pruning.py``: the exact peeling of the variables that are off at the optimum of
+  a pairwise graph;
 - ``memory.py``: the memory a solve and a fit need, and the limit;
 - ``exact.py``: exact MAP of small pairwise graphs;
 - ``relaxed.py``: fractional outputs of loss-augmented LP-MAP;

@@ -5,7 +5,6 @@ template: three labels coupled by all three PAIR factors. There is no separate s
 reference here; ``map_method="enumerate"`` is the family's own.
 """
 
-import numpy as np
 
 from .._core.registry import DecoderFamily, TinyBatch, register_family
 from .decoder import FactorGraphDecoder, FactorGraphScores
