@@ -269,6 +269,21 @@ def _solve_one_pairs(k, eta_u, eta_pair, entry_var, inv_degree, kappa, max_iter,
 
 
 @njit(cache=True, nogil=True)
+def _live_factors(names, entry_var, adj_offsets, adj_entry, live, out):
+    """The PAIR factors with both variables live, counted (and written into ``out`` when
+    it has room), each once: at the variable of its first entry."""
+    count = 0
+    for i in names:
+        for e in range(adj_offsets[i], adj_offsets[i + 1]):
+            j = adj_entry[e]
+            if j % 2 == 0 and live[entry_var[j + 1]]:
+                if out.shape[0]:
+                    out[count] = j // 2
+                count += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
 def _solve_one_live(k, eta_u, eta_pair, entry_var, degree, adj_offsets, adj_entry, kappa,
                     max_iter, tol, adapt, rho0, cold, u, lam, rho, v, n_iter, primal, dual,
                     converged, bound, live, queue, local):
@@ -298,22 +313,10 @@ def _solve_one_live(k, eta_u, eta_pair, entry_var, degree, adj_offsets, adj_entr
             local[i] = m
             names[m] = i
             m += 1
-    n_factors = 0
-    for a in range(n_live):
-        i = names[a]
-        for e in range(adj_offsets[i], adj_offsets[i + 1]):
-            j = adj_entry[e]
-            if j % 2 == 0 and live[entry_var[j + 1]]:
-                n_factors += 1
+    n_factors = _live_factors(names, entry_var, adj_offsets, adj_entry, live,
+                              np.empty(0, dtype=np.int64))
     factors = np.empty(n_factors, dtype=np.int64)
-    n_factors = 0
-    for a in range(n_live):
-        i = names[a]
-        for e in range(adj_offsets[i], adj_offsets[i + 1]):
-            j = adj_entry[e]
-            if j % 2 == 0 and live[entry_var[j + 1]]:
-                factors[n_factors] = j // 2
-                n_factors += 1
+    _live_factors(names, entry_var, adj_offsets, adj_entry, live, factors)
     live_var = np.empty(2 * n_factors, dtype=np.int64)
     live_degree = np.zeros(n_live)
     s_live = np.empty((1, n_factors))
