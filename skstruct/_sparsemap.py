@@ -65,10 +65,17 @@ class SparseMAPClassifier(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         Full-batch quasi-Newton on F (see :class:`~skstruct.CRF`). ``"svrg"``, which the
         registry offers for smooth losses, serves only the CRF loss and raises a
         ``ValueError`` here.
-    max_iter : int, default=100
-        Maximum number of solver iterations.
+    max_iter : int, default=1000
+        Maximum number of solver iterations. The loss is piecewise quadratic, not
+        smooth: fits take hundreds of iterations more often than the CRF's (yeast's
+        pairwise model: 353, or 855 on standardized features).
     tol : float, default=1e-4
-        Solver stopping tolerance on the largest absolute gradient entry.
+        Solver stopping tolerance on the largest absolute (pseudo-)gradient entry. With
+        a :class:`~skstruct.decoders.FactorGraphDecoder`, the fit solves the ADMM to
+        ``1e-3 * tol`` (or the decoder's ``tol`` if smaller) for gradients accurate
+        enough to reach it (:meth:`~skstruct.decoders.FactorGraphDecoder.for_gradients`),
+        and the LP-SparseMAP loss's kinks at zero PAIR scores (see Notes) are handled
+        by ``"lbfgs"`` running orthant-wise on those scores.
     sparsemap_max_iter : int, default=100
         Most MAP calls per example in each SparseMAP solve.
     sparsemap_tol : float, default=1e-9
@@ -110,6 +117,15 @@ class SparseMAPClassifier(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
     example: a handful of batched MAP calls and a compiled active-set update (see
     :func:`~skstruct.decoders.sparsemap`). On multiclass data SparseMAP is sparsemax and
     the loss is the sparsemax loss of Martins & Astudillo (2016).
+
+    With a :class:`~skstruct.decoders.FactorGraphDecoder` (LP-SparseMAP), the loss is
+    not differentiable in a PAIR score at exactly zero: there the factor's marginal v_f
+    is free in an interval, and the derivative jumps across it (a kink; the
+    subdifferential is given by the loss's ``values_gradients_and_spread``). Most
+    couplings of a fitted model sit exactly at that kink (yeast: 84 of 91). ``"lbfgs"``
+    then runs orthant-wise on the couplings (:func:`~skstruct.optim.minimize_owlqn`
+    with ``kinked``), from zero, holding them there until the unary weights have
+    converged; a factor whose score is zero costs the ADMM nothing.
 
     References
     ----------
@@ -155,7 +171,7 @@ class SparseMAPClassifier(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
         cost=None,
         decoder=None,
         solver="lbfgs",
-        max_iter=100,
+        max_iter=1000,
         tol=1e-4,
         sparsemap_max_iter=100,
         sparsemap_tol=1e-9,
@@ -201,6 +217,14 @@ class SparseMAPClassifier(ElasticNetQuasiNewtonMixin, LinearStructuredModel):
 
     def _decoder_needs(self):
         return [("map", "SparseMAP training"), ("parts", "SparseMAP training")]
+
+    def _prepare_training(self, run):
+        """Train with the decoder's form for gradients accurate below ``tol``
+        (:meth:`~skstruct.decoders.Decoder.for_gradients`: the factor graph's ADMM run
+        1000 times tighter than ``tol``); ``decoder_`` stays the decoder given."""
+        offer = getattr(run.decoder, "for_gradients", None)
+        if offer is not None:
+            run.training_decoder = offer(self.tol)
 
     def _solve(self, X):
         batch = self._validate_prediction_data(X)

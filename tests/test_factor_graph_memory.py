@@ -48,12 +48,14 @@ def _status(field):
 def test_memory_estimate_bounds_the_measured_peak(monkeypatch, learner, chunked):
     X, Y = _data(1500, 60)
     decoder = FactorGraphDecoder(FactorGraph.pairwise(60), max_iter=50, tol=1e-4)
+    work = memory._chunk_work(decoder.graph.flat())
     if chunked:
         # evaluations over 10 chunks of 150 examples: the estimate and the peak shrink
-        work = memory._chunk_work(decoder.graph.flat())
         monkeypatch.setattr(memory, "EVALUATION_CHUNK_BYTES", 150 * 8 * work)
         assert decoder.evaluation_chunk_size(X.shape[0]) == 150
     else:
+        # one evaluation of all the examples
+        monkeypatch.setattr(memory, "EVALUATION_CHUNK_BYTES", 1500 * 8 * work)
         assert decoder.evaluation_chunk_size(X.shape[0]) is None
     solver = learner if learner == "cutting_plane" else None
     with warnings.catch_warnings():

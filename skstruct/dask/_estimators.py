@@ -356,7 +356,7 @@ class DaskSparseMAPClassifier(_DaskQuasiNewtonMixin, SparseMAPClassifier):
 
     def __init__(self, alpha=1e-4, *, client=None, vectorizer=None, l1_ratio=0.0,
                  feature_label_pairs="all", cost=None, decoder=None, solver="lbfgs",
-                 max_iter=100, tol=1e-4, sparsemap_max_iter=100, sparsemap_tol=1e-9,
+                 max_iter=1000, tol=1e-4, sparsemap_max_iter=100, sparsemap_tol=1e-9,
                  warm_start=False, verbose=0, callback=None):
         super().__init__(alpha, l1_ratio=l1_ratio, feature_label_pairs=feature_label_pairs,
                          cost=cost, decoder=decoder, solver=solver, max_iter=max_iter,

@@ -128,6 +128,18 @@ class FeatureMap:
         computed from the packed w."""
         return None
 
+    def kinked_parameters(self):
+        """The parameters at which a loss may have a kink at zero that the map passes on
+        exactly, or None (the default: none).
+
+        A loss whose subdifferential with respect to some part scores is an interval
+        (its ``values_gradients_and_spread``) can be minimized by an orthant-wise
+        quasi-Newton method when each such part score is one parameter itself, shared
+        by every example: the transposed interval is then that parameter's. A map
+        returns the boolean mask of those parameters, shape (n_params,).
+        """
+        return None
+
     def shared_pair_layout(self):
         """Whether the scores are a factor graph's unary scores X W + b with PAIR scores
         shared by every example, laid out as

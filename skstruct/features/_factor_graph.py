@@ -139,6 +139,27 @@ class FactorGraphFeatures(LinearFeatures):
         compute its scores its own way."""
         return type(self) is FactorGraphFeatures
 
+    def kinked_parameters(self):
+        """Which parameters may sit at a kink of the loss at zero: the PAIR scores c.
+
+        Every example's score of PAIR factor f is c_f itself, so where a loss's
+        subdifferential with respect to the part scores is an interval around its
+        gradient (the ``spread`` of
+        :meth:`~skstruct.losses.SparseMAPLoss.values_gradients_and_spread`), the
+        transposed spread (:meth:`transpose`) is that interval for c_f exactly. None
+        for a subclass, which may compute its scores its own way.
+
+        Returns
+        -------
+        ndarray of bool of shape (n_params,) or None
+        """
+        if type(self) is not FactorGraphFeatures:
+            return None
+        mask = np.zeros(self.n_params, dtype=bool)
+        start = (self.n_features + 1) * self.n_outputs
+        mask[start:start + self.n_pairs] = True
+        return mask
+
     def store_coefficients(self, fitted, w):
         """Set ``coef_`` (n_vars, n_features), ``intercept_``, ``coupling_``
         (n_pairs,) and ``structure_coef_`` (n_extra,) of ``fitted`` from ``w``."""

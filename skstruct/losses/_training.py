@@ -343,6 +343,30 @@ class SparseMAPLoss(TrainingLoss):
         """Losses and gradients; ``warm_start`` is a dict in which the caller lets the
         loss keep its last solution for the same batch, to start the next solve from
         its active sets."""
+        return self.values_gradients_and_spread(decoder, scores, y_true, gold,
+                                                warm_start)[:2]
+
+    def values_gradients_and_spread(self, decoder, scores, y_true, gold=None,
+                                    warm_start=None):
+        """:meth:`__call__`'s losses and gradients, and how far the subdifferential
+        reaches around each gradient.
+
+        The loss is differentiable wherever the SparseMAP solution μ* is unique. Where
+        it is not (an LP-SparseMAP PAIR score at exactly zero: its marginal v_f is then
+        free in an interval), the subdifferential with respect to that part's score is
+        the interval of the maximizers' parts minus the gold part (Danskin's theorem):
+        [g − down, g + up] around the returned gradient g.
+
+        Returns
+        -------
+        values : ndarray of shape (n_examples,)
+        gradient : parts
+            μ* − a_ȳ.
+        spread : (down, up) parts or None
+            The solution's ``marginal_spread()`` where it offers one (see
+            :meth:`~skstruct.decoders._factor_graph.decoder.LPSparseMAPResult.marginal_spread`),
+            else None (μ* is unique).
+        """
         init = None if warm_start is None else warm_start.get("result")
         if init is not None and init.n_examples != scores.n_examples:
             init = None
@@ -357,4 +381,6 @@ class SparseMAPLoss(TrainingLoss):
         offsets = np.asarray(scores.unary_offsets)
         values = (result.objective - gold.dot(augmented)
                   + 0.5 * _squared_norms(gold.unary, offsets))
-        return np.maximum(values, 0.0), result.marginals - gold
+        offer = getattr(result, "marginal_spread", None)
+        spread = None if offer is None else offer()
+        return np.maximum(values, 0.0), result.marginals - gold, spread

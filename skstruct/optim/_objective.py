@@ -262,6 +262,64 @@ class RegularizedRisk:
             grad = self.features.transpose(self.batch, grad_parts.scale(self._weights))
         return values, grad
 
+    def kinked_parameters(self):
+        """The parameters at which F may have a kink at zero, or None.
+
+        Where the training loss gives the spread of its subdifferential around its
+        gradient (LP-SparseMAP at a PAIR score of exactly zero: ``loss.
+        values_gradients_and_spread``) and the feature map passes it on exactly
+        (``features.kinked_parameters()``), the quasi-Newton solvers run orthant-wise
+        on these coordinates with :meth:`value_gradient_and_spread`.
+
+        Returns
+        -------
+        ndarray of bool of shape (n_params,) or None
+            None when the loss or the map offers nothing, the map offers no such
+            parameter, or the objective has a compiled evaluation.
+        """
+        if (getattr(self.loss, "values_gradients_and_spread", None) is None
+                or self.compiled_objective() is not None):
+            return None
+        mask = feature_map_hook(self.features, "kinked_parameters")()
+        return None if mask is None or not np.any(mask) else np.asarray(mask, dtype=bool)
+
+    def value_gradient_and_spread(self, w):
+        """F(w), a gradient g and the subdifferential's spread around it.
+
+        Returns
+        -------
+        value : float
+        gradient : ndarray of shape (n_params,)
+        down, up : ndarray of shape (n_params,)
+            Non-negative: at the parameters of :meth:`kinked_parameters` that are at
+            zero, ∂F(w) holds [g − down, g + up] along that coordinate; zero elsewhere.
+        """
+        chunks = self.evaluation_chunks()
+        if chunks is None:
+            chunks = ((self.batch, self.y, 0, self.n_examples),)
+            whole = True
+        else:
+            whole = False
+        features, decoder = self.features, self.decoder
+        values = np.empty(self.n_examples)
+        grad, down, up = (np.zeros(self.n_params) for _ in range(3))
+        for c, (batch, y, start, stop) in enumerate(chunks):
+            scores = features.scores(batch, w)
+            gold = self.gold(scores) if whole else decoder.parts(scores, y)
+            options = self._loss_options() if whole else self._chunk_options(c)
+            chunk_values, grad_parts, spread = self.loss.values_gradients_and_spread(
+                decoder, scores, y, gold, **options)
+            values[start:stop] = chunk_values
+            weights = self._weights[start:stop]
+            grad += features.transpose(batch, grad_parts.scale(weights))
+            if spread is not None:
+                down += features.transpose(batch, spread[0].scale(weights))
+                up += features.transpose(batch, spread[1].scale(weights))
+            del scores, gold, grad_parts, spread
+        value = float(self._weights @ values) + 0.5 * self.alpha * float(w @ w)
+        at_zero = w == 0.0
+        return value, grad + self.alpha * w, down * at_zero, up * at_zero
+
     def value(self, w):
         """F(w) alone (the loss's ``values``: cheaper where it skips the gradient)."""
         values = self.loss_values(w)

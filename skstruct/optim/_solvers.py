@@ -145,7 +145,8 @@ def _quasi_newton(minimize, l1_fallback=None):
     L1 term) it minimizes F(D v) instead and returns w = D v
     (:func:`~._preconditioning.run_preconditioned`)."""
     def run(risk, w0, options):
-        if options.get("l1", 0.0) > 0:
+        if options.get("l1", 0.0) > 0 or (l1_fallback is not None
+                                           and _kinked(risk) is not None):
             return l1_fallback(risk, w0, options)
         scale = options.get("preconditioner")
         if scale is not None:
@@ -158,11 +159,20 @@ def _quasi_newton(minimize, l1_fallback=None):
     return run
 
 
+def _kinked(risk):
+    """The risk's ``kinked_parameters()`` (where it has kinks at zero), or None."""
+    offer = getattr(risk, "kinked_parameters", None)
+    return None if offer is None else offer()
+
+
 def _run_owlqn(risk, w0, options):
+    """OWL-QN on the risk; orthant-wise also along the coordinates where the risk itself
+    has kinks at zero (:meth:`~skstruct.optim.RegularizedRisk.kinked_parameters`)."""
+    kinked = _kinked(risk)
+    fun = risk.value_and_gradient if kinked is None else risk.value_gradient_and_spread
     with _blas_for(risk):
         return minimize_owlqn(
-            risk.value_and_gradient, w0, l1=options.get("l1", 0.0),
-            fixed=options.get("fixed"),
+            fun, w0, l1=options.get("l1", 0.0), fixed=options.get("fixed"), kinked=kinked,
             **_pick(options, "max_iter", "tol", "tol_scale", "verbose", "callback"))
 
 
@@ -239,7 +249,8 @@ register_solver(
     "lbfgs", _quasi_newton(minimize_lbfgs, l1_fallback=_run_owlqn), losses={"smooth"},
     warm_start=True, l1=True,
     description="L-BFGS with a strong-Wolfe line search (two-loop recursion in compiled "
-                "code); with an L1 term, its orthant-wise form OWL-QN")
+                "code); with an L1 term, or a loss with kinks at zero (LP-SparseMAP's "
+                "PAIR scores), its orthant-wise form OWL-QN")
 register_solver(
     "lbfgsb", _quasi_newton(minimize_lbfgsb), losses={"smooth"}, warm_start=True,
     description="scipy's L-BFGS-B without bounds")

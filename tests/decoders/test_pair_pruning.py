@@ -127,6 +127,37 @@ def test_pruned_lp_map_reaches_the_local_polytope_lp_optimum(complete):
     np.testing.assert_allclose(values, expected, atol=1e-6)
 
 
+@pytest.mark.parametrize("map_mode", [False, True])
+def test_factors_of_score_zero_are_left_out_of_the_solve(map_mode):
+    """A PAIR factor whose score is exactly zero changes no u: the pruned solve, which
+    leaves it out, reaches the whole graph's u (LP-SparseMAP) or the LP's optimum
+    (LP-MAP), its v_f = u_i u_j is feasible, and an example whose live factors all
+    score zero takes the closed form, in no iteration."""
+    rng = np.random.default_rng(5)
+    graph = _graph(rng, 12, complete=True)
+    eta_u, eta_pair = _sparse_label_scores(rng, graph, 30)
+    eta_u += 1.0  # most variables live
+    eta_pair[rng.random(eta_pair.shape) < 0.8] = 0.0
+    eta_pair[:5] = 0.0
+    options = dict(tol=1e-10, max_iter=100000, map_mode=map_mode)
+    pruned = admm_batch_compiled(graph, eta_u, eta_pair, keep_state=False, prune=True,
+                                 **options)
+    assert pruned.converged.all()
+    if map_mode:
+        values = (eta_u * pruned.u).sum(1) + (eta_pair * pruned.v).sum(1)
+        expected = [_lp_map_value(graph, eta_u[k], eta_pair[k]) for k in range(30)]
+        np.testing.assert_allclose(values, expected, atol=1e-6)
+    else:
+        whole = admm_batch_compiled(graph, eta_u, eta_pair, **options)
+        np.testing.assert_allclose(pruned.u, whole.u, atol=1e-7)
+    first, second = pruned.u[:, graph.pair_var[:, 0]], pruned.u[:, graph.pair_var[:, 1]]
+    zero = eta_pair == 0.0
+    np.testing.assert_allclose(pruned.v[zero], (first * second)[zero], atol=1e-12)
+    assert np.all(pruned.n_iter[:5] == 0)
+    np.testing.assert_array_equal(pruned.u[:5], np.clip(eta_u[:5], 0, 1) if not map_mode
+                                  else (eta_u[:5] > 0).astype(float))
+
+
 def test_an_example_with_every_variable_off_needs_no_iteration():
     graph = FactorGraph.pairwise(20).flat()
     eta_u = -np.ones((3, 20))

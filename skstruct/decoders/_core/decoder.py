@@ -501,6 +501,14 @@ class Decoder(BaseEstimator):
         Estimators call it at ``fit`` (the fitted ``decoder_`` holds the result)."""
         return self
 
+    def for_gradients(self, tol):
+        """This decoder for a gradient-based fit stopped at ``tol`` on the gradient:
+        ``self`` by default. A decoder whose solutions are iterative (the factor graph's
+        ADMM) returns a copy solved tightly enough that the gradients it gives are
+        accurate well below ``tol``; estimators that train on such gradients
+        (:class:`~skstruct.SparseMAPClassifier`) train with it."""
+        return self
+
     def check_training_memory(self, n_examples, solver=None):
         """Raise a :class:`MemoryError` when training on ``n_examples`` with ``solver``
         (the estimator's, or None) would need more memory than the decoder's limit

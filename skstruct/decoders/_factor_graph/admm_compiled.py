@@ -269,14 +269,19 @@ def _solve_one_pairs(k, eta_u, eta_pair, entry_var, inv_degree, kappa, max_iter,
 
 
 @njit(cache=True, nogil=True)
-def _live_factors(names, entry_var, adj_offsets, adj_entry, live, out):
-    """The PAIR factors with both variables live, counted (and written into ``out`` when
-    it has room), each once: at the variable of its first entry."""
+def _live_factors(names, entry_var, adj_offsets, adj_entry, live, s_k, out):
+    """The PAIR factors with both variables live and a nonzero score, counted (and
+    written into ``out`` when it has room), each once: at the variable of its first
+    entry.
+
+    A factor whose score is exactly zero leaves u* as it is: its v_f is absent from the
+    objective, and for every (u_i, u_j) in the box some v_f (u_i u_j, say) satisfies its
+    marginalization constraints. So it is left out of the solve."""
     count = 0
     for i in names:
         for e in range(adj_offsets[i], adj_offsets[i + 1]):
             j = adj_entry[e]
-            if j % 2 == 0 and live[entry_var[j + 1]]:
+            if j % 2 == 0 and live[entry_var[j + 1]] and s_k[j // 2] != 0.0:
                 if out.shape[0]:
                     out[count] = j // 2
                 count += 1
@@ -290,8 +295,9 @@ def _solve_one_live(k, eta_u, eta_pair, entry_var, degree, adj_offsets, adj_entr
     """:func:`_solve_one_pairs` on example k's live variables alone (:mod:`.pair_pruning`):
     the variables that are off at the optimum are peeled off exactly, their u, their
     factors' v and multipliers set to 0, and the ADMM runs on the graph the others induce
-    (its own degrees; penalty ``rho0`` × its mean degree from the cold start). A live
-    variable without a live neighbour takes its closed form. ``cold``: start from
+    without its factors of score zero (:func:`_live_factors`; their v_f = u_i u_j, a
+    maximizer), with its own degrees and penalty ``rho0`` × its mean degree from the cold
+    start. A live variable without such a factor takes its closed form. ``cold``: start from
     u = 1/2, λ' = 0; else from row k of u, λ' (re-centred to sum 0 over every
     variable's live copies, as the consensus keeps them) and ρ.
 
@@ -313,10 +319,10 @@ def _solve_one_live(k, eta_u, eta_pair, entry_var, degree, adj_offsets, adj_entr
             local[i] = m
             names[m] = i
             m += 1
-    n_factors = _live_factors(names, entry_var, adj_offsets, adj_entry, live,
+    n_factors = _live_factors(names, entry_var, adj_offsets, adj_entry, live, s_k,
                               np.empty(0, dtype=np.int64))
     factors = np.empty(n_factors, dtype=np.int64)
-    _live_factors(names, entry_var, adj_offsets, adj_entry, live, factors)
+    _live_factors(names, entry_var, adj_offsets, adj_entry, live, s_k, factors)
     live_var = np.empty(2 * n_factors, dtype=np.int64)
     live_degree = np.zeros(n_live)
     s_live = np.empty((1, n_factors))
@@ -378,6 +384,12 @@ def _solve_one_live(k, eta_u, eta_pair, entry_var, degree, adj_offsets, adj_entr
     v_k[:] = 0.0
     for a in range(n_live):
         u_k[names[a]] = u_live[0, a]
+    for a in range(n_live):
+        i = names[a]
+        for e in range(adj_offsets[i], adj_offsets[i + 1]):
+            j = adj_entry[e]
+            if j % 2 == 0 and live[entry_var[j + 1]] and s_k[j // 2] == 0.0:
+                v_k[j // 2] = u_k[i] * u_k[entry_var[j + 1]]
     for g in range(n_factors):
         f = factors[g]
         v_k[f] = v_live[0, g]

@@ -16,7 +16,8 @@ alone (nothing is allocated). Training evaluations larger than
 ``evaluation_chunk_size``): only what is kept between evaluations grows with all the
 examples (the LP-SparseMAP warm start u, λ', ρ; BCFW's dual blocks, at most their
 dense size, and the warm start of every example's LP-MAP), the scores, gold parts,
-solves and gradient parts with one chunk. The structured hinge's one-slack cutting
+solves, gradient parts and (LP-SparseMAP) the spread of its subdifferential with one
+chunk. The structured hinge's one-slack cutting
 plane builds its constraints over the same chunks (the loss-augmented LP-MAP, the hinge
 terms and the plane of one chunk at a time, every chunk warm-started from its own last
 ADMM state).
@@ -100,10 +101,13 @@ EVALUATION_CHUNK_BYTES = 256 * 1024**2
 def _chunk_work(flat):
     """float64 values per example that one evaluation of a chunk holds while it runs:
     the scores and gold parts (n_vars + n_additional each), a warm-started solve, the
-    loss's gradient parts and their weighted copy."""
+    loss's gradient parts and their weighted copy, and the LP-SparseMAP loss's spread
+    of its subdifferential at the kinks (down and up parts, and their weighted copies:
+    :meth:`~skstruct.optim.RegularizedRisk.value_gradient_and_spread`; counted for
+    every loss)."""
     n_vars, n_entries, n_add = _sizes(flat)
     solve = solve_bytes(flat, 1, warm_start=True, compiled=not flat.structures) // _FLOAT
-    return 4 * (n_vars + n_add) + solve
+    return 8 * (n_vars + n_add) + solve
 
 
 #: Bytes per example, beside its arrays, of what per-example solvers keep for every

@@ -136,7 +136,7 @@ from numba import njit, prange
 from ...utils._parallel import entry_chunks, longest_group
 
 __all__ = ["FACTORS_PER_CHUNK", "ENTRIES_PER_CHUNK", "pair_qp", "pair_map", "pair_jvp",
-           "pair_vjp", "orout_qp", "orout_map", "orout_jvp", "orout_vjp"]
+           "pair_vjp", "pair_spread", "orout_qp", "orout_map", "orout_jvp", "orout_vjp"]
 
 #: Factors per parallel chunk of the PAIR kernels (a factor takes a few nanoseconds).
 FACTORS_PER_CHUNK = 4096
@@ -616,3 +616,31 @@ def orout_map(a, offsets, u):
                     u[i] = 0.0
                 value[f] = 0.0
     return value
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def pair_spread(u, v, s, pair_var, down, up):
+    """How far the maximizers' v_f reach below and above v at the PAIR factors whose
+    score is exactly zero: v_f is then free in [max(0, u_i + u_j − 1), min(u_i, u_j)]
+    (u clipped to [0, 1]); zero elsewhere.
+
+    Parameters
+    ----------
+    u : ndarray of shape (n_examples, n_vars)
+    v, s : ndarray of shape (n_examples, n_pair)
+        The returned PAIR marginals and their scores.
+    pair_var : ndarray of shape (n_pair, 2), int
+    down, up : ndarray of shape (n_examples, n_pair)
+        Output, non-negative.
+    """
+    n, n_pair = v.shape
+    for k in prange(n):
+        for f in range(n_pair):
+            if s[k, f] != 0.0:
+                down[k, f] = 0.0
+                up[k, f] = 0.0
+                continue
+            a = _clip01(u[k, pair_var[f, 0]])
+            b = _clip01(u[k, pair_var[f, 1]])
+            down[k, f] = max(v[k, f] - max(a + b - 1.0, 0.0), 0.0)
+            up[k, f] = max(min(a, b) - v[k, f], 0.0)
