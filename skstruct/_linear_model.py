@@ -71,7 +71,7 @@ class LinearStructuredModel(StructuredEstimator):
     (:mod:`skstruct.outputs`) stores and reads them.
     """
 
-    def _make_decoder(self, kind, needs, y=None, batch=None):
+    def _make_decoder(self, kind, needs, y=None, batch=None, loss=None):
         """The decoder to use: ``self.decoder`` (cloned) or the default of ``kind``.
 
         With the training outputs ``y`` (encoded, stacked over ``batch.output_offsets``),
@@ -85,7 +85,7 @@ class LinearStructuredModel(StructuredEstimator):
         if y is not None:
             decoder.check_outputs(y, batch.output_offsets)
             decoder.check_training_memory(len(batch.output_offsets) - 1,
-                                          solver=getattr(self, "solver", None))
+                                          solver=getattr(self, "solver", None), loss=loss)
         return decoder
 
     def _validate_training_data(self, X, y, sample_weight):
@@ -172,7 +172,8 @@ class LinearStructuredModel(StructuredEstimator):
         if partial_fit:
             run.decoder, run.features = self._partial_model(run, needs)
         else:
-            run.decoder = self._make_decoder(run.kind, needs, run.y_encoded, run.batch)
+            run.decoder = self._make_decoder(run.kind, needs, run.y_encoded, run.batch,
+                                             loss=loss)
             run.features = self._training_features(run.kind, run.batch, run.y_encoded,
                                                    run.classes, run.decoder)
         if loss is not None and loss.cost is not None:

@@ -34,8 +34,11 @@ def _risk(loss, X, Y, decoder, sample_weight):
 
 
 def _force_chunks(monkeypatch, graph, per_chunk):
+    """Chunks of ``per_chunk`` examples, in the generic evaluation (the fused pairwise
+    LP-SparseMAP pass, which holds nothing of size n_examples × n_pairs, has none)."""
     budget = per_chunk * 8 * memory._chunk_work(graph.flat())
     monkeypatch.setattr(memory, "EVALUATION_CHUNK_BYTES", budget)
+    monkeypatch.setattr(FactorGraphFeatures, "compiled_objective", lambda *args: None)
 
 
 @pytest.mark.parametrize("loss", [SparseMAPLoss(), StructuredHingeLoss("hamming")],

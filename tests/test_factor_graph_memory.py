@@ -16,6 +16,7 @@ from skstruct import SparseMAPClassifier, StructuredSVM
 from skstruct.decoders import FactorGraph, FactorGraphDecoder, FactorGraphMemoryError
 from skstruct.decoders import FactorGraphScores
 from skstruct.features import FactorGraphFeatures
+from skstruct.losses import SparseMAPLoss
 
 linux_only = pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(),
                                 reason="peak resident size from /proc (Linux)")
@@ -32,6 +33,11 @@ def _model(learner, decoder, max_iter):
     if learner == "lp_sparsemap":
         return SparseMAPClassifier(alpha=1e-2, decoder=decoder, max_iter=max_iter)
     return StructuredSVM(decoder, alpha=1e-2, solver=learner, max_iter=max_iter)
+
+
+def _loss(learner):
+    """The training loss of ``learner`` as the estimate reads it."""
+    return SparseMAPLoss() if learner == "lp_sparsemap" else None
 
 
 def _status(field):
@@ -69,7 +75,8 @@ def test_memory_estimate_bounds_the_measured_peak(monkeypatch, learner, chunked)
         before = _status("VmRSS")
         _model(learner, decoder, 3).fit(X, Y)
     peak = _status("VmHWM") - before
-    estimate = decoder.estimate_memory(X.shape[0], solver=solver)["fit_bytes"]
+    estimate = decoder.estimate_memory(X.shape[0], solver=solver,
+                                       loss=_loss(learner))["fit_bytes"]
     # the estimate bounds the peak, and is of its size (not a bound by far)
     assert peak <= estimate, (peak, estimate)
     assert estimate <= 4 * peak, (peak, estimate)
@@ -95,7 +102,8 @@ def test_memory_limit_raises_before_the_fit_allocates(monkeypatch, learner):
     X, Y = _data(300, 30)
     decoder = FactorGraphDecoder(FactorGraph.pairwise(30))
     solver = learner if learner == "cutting_plane" else None
-    estimate = decoder.estimate_memory(X.shape[0], solver=solver)["fit_bytes"]
+    estimate = decoder.estimate_memory(X.shape[0], solver=solver,
+                                       loss=_loss(learner))["fit_bytes"]
     decoder.set_params(max_memory=estimate / 2)
     calls = []
 

@@ -139,6 +139,28 @@ class FactorGraphFeatures(LinearFeatures):
         compute its scores its own way."""
         return type(self) is FactorGraphFeatures
 
+    def compiled_objective(self, batch, y, decoder, loss, weights):
+        """The LP-SparseMAP objective in one compiled pass over the examples, when it is
+        exactly what ``loss`` and ``decoder`` compute: the plain SparseMAP loss (its
+        ``is_plain_sparsemap``: no cost), a decoder that offers
+        ``shared_pair_sparsemap_loss`` (a :class:`~skstruct.decoders.FactorGraphDecoder`
+        on a graph of PAIR factors only), and this exact map (no extra scores).
+
+        Returns
+        -------
+        PairwiseSparseMAPObjective or None
+            None when the generic evaluation is needed.
+        """
+        if (type(self) is not FactorGraphFeatures or self.n_extra
+                or not getattr(loss, "is_plain_sparsemap", False)):
+            return None
+        offer = getattr(decoder, "shared_pair_sparsemap_loss", None)
+        solve = None if offer is None else offer()
+        if solve is None:
+            return None
+        pair_var = np.asarray(decoder.graph.flat().pair_var)
+        return PairwiseSparseMAPObjective(self, batch.X, y, weights, solve, pair_var)
+
     def kinked_parameters(self):
         """Which parameters may sit at a kink of the loss at zero: the PAIR scores c.
 
@@ -192,3 +214,63 @@ def _extra(grad, n_extra):
     """The gradient's extra block (zeros when the part container has none)."""
     extra = getattr(grad, "extra", None)
     return np.zeros((grad.unary.shape[0], n_extra)) if extra is None else extra
+
+
+class PairwiseSparseMAPObjective:
+    """Value, gradient and kink spread of the regularized LP-SparseMAP objective of a
+    pairwise model, from the decoder's fused loss (``shared_pair_sparsemap_loss``),
+    holding nothing of size n_examples × n_pairs.
+
+    Parameters
+    ----------
+    features : FactorGraphFeatures
+    X : ndarray or scipy.sparse matrix of shape (n_examples, n_features)
+    y : ndarray of shape (n_examples, n_vars), 0/1
+        Gold outputs.
+    weights : ndarray of shape (n_examples,)
+        Normalized example weights.
+    solve : callable
+        The decoder's fused loss.
+    pair_var : ndarray of shape (n_pairs, 2), int
+        The variables of every PAIR factor.
+    """
+
+    def __init__(self, features, X, y, weights, solve, pair_var):
+        self.features = features
+        self.X = X
+        self.weights = np.asarray(weights, dtype=np.float64)
+        self._solve = solve
+        y = np.asarray(y)
+        rows, labels = np.nonzero(y)
+        self._y_offsets = np.zeros(y.shape[0] + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=y.shape[0]), out=self._y_offsets[1:])
+        self._y_labels = labels.astype(np.int64)
+        weighted = y.T.astype(np.float64) * self.weights
+        gold = weighted @ y.astype(np.float64)
+        self._gold_pairs = gold[pair_var[:, 0], pair_var[:, 1]]
+        self.n_not_converged = 0
+
+    def value_gradient_and_spread(self, w, alpha):
+        """(ℓ_i, F, ∇F, down, up): down and up are the spread of ∂F along the PAIR
+        scores at zero (see :meth:`FactorGraphFeatures.kinked_parameters`), zero
+        elsewhere and where c_f ≠ 0."""
+        features = self.features
+        unary, bias = features.unpack(w)
+        coupling = features.coupling(w)
+        eta = matmul(self.X, unary) + bias
+        values, residual, grad_c, down_c, up_c, _, converged = self._solve(
+            eta, coupling, self.weights, self._y_offsets, self._y_labels,
+            self._gold_pairs)
+        self.n_not_converged = int(np.sum(~converged))
+        grad = features.pack(transpose_matmul(self.X, residual), residual.sum(axis=0),
+                             grad_c)
+        at_zero = coupling == 0.0
+        down = features.pack(np.zeros_like(unary), np.zeros_like(bias), down_c * at_zero)
+        up = features.pack(np.zeros_like(unary), np.zeros_like(bias), up_c * at_zero)
+        value = float(self.weights @ values) + 0.5 * alpha * float(w @ w)
+        return values, value, grad + alpha * w, down, up
+
+    def value_and_gradient(self, w, alpha):
+        """(ℓ_i, F, ∇F), the gradient at a kink being the one of the returned marginals
+        (v_f = u_a u_b at c_f = 0)."""
+        return self.value_gradient_and_spread(w, alpha)[:3]

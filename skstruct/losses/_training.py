@@ -326,6 +326,13 @@ class SparseMAPLoss(TrainingLoss):
         self.max_iter = max_iter
         self.tol = tol
 
+    @property
+    def is_plain_sparsemap(self):
+        """True without a ``cost``: the loss is then exactly the SparseMAP loss of the
+        scores, which a decoder's fused evaluation (the pairwise factor graph's
+        ``shared_pair_sparsemap_loss``) may compute instead."""
+        return self.cost is None
+
     def check_decoder(self, decoder):
         check_capability(decoder, "map", type(self).__name__)
         check_capability(decoder, "parts", type(self).__name__)

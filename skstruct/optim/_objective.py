@@ -274,11 +274,14 @@ class RegularizedRisk:
         Returns
         -------
         ndarray of bool of shape (n_params,) or None
-            None when the loss or the map offers nothing, the map offers no such
-            parameter, or the objective has a compiled evaluation.
+            None when the loss (or the compiled evaluation) or the map offers nothing,
+            or the map offers no such parameter.
         """
-        if (getattr(self.loss, "values_gradients_and_spread", None) is None
-                or self.compiled_objective() is not None):
+        compiled = self.compiled_objective()
+        if compiled is not None:
+            if getattr(compiled, "value_gradient_and_spread", None) is None:
+                return None
+        elif getattr(self.loss, "values_gradients_and_spread", None) is None:
             return None
         mask = feature_map_hook(self.features, "kinked_parameters")()
         return None if mask is None or not np.any(mask) else np.asarray(mask, dtype=bool)
@@ -294,6 +297,9 @@ class RegularizedRisk:
             Non-negative: at the parameters of :meth:`kinked_parameters` that are at
             zero, ∂F(w) holds [g − down, g + up] along that coordinate; zero elsewhere.
         """
+        compiled = self.compiled_objective()
+        if compiled is not None:
+            return compiled.value_gradient_and_spread(w, self.alpha)[1:]
         chunks = self.evaluation_chunks()
         if chunks is None:
             chunks = ((self.batch, self.y, 0, self.n_examples),)

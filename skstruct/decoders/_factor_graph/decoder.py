@@ -614,7 +614,12 @@ class FactorGraphDecoder(Decoder):
 
     # -- memory --------------------------------------------------------------------
 
-    def estimate_memory(self, n_examples, solver=None):
+    def _fuses(self, loss):
+        """Whether a fit with the training ``loss`` runs the fused pairwise LP-SparseMAP
+        evaluation (:meth:`shared_pair_sparsemap_loss`) with the default feature map."""
+        return self.graph.pairs_only and getattr(loss, "is_plain_sparsemap", False)
+
+    def estimate_memory(self, n_examples, solver=None, loss=None):
         """Estimated peak memory of a fit on ``n_examples`` with this decoder.
 
         Counts the arrays that grow with the graph's size at the peak of the fit
@@ -632,6 +637,11 @@ class FactorGraphDecoder(Decoder):
         n_examples : int
         solver : str or None, default=None
             The fit's solver: ``"cutting_plane"`` or another (None).
+        loss : TrainingLoss or None, default=None
+            The fit's training loss. The plain LP-SparseMAP loss on a graph of PAIR
+            factors only is evaluated by the fused pass, which holds nothing of size
+            n_examples × n_pairs (:func:`~skstruct.decoders._factor_graph.memory.fused_fit_bytes`);
+            the estimate then assumes the default feature map.
 
         Returns
         -------
@@ -641,16 +651,18 @@ class FactorGraphDecoder(Decoder):
             ``n_entries`` (variable copies in the factors), ``n_additional`` (PAIR and
             extra parts) and ``n_factors``.
         """
-        return memory_report(self.graph.flat(), int(n_examples), solver)
+        return memory_report(self.graph.flat(), int(n_examples), solver,
+                             self._fuses(loss))
 
-    def check_training_memory(self, n_examples, solver=None):
+    def check_training_memory(self, n_examples, solver=None, loss=None):
         """Raise :class:`~skstruct.decoders.FactorGraphMemoryError` when a fit on
-        ``n_examples`` with ``solver`` would need more than ``max_memory``
+        ``n_examples`` with ``solver`` and ``loss`` would need more than ``max_memory``
         (:meth:`estimate_memory`); estimators (and the cutting plane's batched
         constraints) call it before building anything of the fit."""
         flat = self.graph.flat()
-        check_memory(fit_bytes(flat, n_examples, solver), self.max_memory, flat,
-                     n_examples, f"Training with {type(self).__name__}")
+        check_memory(fit_bytes(flat, n_examples, solver, self._fuses(loss)),
+                     self.max_memory, flat, n_examples,
+                     f"Training with {type(self).__name__}")
 
     def evaluation_chunk_size(self, n_examples):
         """Examples per chunk of a training evaluation of the objective, or None to
@@ -849,6 +861,31 @@ class FactorGraphDecoder(Decoder):
             )
         return dict(n_pairs=graph.n_pairs, n_extra=graph.n_extra,
                     scores_type=FactorGraphScores)
+
+    def shared_pair_sparsemap_loss(self):
+        """The LP-SparseMAP loss of unary scores (n, n_vars) with one row of PAIR scores
+        shared by every example, in one compiled pass that holds nothing of size
+        n_examples × n_pairs, when the graph has PAIR factors only; else None.
+
+        Returns
+        -------
+        callable or None
+            ``loss(eta, coupling, weights, y_offsets, y_labels, gold_pairs)`` returning
+            ``(values, residual, grad_c, down_c, up_c, n_iter, converged)``: see
+            :func:`~skstruct.decoders._factor_graph.pair_loss.pair_sparsemap_loss`,
+            with this decoder's ADMM ``max_iter`` and ``tol``.
+        """
+        if not self.graph.pairs_only:
+            return None
+        from .pair_loss import pair_sparsemap_loss
+
+        flat = self.graph.flat()
+        max_iter, tol = self.max_iter, self.tol
+
+        def loss(eta, coupling, weights, y_offsets, y_labels, gold_pairs):
+            return pair_sparsemap_loss(flat, eta, coupling, weights, y_offsets, y_labels,
+                                       gold_pairs, max_iter=max_iter, tol=tol)
+        return loss
 
     def shared_pair_map(self):
         """MAP of unary scores (n, n_vars) with one coupling row shared by every example,
