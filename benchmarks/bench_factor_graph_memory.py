@@ -90,6 +90,7 @@ def child(name, learner, max_iter, max_memory, default_decoder=False):
 
     from skstruct import SparseMAPClassifier, StructuredSVM
     from skstruct.decoders import FactorGraph, FactorGraphDecoder
+    from skstruct.losses import SparseMAPLoss
 
     X, Y = load(name)
     n_labels = Y.shape[1]
@@ -123,7 +124,11 @@ def child(name, learner, max_iter, max_memory, default_decoder=False):
     process_peak = _status("VmHWM")           # whole process, since the reset
     peak = process_peak - before
     solver = "cutting_plane" if learner == "hinge_cutting_plane" else None
-    report = decoder.estimate_memory(X.shape[0], solver=solver)
+    # the LP-SparseMAP loss (no cost, PAIR factors only) runs the fused evaluation,
+    # which the estimate counts when it is given the loss
+    loss = SparseMAPLoss() if learner == "lp_sparsemap_lbfgs" else None
+    report = decoder.estimate_memory(X.shape[0], solver=solver, loss=loss,
+                                     n_features=X.shape[1])
     settings = (f"ADMM max_iter={decoder.max_iter}, tol={decoder.tol:g}, "
                 f"max_memory={decoder.max_memory!r}")
     print(json.dumps(dict(dataset=name, learner=learner, n_examples=X.shape[0],
@@ -181,7 +186,7 @@ def main():
         "resident size reset, then a fit of `max_iter` solver iterations; peak = growth "
         "of VmHWM over the resident size before the fit (whole process: VmHWM itself, "
         "the data and the compiled kernels included). Estimate = "
-        "`FactorGraphDecoder.estimate_memory(n_examples, solver)['fit_bytes']`, what "
+        "`FactorGraphDecoder.estimate_memory(n_examples, solver, loss, n_features)['fit_bytes']`, what "
         "the fit compares with `max_memory` (default 2 GiB) before allocating. "
         + ("Decoder: `FactorGraphDecoder(graph)`, its defaults (ADMM max_iter=1000, "
            "tol=1e-6, max_memory=2 GiB: a fit over the limit raises)."

@@ -85,7 +85,8 @@ class LinearStructuredModel(StructuredEstimator):
         if y is not None:
             decoder.check_outputs(y, batch.output_offsets)
             decoder.check_training_memory(len(batch.output_offsets) - 1,
-                                          solver=getattr(self, "solver", None), loss=loss)
+                                          solver=getattr(self, "solver", None), loss=loss,
+                                          n_features=batch.n_features)
         return decoder
 
     def _validate_training_data(self, X, y, sample_weight):

@@ -75,8 +75,8 @@ def test_memory_estimate_bounds_the_measured_peak(monkeypatch, learner, chunked)
         before = _status("VmRSS")
         _model(learner, decoder, 3).fit(X, Y)
     peak = _status("VmHWM") - before
-    estimate = decoder.estimate_memory(X.shape[0], solver=solver,
-                                       loss=_loss(learner))["fit_bytes"]
+    estimate = decoder.estimate_memory(X.shape[0], solver=solver, loss=_loss(learner),
+                                       n_features=X.shape[1])["fit_bytes"]
     # the estimate bounds the peak, and is of its size (not a bound by far)
     assert peak <= estimate, (peak, estimate)
     assert estimate <= 4 * peak, (peak, estimate)
@@ -102,8 +102,8 @@ def test_memory_limit_raises_before_the_fit_allocates(monkeypatch, learner):
     X, Y = _data(300, 30)
     decoder = FactorGraphDecoder(FactorGraph.pairwise(30))
     solver = learner if learner == "cutting_plane" else None
-    estimate = decoder.estimate_memory(X.shape[0], solver=solver,
-                                       loss=_loss(learner))["fit_bytes"]
+    estimate = decoder.estimate_memory(X.shape[0], solver=solver, loss=_loss(learner),
+                                       n_features=X.shape[1])["fit_bytes"]
     decoder.set_params(max_memory=estimate / 2)
     calls = []
 

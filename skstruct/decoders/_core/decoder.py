@@ -509,9 +509,10 @@ class Decoder(BaseEstimator):
         (:class:`~skstruct.SparseMAPClassifier`) train with it."""
         return self
 
-    def check_training_memory(self, n_examples, solver=None, loss=None):
-        """Raise a :class:`MemoryError` when training on ``n_examples`` with ``solver``
-        (the estimator's, or None) and the training ``loss`` (or None) would need more memory than the decoder's limit
+    def check_training_memory(self, n_examples, solver=None, loss=None, n_features=None):
+        """Raise a :class:`MemoryError` when training on ``n_examples`` of
+        ``n_features`` features (or None) with ``solver`` (the estimator's, or None) and
+        the training ``loss`` (or None) would need more memory than the decoder's limit
         allows; estimators call it before building anything of a fit. The base class has
         no limit (decoders whose memory grows with the batch, as the factor graph's
         ADMM, estimate it)."""

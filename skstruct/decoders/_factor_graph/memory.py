@@ -150,24 +150,41 @@ def evaluation_chunk_size(flat, n_examples):
 _FUSED_FIXED = 2 * 1024**2
 
 
+#: Vectors of n_params values a quasi-Newton fit holds at once: its 10 curvature pairs,
+#: the iterate, trial point, gradients, pseudo-gradients, direction, kink spreads and
+#: the gradient's pieces, counted with room.
+SOLVER_VECTORS = 48
+
+
+def solver_bytes(flat, n_features):
+    """Bytes of the solver's vectors (:data:`SOLVER_VECTORS`) for a model of
+    ``n_features`` features on this graph (n_params = (n_features + 1) n_vars +
+    n_additional); 0 when ``n_features`` is None."""
+    if n_features is None:
+        return 0
+    n_vars, _, n_add = _sizes(flat)
+    return _FLOAT * SOLVER_VECTORS * ((int(n_features) + 1) * n_vars + n_add)
+
+
 def fused_fit_bytes(flat, n_examples):
     """Peak bytes of a fit whose evaluations run the fused pairwise LP-SparseMAP loss
     (:mod:`~skstruct.decoders._factor_graph.pair_loss`): nothing of size n_examples ×
-    n_pairs, only the unary scores, the residuals u* − y, the gold outputs and a
-    product's temporary (5 n_vars values an example, counted with room), the chunks' three
-    sums of n_pairs, the coupling matrix (n_vars²) and :data:`_FUSED_FIXED`. Measured:
-    1.9 kB an example at 60 labels (4 n_vars values)."""
+    n_pairs, only the unary scores, the residuals u* − y, the gold outputs (as given,
+    encoded and as floats for the gold pair sums) and a product's temporary (8 n_vars
+    values an example, counted with room), the chunks' three sums of n_pairs, the
+    coupling matrix (n_vars²) and :data:`_FUSED_FIXED`. Measured: 1.9 kB an example at
+    60 labels (4 n_vars values) past the solver's vectors."""
     from .pair_loss import EXAMPLES_PER_CHUNK
 
     n_examples = int(n_examples)
     n_vars, n_entries, n_add = _sizes(flat)
     n_chunks = -(-n_examples // EXAMPLES_PER_CHUNK)
-    return (_FLOAT * (n_examples * (5 * n_vars + 2) + 3 * n_chunks * n_add
+    return (_FLOAT * (n_examples * (8 * n_vars + 2) + 3 * n_chunks * n_add
                       + n_vars * n_vars + 4 * (n_entries + n_add))
             + _FUSED_FIXED)
 
 
-def fit_bytes(flat, n_examples, solver=None, fused=False):
+def fit_bytes(flat, n_examples, solver=None, fused=False, n_features=None):
     """Peak bytes of a fit of a linear model with this decoder on ``n_examples``.
 
     Every solver evaluates the loss over chunks of examples
@@ -188,22 +205,24 @@ def fit_bytes(flat, n_examples, solver=None, fused=False):
     fused : bool, default=False
         The fit's evaluations run the fused pairwise LP-SparseMAP loss
         (:func:`fused_fit_bytes`).
+    n_features : int or None, default=None
+        The model's number of features: the solver's vectors are counted
+        (:func:`solver_bytes`); None: not counted.
 
     Returns
     -------
     int
-        Bytes (the features X and the parameters, whose sizes do not depend on the
-        graph's entries, are not counted).
+        Bytes (the features X are not counted).
     """
     if fused:
-        return fused_fit_bytes(flat, n_examples)
+        return fused_fit_bytes(flat, n_examples) + solver_bytes(flat, n_features)
     n_examples = int(n_examples)
     chunk = evaluation_chunk_size(flat, n_examples)
     return (_FLOAT * (n_examples * _kept(flat) + chunk * _chunk_work(flat))
-            + n_examples * _PER_EXAMPLE_OBJECTS)
+            + n_examples * _PER_EXAMPLE_OBJECTS + solver_bytes(flat, n_features))
 
 
-def memory_report(flat, n_examples, solver=None, fused=False):
+def memory_report(flat, n_examples, solver=None, fused=False, n_features=None):
     """The fit's estimated peak and its parts, for reports and error messages.
 
     Returns
@@ -213,7 +232,7 @@ def memory_report(flat, n_examples, solver=None, fused=False):
         ``per_factor`` (bytes per example and factor), ``n_vars``,
         ``n_entries``, ``n_additional``, ``n_factors``.
     """
-    total = fit_bytes(flat, n_examples, solver, fused)
+    total = fit_bytes(flat, n_examples, solver, fused, n_features)
     per_example = total / max(int(n_examples), 1)
     n_factors = flat_n_factors(flat)
     return dict(fit_bytes=total, per_example=per_example,
