@@ -140,31 +140,14 @@ def _keep_descent_coordinates_of(direction, pg, mask):
 
 @njit(cache=True, nogil=True)
 def _orthant_point_of(w, direction, pg, step, mask, out):
-    """:func:`_orthant_point` projecting the coordinates of ``mask`` only; returns
-    ‖out‖₁ and pgᵀ(out − w)."""
+    """``out`` = w + step d, projected on the orthant of w (sign(w_j), or sign(−pg_j) where
+    w_j = 0) along the coordinates of ``mask``: those that leave it are zero. Returns
+    ‖out‖₁ and pgᵀ(out − w), from the same pass."""
     norm, slope = 0.0, 0.0
     for j in range(w.shape[0]):
         wj, gj = w[j], pg[j]
         p = wj + step * direction[j]
         if mask[j]:
-            reference = wj if wj != 0.0 else -gj
-            p = p if p * reference > 0.0 else 0.0
-        out[j] = p
-        norm += abs(p)
-        slope += gj * (p - wj)
-    return norm, slope
-
-
-@njit(cache=True, nogil=True)
-def _orthant_point(w, direction, pg, step, project, out):
-    """``out`` = w + step d, projected on the orthant of w (sign(w_j), or sign(−pg_j) where
-    w_j = 0) when ``project``: coordinates that leave it are zero. Returns ‖out‖₁ and
-    pgᵀ(out − w), from the same pass."""
-    norm, slope = 0.0, 0.0
-    for j in range(w.shape[0]):
-        wj, gj = w[j], pg[j]
-        p = wj + step * direction[j]
-        if project:
             # p stays when it has the sign of the orthant: of w_j, or of −pg_j at zero
             reference = wj if wj != 0.0 else -gj
             p = p if p * reference > 0.0 else 0.0
@@ -172,6 +155,20 @@ def _orthant_point(w, direction, pg, step, project, out):
         norm += abs(p)
         slope += gj * (p - wj)
     return norm, slope
+
+
+def _start(fun, w0, fixed, masking):
+    """The starting point (a float copy of w0, zero at ``fixed``) and ``fun`` with the
+    ``fixed`` coordinates' derivatives zeroed by ``masking`` (:func:`_masked` or
+    :func:`_masked_kinked`)."""
+    w = np.array(w0, dtype=np.float64)
+    if fixed is None:
+        return w, fun
+    fixed = np.asarray(fixed, dtype=bool)
+    if fixed.shape != w.shape:
+        raise ValueError(f"fixed has shape {fixed.shape}; w0 has shape {w.shape}.")
+    w[fixed] = 0.0
+    return w, masking(fun, ~fixed)
 
 
 def _masked(fun, free):
@@ -277,13 +274,7 @@ def minimize_owlqn(
     if kinked is not None:
         return _minimize_kinked(fun, w0, l1, fixed, kinked, max_iter, tol, tol_scale,
                                 memory, verbose, callback, printer)
-    w = np.array(w0, dtype=np.float64)
-    if fixed is not None:
-        fixed = np.asarray(fixed, dtype=bool)
-        if fixed.shape != w.shape:
-            raise ValueError(f"fixed has shape {fixed.shape}; w0 has shape {w.shape}.")
-        w[fixed] = 0.0
-        fun = _masked(fun, ~fixed)
+    w, fun = _start(fun, w0, fixed, _masked)
     objective = _CachedObjective(fun)
     progress = Progress(verbose, callback, printer, max_iter=max_iter)
     smooth, grad = objective.evaluate(w)
@@ -321,15 +312,15 @@ def minimize_owlqn(
         if _small_decrease(previous_value, value, tol):
             message, converged = "relative decrease below tol * 1e-3", True
             break
-    return OptimizeResult(
-        w=w,
-        n_iter=progress.n_iter,
-        converged=converged,
-        objective_curve=progress.curve,
-        message=message,
-        n_evaluations=objective.n_evaluations,
-        extra={"n_nonzero": int(np.count_nonzero(w))},
-    )
+    return _result(w, progress, converged, message, objective)
+
+
+def _result(w, progress, converged, message, objective, **extra):
+    """The run's OptimizeResult; ``extra`` beside the number of nonzero entries of w."""
+    return OptimizeResult(w=w, n_iter=progress.n_iter, converged=converged,
+                          objective_curve=progress.curve, message=message,
+                          n_evaluations=objective.n_evaluations,
+                          extra={"n_nonzero": int(np.count_nonzero(w)), **extra})
 
 
 def _backtracking(objective, w, direction, pg, value, l1, max_halvings=40, orthant=None):
@@ -339,13 +330,11 @@ def _backtracking(objective, w, direction, pg, value, l1, max_halvings=40, ortha
     Returns (point, F(point)), or None when no step of the 40 halvings is accepted.
     """
     step = 1.0
-    project = l1 > 0
+    if orthant is None:
+        orthant = np.full(w.shape[0], l1 > 0)
     for _ in range(max_halvings):
         point = np.empty_like(w)
-        if orthant is None:
-            norm, slope = _orthant_point(w, direction, pg, step, project, point)
-        else:
-            norm, slope = _orthant_point_of(w, direction, pg, step, orthant, point)
+        norm, slope = _orthant_point_of(w, direction, pg, step, orthant, point)
         new_value = objective.value(point) + l1 * norm
         if new_value <= value + 1e-4 * slope:
             return point, new_value
@@ -385,16 +374,10 @@ def _masked_kinked(fun, free):
 def _minimize_kinked(fun, w0, l1, fixed, kinked, max_iter, tol, tol_scale, memory,
                      verbose, callback, printer):
     """:func:`minimize_owlqn` with kinks of f at zero along ``kinked`` (its docstring)."""
-    w = np.array(w0, dtype=np.float64)
+    w, fun = _start(fun, w0, fixed, _masked_kinked)
     kinked = np.ascontiguousarray(kinked, dtype=bool)
     if kinked.shape != w.shape:
         raise ValueError(f"kinked has shape {kinked.shape}; w0 has shape {w.shape}.")
-    if fixed is not None:
-        fixed = np.asarray(fixed, dtype=bool)
-        if fixed.shape != w.shape:
-            raise ValueError(f"fixed has shape {fixed.shape}; w0 has shape {w.shape}.")
-        w[fixed] = 0.0
-        fun = _masked_kinked(fun, ~fixed)
     # the coordinates kept in their orthant: the kinked ones, and all with an L1 term
     orthant = np.ones_like(kinked) if l1 > 0 else kinked
     objective = _KinkedObjective(fun)
@@ -456,13 +439,6 @@ def _minimize_kinked(fun, w0, l1, fixed, kinked, max_iter, tol, tol_scale, memor
             history.clear()
             history.append(value)
     largest = _kinked_pseudo_gradient_into(w, grad, down, up, l1, pg)[0]
-    return OptimizeResult(
-        w=w,
-        n_iter=progress.n_iter,
-        converged=converged,
-        objective_curve=progress.curve,
-        message=message,
-        n_evaluations=objective.n_evaluations,
-        extra={"n_nonzero": int(np.count_nonzero(w)), "max_pseudo_gradient": float(largest),
-               "n_kinked_at_zero": int(np.sum(kinked & (w == 0)))},
-    )
+    return _result(w, progress, converged, message, objective,
+                   max_pseudo_gradient=float(largest),
+                   n_kinked_at_zero=int(np.sum(kinked & (w == 0))))
