@@ -9,6 +9,8 @@
   backward pass;
 - ``pair_pruning.py``: the exact peeling of the variables that are off at the optimum of
   a pairwise graph;
+- ``pair_loss.py``: the LP-SparseMAP loss of a pairwise model with shared PAIR scores in
+  one compiled pass (nothing of size n_examples × n_pairs);
 - ``memory.py``: the memory a solve and a fit need, and the limit;
 - ``exact.py``: exact MAP of small pairwise graphs;
 - ``relaxed.py``: fractional outputs of loss-augmented LP-MAP;
