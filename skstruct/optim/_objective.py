@@ -153,10 +153,6 @@ class RegularizedRisk:
     def _loss_options(self):
         return {} if self._warm_start is None else {"warm_start": self._warm_start}
 
-    def _loss(self, scores):
-        return self.loss(self.decoder, scores, self.y, gold=self.gold(scores),
-                         **self._loss_options())
-
     def compiled_objective(self):
         """The feature map's compiled evaluation of this objective, or None.
 
@@ -210,40 +206,40 @@ class RegularizedRisk:
             return {}
         return {"warm_start": self._warm_start.setdefault(("chunk", c), {})}
 
-    def _chunked_data_term(self, w, chunks):
-        features, decoder = self.features, self.decoder
-        values = np.empty(self.n_examples)
-        grad = np.zeros(self.n_params)
+    def _evaluate_chunks(self, w, evaluate):
+        """Run ``evaluate(batch, y, scores, gold, options, start, stop)`` on each chunk of
+        examples at ``w`` (:meth:`evaluation_chunks`; the whole batch at once when the
+        decoder asks for none), each chunk's scores and gold parts dropped before the
+        next chunk's are computed; ``options`` are the loss's keyword arguments (its warm
+        start)."""
+        chunks = self.evaluation_chunks()
+        if chunks is None:
+            scores = self.features.scores(self.batch, w)
+            evaluate(self.batch, self.y, scores, self.gold(scores), self._loss_options(),
+                     0, self.n_examples)
+            return
         for c, (batch, y, start, stop) in enumerate(chunks):
-            scores = features.scores(batch, w)
-            gold = decoder.parts(scores, y)
-            chunk_values, grad_parts = self.loss(decoder, scores, y, gold=gold,
-                                                 **self._chunk_options(c))
-            values[start:stop] = chunk_values
-            if self._uniform:
-                grad += features.transpose(batch, grad_parts) * self._weights[0]
-            else:
-                grad += features.transpose(batch,
-                                           grad_parts.scale(self._weights[start:stop]))
-            del scores, gold, grad_parts
-        return values, grad
+            scores = self.features.scores(batch, w)
+            gold = self.decoder.parts(scores, y)
+            evaluate(batch, y, scores, gold, self._chunk_options(c), start, stop)
+            del scores, gold
+
+    def _weighted_transpose(self, batch, parts, start, stop):
+        """Σ_i w_i Φ_iᵀ parts_i over the examples ``start:stop``, shape (n_params,)."""
+        if self._uniform:
+            return self.features.transpose(batch, parts) * self._weights[0]
+        return self.features.transpose(batch, parts.scale(self._weights[start:stop]))
 
     def loss_values(self, w):
         """The per-example losses ℓ_i(w) alone (the loss's ``values``: cheaper where it
         skips the gradient), shape (n_examples,); over chunks of examples when the
         decoder asks for them (:meth:`evaluation_chunks`)."""
-        chunks = self.evaluation_chunks()
-        if chunks is None:
-            scores = self.features.scores(self.batch, w)
-            gold = self.gold(scores)
-            return self.loss.values(self.decoder, scores, self.y, gold,
-                                    **self._loss_options())
         values = np.empty(self.n_examples)
-        for c, (batch, y, start, stop) in enumerate(chunks):
-            scores = self.features.scores(batch, w)
-            gold = self.decoder.parts(scores, y)
-            values[start:stop] = self.loss.values(self.decoder, scores, y, gold,
-                                                  **self._chunk_options(c))
+
+        def evaluate(batch, y, scores, gold, options, start, stop):
+            values[start:stop] = self.loss.values(self.decoder, scores, y, gold, **options)
+
+        self._evaluate_chunks(w, evaluate)
         return values
 
     def data_term(self, w):
@@ -251,15 +247,15 @@ class RegularizedRisk:
         compiled = self._compiled_evaluation(w, 0.0)
         if compiled is not None:
             return compiled[0], compiled[2]
-        chunks = self.evaluation_chunks()
-        if chunks is not None:
-            return self._chunked_data_term(w, chunks)
-        scores = self.features.scores(self.batch, w)
-        values, grad_parts = self._loss(scores)
-        if self._uniform:
-            grad = self.features.transpose(self.batch, grad_parts) * self._weights[0]
-        else:
-            grad = self.features.transpose(self.batch, grad_parts.scale(self._weights))
+        values = np.empty(self.n_examples)
+        grad = np.zeros(self.n_params)
+
+        def evaluate(batch, y, scores, gold, options, start, stop):
+            values[start:stop], parts = self.loss(self.decoder, scores, y, gold=gold,
+                                                  **options)
+            grad[:] += self._weighted_transpose(batch, parts, start, stop)
+
+        self._evaluate_chunks(w, evaluate)
         return values, grad
 
     def kinked_parameters(self):
@@ -300,28 +296,18 @@ class RegularizedRisk:
         compiled = self.compiled_objective()
         if compiled is not None:
             return compiled.value_gradient_and_spread(w, self.alpha)[1:]
-        chunks = self.evaluation_chunks()
-        if chunks is None:
-            chunks = ((self.batch, self.y, 0, self.n_examples),)
-            whole = True
-        else:
-            whole = False
-        features, decoder = self.features, self.decoder
         values = np.empty(self.n_examples)
         grad, down, up = (np.zeros(self.n_params) for _ in range(3))
-        for c, (batch, y, start, stop) in enumerate(chunks):
-            scores = features.scores(batch, w)
-            gold = self.gold(scores) if whole else decoder.parts(scores, y)
-            options = self._loss_options() if whole else self._chunk_options(c)
-            chunk_values, grad_parts, spread = self.loss.values_gradients_and_spread(
-                decoder, scores, y, gold, **options)
-            values[start:stop] = chunk_values
-            weights = self._weights[start:stop]
-            grad += features.transpose(batch, grad_parts.scale(weights))
+
+        def evaluate(batch, y, scores, gold, options, start, stop):
+            values[start:stop], parts, spread = self.loss.values_gradients_and_spread(
+                self.decoder, scores, y, gold, **options)
+            grad[:] += self._weighted_transpose(batch, parts, start, stop)
             if spread is not None:
-                down += features.transpose(batch, spread[0].scale(weights))
-                up += features.transpose(batch, spread[1].scale(weights))
-            del scores, gold, grad_parts, spread
+                down[:] += self._weighted_transpose(batch, spread[0], start, stop)
+                up[:] += self._weighted_transpose(batch, spread[1], start, stop)
+
+        self._evaluate_chunks(w, evaluate)
         value = float(self._weights @ values) + 0.5 * self.alpha * float(w @ w)
         at_zero = w == 0.0
         return value, grad + self.alpha * w, down * at_zero, up * at_zero
