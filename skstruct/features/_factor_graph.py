@@ -2,6 +2,7 @@
 structure factors' extra scores."""
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._linear import LinearFeatures
 from ._linear_chain import _present_columns
@@ -130,6 +131,51 @@ class FactorGraphFeatures(LinearFeatures):
         return indices, np.concatenate([unary.ravel(), grad.unary.sum(axis=0),
                                         grad.pair.sum(axis=0),
                                         _extra(grad, self.n_extra).sum(axis=0)])
+
+    def sparse_example_transpose(self, batch, parts):
+        """:meth:`example_transpose` of one example's parts without its zero entries:
+        the nonzeros of A_iᵀ parts = [x_i ⊗ u | u | v | e] for the variables u that are
+        not zero, in O(nnz(x_i) · nnz(u) + nnz(v)) (the pairwise solver keeps one such
+        vector per output it holds).
+
+        Parameters
+        ----------
+        batch : SequenceBatch
+            One example.
+        parts : FactorGraphParts
+            Of that example.
+
+        Returns
+        -------
+        indices : ndarray of int64
+            Distinct, in no particular order.
+        values : ndarray of float64
+            Nonzero.
+        """
+        X = batch.X
+        if sp.issparse(X):
+            X = X.tocsr()
+            if not X.has_canonical_format:
+                X = X.copy()
+                X.sum_duplicates()
+            cols, vals = X.indices.astype(np.int64), X.data.astype(np.float64)
+        else:
+            row = np.asarray(X, dtype=np.float64).ravel()
+            cols = np.flatnonzero(row)
+            vals = row[cols]
+        u = np.asarray(parts.unary, dtype=np.float64).ravel()
+        pair = np.asarray(parts.pair, dtype=np.float64).ravel()
+        extra = _extra(parts, self.n_extra).ravel()
+        on = np.flatnonzero(u)
+        pz, ez = np.flatnonzero(pair), np.flatnonzero(extra)
+        m = self.n_outputs
+        start = self.n_features * m
+        indices = np.concatenate([(cols[:, None] * m + on).ravel(), start + on,
+                                  start + m + pz, start + m + self.n_pairs + ez])
+        values = np.concatenate([np.outer(vals, u[on]).ravel(), u[on], pair[pz],
+                                 extra[ez]])
+        keep = values != 0.0
+        return indices[keep], values[keep]
 
     # fitted attributes: coef_, intercept_, coupling_ and structure_coef_
 

@@ -6,6 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
+from ._bcfw_pairwise import PairwiseBCFW
 from ._engine import compiled_problem, loss_rescaling
 from ._overlap import drive_passes, overlap_threads
 from ._progress import Progress
@@ -24,7 +25,7 @@ def structured_hinge_primal(risk, w):
 def minimize_bcfw(
     risk, *, max_iter=50, tol=1e-3, averaging=True, random_state=None, verbose=0,
     callback=None, printer=print, shuffle=True, state=None, batch_weight=None,
-    check_gap_every=10, _force_python=False,
+    check_gap_every=10, steps="auto", _force_python=False,
 ):
     """Structured SVM by block-coordinate Frank–Wolfe on the dual.
 
@@ -77,6 +78,15 @@ def minimize_bcfw(
         without the updates). 1: after every pass. The fitted model after a given
         number of passes does not depend on it; a run stopped by ``tol`` may stop later
         than with 1, by at most ``check_gap_every − 1`` passes.
+    steps : {"auto", "frank_wolfe", "pairwise"}, default="auto"
+        ``"frank_wolfe"``: the steps of Lacoste-Julien et al. (2013), one oracle call
+        each. ``"pairwise"``: pairwise steps between the outputs each block holds, and
+        after each pass of the oracle, passes over the held outputs without calling it
+        (:class:`~skstruct.optim._bcfw_pairwise.PairwiseBCFW`; ``averaging`` does not
+        apply, the iterate is the last one; not with ``state``). ``"auto"``:
+        ``"pairwise"`` when the oracle is an iterative solver that keeps a warm start
+        per example (the factor graph's LP-MAP by ADMM: a call costs hundreds of
+        steps), else ``"frank_wolfe"``.
 
     Returns
     -------
@@ -130,6 +140,9 @@ def minimize_bcfw(
         raise ValueError(f"check_gap_every must be a positive integer, got "
                          f"{check_gap_every!r}.")
     check_gap_every = int(check_gap_every)
+    if steps not in ("auto", "frank_wolfe", "pairwise"):
+        raise ValueError(f"steps must be 'auto', 'frank_wolfe' or 'pairwise', got "
+                         f"{steps!r}.")
     rng = check_random_state(random_state)
     lam = risk.alpha
     if lam <= 0:
@@ -140,7 +153,21 @@ def minimize_bcfw(
     batch_weight = float(n if batch_weight is None else batch_weight)
     seen = float(state.get("seen_weight", 0.0)) if state else 0.0
     weights = risk.weights * (batch_weight / (seen + batch_weight))
-    if problem is not None:
+    if steps == "auto":
+        offer = getattr(risk.loss, "warm_started_oracle", None)
+        costly = offer is not None and offer(risk.decoder)
+        steps = "pairwise" if costly and problem is None and state is None else "frank_wolfe"
+    if steps == "pairwise" and state is not None:
+        raise ValueError("steps='pairwise' does not continue a state (partial_fit); use "
+                         "steps='frank_wolfe'.")
+    if steps == "pairwise":
+        run = PairwiseBCFW(risk, lam, weights, max_block_bytes=_block_bytes(risk))
+        to_engine = to_user = np.array
+        primal_risk = _sparse_view(risk)
+
+        def primal_of(w):
+            return structured_hinge_primal(primal_risk, w)[0]
+    elif problem is not None:
         run = problem.bcfw(weights, lam, averaging)
         to_engine, to_user = problem.to_engine, problem.to_user
 
@@ -209,7 +236,9 @@ def minimize_bcfw(
     done = np.asarray(progress.iterations, dtype=np.int64) - 1
     curve[done] = progress.curve
     gap_curve[done] = gaps
-    extra = {"gap_estimates": estimates[:n_iter]}
+    extra = {"gap_estimates": estimates[:n_iter], "steps": steps}
+    if steps == "pairwise":
+        extra["cached_passes"] = run.cached_passes[:n_iter]
     if keep:
         extra["state"] = snap[3] if eager else state_now()
     return OptimizeResult(
@@ -217,6 +246,18 @@ def minimize_bcfw(
         objective_curve=curve.tolist(), message=status["message"],
         n_evaluations=snap[2], duality_gaps=gap_curve.tolist(), extra=extra,
     )
+
+
+def _block_bytes(risk):
+    """The bytes one block's held outputs may take (pairwise steps): those of one dense
+    parts vector of the example, what the memory estimates count for a block."""
+    size = getattr(risk.decoder, "part_count", None)
+    if size is None:
+        graph = getattr(risk.decoder, "graph", None)
+        if graph is None:
+            return None
+        size = graph.n_vars + graph.n_pairs + graph.n_extra
+    return 8 * int(size)
 
 
 def _restore_bcfw(run, compiled, state, to_engine):

@@ -1,0 +1,312 @@
+"""Block-coordinate pairwise Frank–Wolfe with each block's active set kept: for oracles
+that cost far more than a step (LP-MAP by ADMM), the passes between two oracle passes
+reuse the outputs each block already holds."""
+
+import numpy as np
+
+from ._bcfw_pairwise_kernels import cached_passes
+
+__all__ = ["MAX_CACHED_PASSES", "PairwiseBCFW"]
+
+#: Passes over the kept outputs after each pass of the oracle, at most.
+MAX_CACHED_PASSES = 50
+
+#: Outputs a block holds at most (past it, or past its bytes, it is collapsed).
+MAX_HELD_OUTPUTS = 32
+
+#: Outputs of largest weight a collapsed block keeps beside the merged rest.
+COLLAPSE_KEEPS = 8
+
+#: Two outputs are taken for one when their task losses and feature vectors differ by
+#: at most this in every entry: an iterative oracle (LP-MAP by ADMM, to its tolerance
+#: 1e-6 by default) returns the same vertex a little differently from call to call.
+SAME_OUTPUT_TOL = 1e-6
+
+#: The cached passes stop when one raises the dual by less than this fraction of what
+#: the oracle's pass raised it.
+CACHED_PASS_GAIN = 0.01
+
+
+class _Block:
+    """The dual block of one example as a convex combination of outputs (its active
+    set), each kept as its feature vector ψ_k = A_iᵀ μ_k (the parameters its parts
+    score, sparse), with its task loss Δ_k, weight α_k > 0 and the Gram matrix
+    G_kl = ⟨ψ_k, ψ_l⟩ of the set.
+
+    A score ⟨μ_k, η_i⟩ is then ⟨ψ_k, w⟩ and the curvature of a step ‖A_iᵀ d‖² is
+    G_ss + G_aa − 2 G_sa: a pass over the held outputs touches only their nonzeros."""
+
+    __slots__ = ("indices", "values", "losses", "weights", "gram")
+
+    def __init__(self):
+        self.indices, self.values, self.losses, self.weights = [], [], [], []
+        self.gram = np.zeros((0, 0))
+
+    @property
+    def nbytes(self):
+        """Bytes of the feature vectors and of the Gram matrix."""
+        return self.gram.nbytes + sum(i.nbytes + v.nbytes
+                                      for i, v in zip(self.indices, self.values))
+
+    def add(self, indices, values, loss, scratch, weight=0.0, merge=True):
+        """The index of the output with feature vector (indices, values) and task loss
+        ``loss`` in the set (to :data:`SAME_OUTPUT_TOL`), added with ``weight`` if new
+        (``merge=False``: added in any case)."""
+        scratch[indices] = values
+        for k, (idx, val) in enumerate(zip(self.indices, self.values)):
+            if merge and abs(self.losses[k] - loss) <= SAME_OUTPUT_TOL and _within(
+                    scratch, indices, values, idx, val, SAME_OUTPUT_TOL):
+                scratch[indices] = 0.0
+                return k
+        row = np.array([float(scratch[idx] @ val) for idx, val
+                        in zip(self.indices, self.values)] + [float(values @ values)])
+        scratch[indices] = 0.0
+        m = len(self.indices)
+        gram = np.empty((m + 1, m + 1))
+        gram[:m, :m] = self.gram
+        gram[m, :], gram[:, m] = row, row
+        self.gram = gram
+        self.indices.append(indices)
+        self.values.append(values)
+        self.losses.append(float(loss))
+        self.weights.append(float(weight))
+        return m
+
+    def scores(self, w):
+        """⟨ψ_k, w⟩ + Δ_k of every held output: their loss-augmented scores."""
+        return np.array([float(w[idx] @ val) for idx, val in zip(self.indices, self.values)]
+                        ) + np.asarray(self.losses)
+
+    def drop_empty(self):
+        keep = [k for k, a in enumerate(self.weights) if a > 0.0]
+        if len(keep) < len(self.weights):
+            for name in ("indices", "values", "losses", "weights"):
+                items = getattr(self, name)
+                setattr(self, name, [items[k] for k in keep])
+            self.gram = self.gram[np.ix_(keep, keep)]
+
+    def collapse(self, scratch, keep=0):
+        """Merge the held outputs but the ``keep`` of largest weight into their one
+        point Σ_k α_k ψ_k / Σ_k α_k (its loss likewise), held with weight Σ_k α_k: the
+        same dual, in the memory of ``keep`` + 1 outputs."""
+        order = np.argsort(self.weights)[::-1]
+        kept, merged = sorted(order[:keep].tolist()), order[keep:].tolist()
+        if len(merged) < 2 and keep:
+            return
+        total = float(sum(self.weights[k] for k in merged))
+        for k in merged:
+            scratch[self.indices[k]] += (self.weights[k] / total) * self.values[k]
+        indices = np.unique(np.concatenate([self.indices[k] for k in merged]))
+        values = scratch[indices].copy()
+        scratch[indices] = 0.0
+        loss = float(sum(self.losses[k] * self.weights[k] for k in merged)) / total
+        held = [(self.indices[k], self.values[k], self.losses[k], self.weights[k])
+                for k in kept]
+        self.__init__()
+        for idx, val, k_loss, weight in held:
+            self.add(idx, val, k_loss, scratch, weight=weight, merge=False)
+        self.add(indices, values, loss, scratch, weight=total, merge=False)
+
+
+def _pack(blocks):
+    """The blocks in the flat arrays of
+    :func:`~skstruct.optim._bcfw_pairwise_kernels.cached_passes`: block_ptr, atom_ptr,
+    indices, values, losses, weights, gram_ptr, gram (None blocks hold nothing)."""
+    sizes = [0 if b is None else len(b.weights) for b in blocks]
+    block_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    held = [b for b in blocks if b is not None]
+    vectors = [v for b in held for v in b.values]
+    atom_ptr = np.concatenate([[0], np.cumsum([v.size for v in vectors])]).astype(np.int64)
+    kind = np.int64 if any(i.dtype == np.int64 for b in held for i in b.indices) else np.int32
+    indices = (np.concatenate([i for b in held for i in b.indices]).astype(kind)
+               if vectors else np.zeros(0, dtype=kind))
+    values = np.concatenate(vectors) if vectors else np.zeros(0)
+    losses = np.array([x for b in held for x in b.losses], dtype=np.float64)
+    weights = np.array([x for b in held for x in b.weights], dtype=np.float64)
+    gram_ptr = np.concatenate([[0], np.cumsum([k * k for k in sizes])]).astype(np.int64)
+    gram = (np.concatenate([b.gram.ravel() for b in held]) if held else np.zeros(0))
+    return block_ptr, atom_ptr, indices, values, losses, weights, gram_ptr, gram
+
+
+def _unpack_weights(blocks, block_ptr, weights):
+    """Give each block its weights after the cached passes and drop the emptied outputs."""
+    for b, block in enumerate(blocks):
+        if block is not None:
+            block.weights = weights[block_ptr[b]:block_ptr[b + 1]].tolist()
+            block.drop_empty()
+
+
+def _within(scratch, indices, values, idx, val, tol):
+    """Whether the sparse vectors (indices, values), scattered in ``scratch``, and
+    (idx, val) differ by at most ``tol`` in every entry (``scratch`` is left as it was)."""
+    if val.size and np.max(np.abs(scratch[idx] - val)) > tol:
+        return False
+    scratch[idx] = 0.0
+    far = values.size and np.max(np.abs(scratch[indices])) > tol
+    scratch[indices] = values
+    if far:
+        return False
+    # entries of (indices, values) outside idx: compared with zero above
+    return True
+
+
+def _sparse(indices, values):
+    """(indices, values) without the zero entries, indices int32 when they fit."""
+    keep = values != 0.0
+    indices = np.asarray(indices)[keep]
+    dtype = np.int32 if indices.size == 0 or indices.max() < 2**31 - 1 else np.int64
+    return indices.astype(dtype), np.ascontiguousarray(values[keep], dtype=np.float64)
+
+
+class PairwiseBCFW:
+    """Block-coordinate pairwise Frank–Wolfe on the structured SVM's dual, with one
+    pass of the oracle followed by passes over each block's active set.
+
+    Block i's dual variable is a convex combination Σ_k α_k μ_k of the parts of outputs
+    (the gold output's at the start), its dual value ℓ_i = ω_i Σ_k α_k Δ_k. A step moves
+    weight from the away output a (the smallest loss-augmented score
+    v_k = ⟨μ_k, η_i⟩ + Δ_k among the active ones) to the toward output s (the oracle's
+    answer in an oracle pass, the largest v_k in a cached pass): with d = μ_s − μ_a,
+
+        γ = clip(ω_i (v_s − v_a) / ((ω_i² / λ) ‖A_iᵀ d‖²), 0, α_a),
+        w ← w − γ (ω_i / λ) A_iᵀ d,   α_s += γ,   α_a −= γ,   ℓ_i += γ ω_i (Δ_s − Δ_a),
+
+    the exact maximizer of the dual along d (Lacoste-Julien & Jaggi, 2015, pairwise
+    steps; Osokin et al., 2016, for the block-coordinate version). Unlike Frank–Wolfe
+    steps, which only shrink the weights of the outputs already held, a pairwise step
+    can empty a wrong output's weight, and the dual converges linearly on the outputs
+    held. After each oracle pass, up to :data:`MAX_CACHED_PASSES` passes over the held
+    outputs follow (no oracle call: a score per held output), until one raises the dual
+    by less than :data:`CACHED_PASS_GAIN` of the oracle pass's raise (Shah, Kolmogorov &
+    Lampert, 2015, multi-plane BCFW).
+
+    A block holds at most :data:`MAX_HELD_OUTPUTS` outputs in at most
+    ``max_block_bytes`` (their sparse feature vectors and Gram matrix); past either
+    all but the :data:`COLLAPSE_KEEPS` heaviest are merged into their one convex
+    combination, which keeps the dual (a block whose few outputs are past the bytes
+    goes on merging until it holds one point, the memory of one dense output).
+
+    The iterate is the last one (no averaging: the steps converge without it), and the
+    duality gap the solver reports is exact, as for Frank–Wolfe steps.
+
+    Parameters
+    ----------
+    risk : RegularizedRisk
+    lam : float
+    weights : ndarray of shape (n_examples,)
+    max_block_bytes : int or None
+        None: no limit.
+
+    References
+    ----------
+    Lacoste-Julien & Jaggi (2015). On the global linear convergence of Frank–Wolfe
+    optimization variants. NeurIPS.
+    Osokin, Alayrac, Lukasewitz, Dokania & Lacoste-Julien (2016). Minding the gaps for
+    block Frank–Wolfe optimization of structured SVMs. ICML.
+    Shah, Kolmogorov & Lampert (2015). A multi-plane block-coordinate Frank–Wolfe
+    algorithm for training structural SVMs with a costly max-oracle. CVPR.
+    """
+
+    averaging = False
+
+    def __init__(self, risk, lam, weights, max_block_bytes=None):
+        self.risk, self.lam, self.weights = risk, lam, weights
+        self.max_block_bytes = max_block_bytes
+        n = risk.n_examples
+        self.w = np.zeros(risk.features.n_params)
+        self.lazy = None
+        self.blocks = [None] * n
+        offer = getattr(risk.loss, "warm_started_oracle", None)
+        self.warm = ([{} for _ in range(n)]
+                     if offer is not None and offer(risk.decoder) else None)
+        self.ell = np.zeros(n)
+        self.gap_estimate = 0.0
+        self.step = 0
+        self.cached_passes = []
+        self.scratch = np.zeros(risk.features.n_params)
+        self.examples = [risk.example(i) for i in range(n)]
+
+    # the solver's interface (minimize_bcfw) ----------------------------------------
+
+    def current(self):
+        return self.w.copy(), float(self.ell.sum())
+
+    def run_pass(self, order):
+        """One pass of the oracle over ``order``, then the cached passes."""
+        self.gap_estimate = 0.0
+        gained = 0.0
+        for i in order:
+            gained += self._oracle_step(i)
+        rng = np.random.default_rng(self.step)
+        orders = np.array([rng.permutation(order) for _ in range(MAX_CACHED_PASSES)],
+                          dtype=np.int64).reshape(MAX_CACHED_PASSES, len(order))
+        packed = _pack(self.blocks)
+        done = cached_passes(orders, CACHED_PASS_GAIN * gained, *packed,
+                             np.ascontiguousarray(self.weights, dtype=np.float64),
+                             float(self.lam), self.w, self.ell,
+                             np.empty(max(1, int(np.diff(packed[0]).max(initial=0)))))
+        _unpack_weights(self.blocks, packed[0], packed[5])
+        self.cached_passes.append(int(done))
+
+    # steps -------------------------------------------------------------------------
+
+    def _feature_vector(self, batch_i, parts):
+        """ψ = A_iᵀ parts, sparse: the feature map's own nonzeros when it offers them
+        (``sparse_example_transpose``), else those of ``example_transpose``."""
+        features = self.risk.features
+        offer = getattr(features, "sparse_example_transpose", None)
+        if offer is not None:
+            return _sparse(*offer(batch_i, parts))
+        return _sparse(*features.example_transpose(batch_i, parts))
+
+    def _oracle_step(self, i):
+        risk = self.risk
+        batch_i, y_i = self.examples[i]
+        scores_i = risk.features.scores(batch_i, self.w)
+        options = {} if self.warm is None else {"warm_start": self.warm[i]}
+        y_hat, delta = risk.loss.loss_augmented(risk.decoder, scores_i, y_i, **options)
+        block = self.blocks[i]
+        if block is None:
+            block = self.blocks[i] = _Block()
+            block.add(*self._feature_vector(batch_i, risk.decoder.parts(scores_i, y_i)),
+                      0.0, self.scratch, weight=1.0)
+        s = block.add(*self._feature_vector(batch_i, risk.decoder.parts(scores_i, y_hat)),
+                      float(delta[0]), self.scratch)
+        values = block.scores(self.w)
+        omega = self.weights[i]
+        self.gap_estimate += omega * (values[s] - float(np.dot(block.weights, values)))
+        gain = self._pairwise(i, block, values, s)
+        self.step += 1
+        if len(block.weights) > MAX_HELD_OUTPUTS:
+            block.collapse(self.scratch, keep=COLLAPSE_KEEPS)
+        keep = COLLAPSE_KEEPS
+        while (self.max_block_bytes is not None and block.nbytes > self.max_block_bytes
+               and len(block.weights) > 1):
+            block.collapse(self.scratch, keep=keep)
+            keep //= 2
+        return gain
+
+    def _pairwise(self, i, block, values, s):
+        """The pairwise step of block i toward output s; returns the dual's raise."""
+        held = [k for k, a in enumerate(block.weights) if a > 0.0 and k != s]
+        if not held:
+            block.drop_empty()
+            return 0.0
+        a = min(held, key=lambda k: values[k])
+        omega, lam = self.weights[i], self.lam
+        numerator = omega * (values[s] - values[a])
+        if numerator <= 0.0:
+            block.drop_empty()
+            return 0.0
+        gram = block.gram
+        curvature = omega ** 2 / lam * max(gram[s, s] + gram[a, a] - 2.0 * gram[s, a], 0.0)
+        gamma = block.weights[a] if curvature <= 0.0 else min(numerator / curvature,
+                                                               block.weights[a])
+        scale = gamma * omega / lam
+        self.w[block.indices[s]] -= scale * block.values[s]
+        self.w[block.indices[a]] += scale * block.values[a]
+        self.ell[i] += gamma * omega * (block.losses[s] - block.losses[a])
+        block.weights[s] += gamma
+        block.weights[a] = 0.0 if gamma >= block.weights[a] else block.weights[a] - gamma
+        block.drop_empty()
+        return gamma * numerator - 0.5 * gamma ** 2 * curvature
