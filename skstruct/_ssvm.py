@@ -64,7 +64,12 @@ TaskLoss, default="hamming"
         ``alpha = 1 / (C n)``.
     solver : {"bcfw", "subgradient", "cutting_plane", "svrg", "casimir"}, default="bcfw"
         ``"bcfw"``: block-coordinate Frank–Wolfe on the dual (margin rescaling), with exact
-        line search and the exact duality gap every ``check_gap_every`` passes. ``"subgradient"``: stochastic
+        line search and the exact duality gap every ``check_gap_every`` passes. With a
+        :class:`~skstruct.decoders.FactorGraphDecoder` relaxing loss-augmented inference
+        (LP-MAP by ADMM, a costly oracle), its steps are pairwise between the outputs
+        each example holds, with passes over the held outputs between the oracle's
+        passes (:func:`~skstruct.optim.minimize_bcfw`, ``steps``); a pass of
+        ``max_iter`` is then one oracle pass and its cached passes. ``"subgradient"``: stochastic
         subgradient with Pegasos steps and averaging, for both rescalings.
         ``"cutting_plane"``: one-slack cutting planes with an exactly solved QP on the
         working set, for both rescalings, with an inference cache (3 outputs per example)
@@ -83,7 +88,8 @@ TaskLoss, default="hamming"
         ``"svrg"``, ``"casimir"``: stop when an epoch changes the primal by at most a
         relative ``tol``.
     averaging : bool, default=True
-        Return the weighted average of the iterates.
+        Return the weighted average of the iterates (``"bcfw"`` with Frank–Wolfe steps,
+        ``"subgradient"``; BCFW's pairwise steps return their last iterate).
     random_state : int, RandomState or None, default=None
         Order of the examples.
     shuffle : bool, default=True

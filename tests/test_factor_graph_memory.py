@@ -3,7 +3,6 @@ raises before anything of the fit is allocated."""
 
 import ctypes
 import gc
-import sys
 import warnings
 from pathlib import Path
 

@@ -249,15 +249,13 @@ def minimize_bcfw(
 
 
 def _block_bytes(risk):
-    """The bytes one block's held outputs may take (pairwise steps): those of one dense
-    parts vector of the example, what the memory estimates count for a block."""
-    size = getattr(risk.decoder, "part_count", None)
-    if size is None:
-        graph = getattr(risk.decoder, "graph", None)
-        if graph is None:
-            return None
-        size = graph.n_vars + graph.n_pairs + graph.n_extra
-    return 8 * int(size)
+    """The bytes one block's held outputs may take (pairwise steps): half those of one
+    dense parts vector of the example, what the memory estimates count for a block (the
+    cached passes hold a packed copy of every block beside the blocks themselves)."""
+    graph = getattr(risk.decoder, "graph", None)
+    if graph is None:
+        return None
+    return 4 * int(graph.n_vars + graph.n_pairs + graph.n_extra)
 
 
 def _restore_bcfw(run, compiled, state, to_engine):

@@ -9,13 +9,13 @@ from ._bcfw_pairwise_kernels import cached_passes
 __all__ = ["MAX_CACHED_PASSES", "PairwiseBCFW"]
 
 #: Passes over the kept outputs after each pass of the oracle, at most.
-MAX_CACHED_PASSES = 50
+MAX_CACHED_PASSES = 20
 
 #: Outputs a block holds at most (past it, or past its bytes, it is collapsed).
-MAX_HELD_OUTPUTS = 32
+MAX_HELD_OUTPUTS = 16
 
 #: Outputs of largest weight a collapsed block keeps beside the merged rest.
-COLLAPSE_KEEPS = 8
+COLLAPSE_KEEPS = 4
 
 #: Two outputs are taken for one when their task losses and feature vectors differ by
 #: at most this in every entry: an iterative oracle (LP-MAP by ADMM, to its tolerance
