@@ -133,8 +133,9 @@ def test_blocks_past_their_memory_collapse_and_keep_the_dual(monkeypatch):
 
 
 def _with_block_bytes(init, limit):
-    def patched(self, risk, lam, weights, max_block_bytes=None):
-        init(self, risk, lam, weights, max_block_bytes=limit)
+    def patched(self, risk, lam, weights, max_block_bytes=None, max_total_bytes=None):
+        init(self, risk, lam, weights, max_block_bytes=limit,
+             max_total_bytes=max_total_bytes)
     return patched
 
 
@@ -264,3 +265,36 @@ def test_sparse_example_transpose_is_the_nonzeros_of_example_transpose(sparse):
     assert len(np.unique(got_idx)) == got_idx.size and np.all(got_val != 0)
     assert set(got_idx.tolist()) == set(np.flatnonzero(dense).tolist())
     np.testing.assert_allclose(got_val, dense[got_idx], rtol=1e-15)
+
+
+BUDGET = 80 * 60
+
+
+def test_all_blocks_stay_within_their_total_bytes(monkeypatch):
+    X, Y = _data(n=80, n_labels=6, seed=6)
+    risk = _risk(X, Y, alpha=0.1)
+    init = pairwise_module.PairwiseBCFW.__init__
+    step = pairwise_module.PairwiseBCFW._oracle_step
+    seen = {"past": 0, "steps": 0, "held": 0}
+
+    def small_total(self, risk, lam, weights, max_block_bytes=None, max_total_bytes=None):
+        init(self, risk, lam, weights, max_block_bytes=max_block_bytes,
+             max_total_bytes=BUDGET)
+
+    def checked(self, i):
+        gain = step(self, i)
+        assert self.total_bytes == sum(b.nbytes for b in self.blocks if b is not None)
+        seen["steps"] += 1
+        seen["held"] = max(seen["held"], len(self.blocks[i].weights))
+        if self.total_bytes > BUDGET:
+            # past the budget, the step's block is collapsed to one output
+            seen["past"] += 1
+            assert len(self.blocks[i].weights) == 1
+        return gain
+
+    monkeypatch.setattr(pairwise_module.PairwiseBCFW, "__init__", small_total)
+    monkeypatch.setattr(pairwise_module.PairwiseBCFW, "_oracle_step", checked)
+    result = _quiet(minimize_bcfw, risk, max_iter=10, tol=0.0, check_gap_every=1,
+                    steps="pairwise", random_state=0)
+    assert seen["past"] > 0 and seen["held"] > 1, seen
+    assert result.duality_gaps[-1] < result.duality_gaps[0]

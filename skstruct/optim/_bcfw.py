@@ -161,7 +161,10 @@ def minimize_bcfw(
         raise ValueError("steps='pairwise' does not continue a state (partial_fit); use "
                          "steps='frank_wolfe'.")
     if steps == "pairwise":
-        run = PairwiseBCFW(risk, lam, weights, max_block_bytes=_block_bytes(risk))
+        block_bytes = _block_bytes(risk)
+        run = PairwiseBCFW(risk, lam, weights, max_block_bytes=block_bytes,
+                           max_total_bytes=None if block_bytes is None
+                           else block_bytes * n // 2)
         to_engine = to_user = np.array
         primal_risk = _sparse_view(risk)
 
@@ -249,13 +252,13 @@ def minimize_bcfw(
 
 
 def _block_bytes(risk):
-    """The bytes one block's held outputs may take (pairwise steps): half those of one
-    dense parts vector of the example, what the memory estimates count for a block (the
-    cached passes hold a packed copy of every block beside the blocks themselves)."""
+    """The bytes one block's held outputs may take (pairwise steps): those of one dense
+    parts vector of the example, what the memory estimates count for a block; None
+    when the decoder has no graph to count them by."""
     graph = getattr(risk.decoder, "graph", None)
     if graph is None:
         return None
-    return 4 * int(graph.n_vars + graph.n_pairs + graph.n_extra)
+    return 8 * int(graph.n_vars + graph.n_pairs + graph.n_extra)
 
 
 def _restore_bcfw(run, compiled, state, to_engine):

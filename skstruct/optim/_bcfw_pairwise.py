@@ -12,10 +12,10 @@ __all__ = ["MAX_CACHED_PASSES", "PairwiseBCFW"]
 MAX_CACHED_PASSES = 20
 
 #: Outputs a block holds at most (past it, or past its bytes, it is collapsed).
-MAX_HELD_OUTPUTS = 16
+MAX_HELD_OUTPUTS = 32
 
 #: Outputs of largest weight a collapsed block keeps beside the merged rest.
-COLLAPSE_KEEPS = 4
+COLLAPSE_KEEPS = 8
 
 #: Two outputs are taken for one when their task losses and feature vectors differ by
 #: at most this in every entry: an iterative oracle (LP-MAP by ADMM, to its tolerance
@@ -181,8 +181,10 @@ class PairwiseBCFW:
     Lampert, 2015, multi-plane BCFW).
 
     A block holds at most :data:`MAX_HELD_OUTPUTS` outputs in at most
-    ``max_block_bytes`` (their sparse feature vectors and Gram matrix); past either
-    all but the :data:`COLLAPSE_KEEPS` heaviest are merged into their one convex
+    ``max_block_bytes`` (their sparse feature vectors and Gram matrix), and all blocks
+    together at most ``max_total_bytes`` (:func:`minimize_bcfw`: half the dense parts
+    of all examples, so that with the packed copy of the cached passes they take what
+    the memory estimates count for BCFW's blocks); past any of them, all but the :data:`COLLAPSE_KEEPS` heaviest are merged into their one convex
     combination, which keeps the dual (a block whose few outputs are past the bytes
     goes on merging until it holds one point, the memory of one dense output).
 
@@ -195,7 +197,10 @@ class PairwiseBCFW:
     lam : float
     weights : ndarray of shape (n_examples,)
     max_block_bytes : int or None
-        None: no limit.
+        The bytes a block may hold; None: no limit.
+    max_total_bytes : int or None
+        The bytes all blocks together may hold (the cached passes pack a copy of them
+        beside); None: no limit.
 
     References
     ----------
@@ -209,9 +214,11 @@ class PairwiseBCFW:
 
     averaging = False
 
-    def __init__(self, risk, lam, weights, max_block_bytes=None):
+    def __init__(self, risk, lam, weights, max_block_bytes=None, max_total_bytes=None):
         self.risk, self.lam, self.weights = risk, lam, weights
         self.max_block_bytes = max_block_bytes
+        self.max_total_bytes = max_total_bytes
+        self.total_bytes = 0
         n = risk.n_examples
         self.w = np.zeros(risk.features.n_params)
         self.lazy = None
@@ -246,6 +253,7 @@ class PairwiseBCFW:
                              float(self.lam), self.w, self.ell,
                              np.empty(max(1, int(np.diff(packed[0]).max(initial=0)))))
         _unpack_weights(self.blocks, packed[0], packed[5])
+        self.total_bytes = sum(b.nbytes for b in self.blocks if b is not None)
         self.cached_passes.append(int(done))
 
     # steps -------------------------------------------------------------------------
@@ -266,6 +274,7 @@ class PairwiseBCFW:
         options = {} if self.warm is None else {"warm_start": self.warm[i]}
         y_hat, delta = risk.loss.loss_augmented(risk.decoder, scores_i, y_i, **options)
         block = self.blocks[i]
+        held_bytes = 0 if block is None else block.nbytes
         if block is None:
             block = self.blocks[i] = _Block()
             block.add(*self._feature_vector(batch_i, risk.decoder.parts(scores_i, y_i)),
@@ -280,11 +289,18 @@ class PairwiseBCFW:
         if len(block.weights) > MAX_HELD_OUTPUTS:
             block.collapse(self.scratch, keep=COLLAPSE_KEEPS)
         keep = COLLAPSE_KEEPS
-        while (self.max_block_bytes is not None and block.nbytes > self.max_block_bytes
-               and len(block.weights) > 1):
+        while len(block.weights) > 1 and (self._past(self.max_block_bytes, block.nbytes)
+                                          or self._past(self.max_total_bytes,
+                                                        self.total_bytes - held_bytes
+                                                        + block.nbytes)):
             block.collapse(self.scratch, keep=keep)
             keep //= 2
+        self.total_bytes += block.nbytes - held_bytes
         return gain
+
+    @staticmethod
+    def _past(limit, size):
+        return limit is not None and size > limit
 
     def _pairwise(self, i, block, values, s):
         """The pairwise step of block i toward output s; returns the dual's raise."""
