@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
-from ._bcfw_pairwise import PairwiseBCFW
+from ._bcfw_pairwise import PairwiseBCFW, keeps_warm_starts, per_example_warm_starts
 from ._engine import compiled_problem, loss_rescaling
 from ._overlap import drive_passes, overlap_threads
 from ._progress import Progress
@@ -154,9 +154,8 @@ def minimize_bcfw(
     seen = float(state.get("seen_weight", 0.0)) if state else 0.0
     weights = risk.weights * (batch_weight / (seen + batch_weight))
     if steps == "auto":
-        offer = getattr(risk.loss, "warm_started_oracle", None)
-        costly = offer is not None and offer(risk.decoder)
-        steps = "pairwise" if costly and problem is None and state is None else "frank_wolfe"
+        steps = ("pairwise" if keeps_warm_starts(risk) and problem is None
+                 and state is None else "frank_wolfe")
     if steps == "pairwise" and state is not None:
         raise ValueError("steps='pairwise' does not continue a state (partial_fit); use "
                          "steps='frank_wolfe'.")
@@ -252,13 +251,11 @@ def minimize_bcfw(
 
 
 def _block_bytes(risk):
-    """The bytes one block's held outputs may take (pairwise steps): those of one dense
-    parts vector of the example, what the memory estimates count for a block; None
-    when the decoder has no graph to count them by."""
-    graph = getattr(risk.decoder, "graph", None)
-    if graph is None:
-        return None
-    return 8 * int(graph.n_vars + graph.n_pairs + graph.n_extra)
+    """The bytes one block's held outputs may take (pairwise steps): what the decoder
+    counts for a dual block in its memory estimates (``dual_block_bytes``), or None
+    (no limit) when it counts none."""
+    offer = getattr(risk.decoder, "dual_block_bytes", None)
+    return None if offer is None else int(offer())
 
 
 def _restore_bcfw(run, compiled, state, to_engine):
@@ -306,9 +303,7 @@ class _PythonBCFW:
         # parts offer it is kept compact (_keep_block)
         self.duals = [None] * risk.n_examples
         # one warm start per example for an oracle that offers it (LP-MAP by ADMM)
-        offer = getattr(risk.loss, "warm_started_oracle", None)
-        self.warm = ([{} for _ in range(risk.n_examples)]
-                     if offer is not None and offer(risk.decoder) else None)
+        self.warm = per_example_warm_starts(risk)
         self.ell = np.zeros(risk.n_examples)
         self.ell_total = 0.0
         self.ell_avg_total = 0.0

@@ -6,7 +6,8 @@ import numpy as np
 
 from ._bcfw_pairwise_kernels import cached_passes
 
-__all__ = ["MAX_CACHED_PASSES", "PairwiseBCFW"]
+__all__ = ["MAX_CACHED_PASSES", "PairwiseBCFW", "keeps_warm_starts",
+           "per_example_warm_starts"]
 
 #: Passes over the kept outputs after each pass of the oracle, at most.
 MAX_CACHED_PASSES = 20
@@ -25,6 +26,19 @@ SAME_OUTPUT_TOL = 1e-6
 #: The cached passes stop when one raises the dual by less than this fraction of what
 #: the oracle's pass raised it.
 CACHED_PASS_GAIN = 0.01
+
+
+def keeps_warm_starts(risk):
+    """Whether the loss's oracle keeps a warm start per example
+    (``loss.warm_started_oracle(decoder)``: LP-MAP by ADMM, a call costing hundreds of
+    steps)."""
+    offer = getattr(risk.loss, "warm_started_oracle", None)
+    return offer is not None and bool(offer(risk.decoder))
+
+
+def per_example_warm_starts(risk):
+    """One empty warm-start dict per example when :func:`keeps_warm_starts`, else None."""
+    return [{} for _ in range(risk.n_examples)] if keeps_warm_starts(risk) else None
 
 
 class _Block:
@@ -223,9 +237,7 @@ class PairwiseBCFW:
         self.w = np.zeros(risk.features.n_params)
         self.lazy = None
         self.blocks = [None] * n
-        offer = getattr(risk.loss, "warm_started_oracle", None)
-        self.warm = ([{} for _ in range(n)]
-                     if offer is not None and offer(risk.decoder) else None)
+        self.warm = per_example_warm_starts(risk)
         self.ell = np.zeros(n)
         self.gap_estimate = 0.0
         self.step = 0

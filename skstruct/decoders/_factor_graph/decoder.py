@@ -619,6 +619,13 @@ class FactorGraphDecoder(Decoder):
         evaluation (:meth:`shared_pair_sparsemap_loss`) with the default feature map."""
         return self.graph.pairs_only and getattr(loss, "is_plain_sparsemap", False)
 
+    def dual_block_bytes(self):
+        """Bytes of one example's dense parts [u | v | e], what :meth:`estimate_memory`
+        counts for a per-example dual block (BCFW's; its pairwise steps keep the outputs
+        a block holds within it)."""
+        graph = self.graph
+        return 8 * int(graph.n_vars + graph.n_pairs + graph.n_extra)
+
     def estimate_memory(self, n_examples, solver=None, loss=None, n_features=None):
         """Estimated peak memory of a fit on ``n_examples`` with this decoder.
 
