@@ -4,9 +4,9 @@ reuse the outputs each block already holds."""
 
 import numpy as np
 
-from ._bcfw_pairwise_kernels import cached_passes
+from ._bcfw_pairwise_kernels import cached_passes, segment_dots
 
-__all__ = ["MAX_CACHED_PASSES", "PairwiseBCFW", "keeps_warm_starts",
+__all__ = ["MAX_CACHED_PASSES", "ORACLE_GROUP", "PairwiseBCFW", "keeps_warm_starts",
            "per_example_warm_starts"]
 
 #: Passes over the kept outputs after each pass of the oracle, at most.
@@ -27,6 +27,11 @@ SAME_OUTPUT_TOL = 1e-6
 #: the oracle's pass raised it.
 CACHED_PASS_GAIN = 0.01
 
+#: Examples whose oracle calls a pass of the oracle makes together, at the w before
+#: their steps: one call of the decoder (which solves its examples in parallel) per
+#: group of this many, always the same examples (a warm start per group).
+ORACLE_GROUP = 32
+
 
 def keeps_warm_starts(risk):
     """Whether the loss's oracle keeps a warm start per example
@@ -41,6 +46,19 @@ def per_example_warm_starts(risk):
     return [{} for _ in range(risk.n_examples)] if keeps_warm_starts(risk) else None
 
 
+def _example_groups(n, size, seed=0):
+    """A fixed random partition of range(n) into groups of ``size`` (the last smaller)."""
+    order = np.random.default_rng(seed).permutation(n)
+    return [np.sort(order[k:k + size]) for k in range(0, n, size)]
+
+
+def _group_of(risk, members):
+    """The inputs and encoded outputs of examples ``members`` together: (batch, y)."""
+    offsets = risk.batch.output_offsets
+    rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in members])
+    return risk.batch.take(members), risk.y[rows]
+
+
 class _Block:
     """The dual block of one example as a convex combination of outputs (its active
     set), each kept as its feature vector ψ_k = A_iᵀ μ_k (the parameters its parts
@@ -48,56 +66,77 @@ class _Block:
     G_kl = ⟨ψ_k, ψ_l⟩ of the set.
 
     A score ⟨μ_k, η_i⟩ is then ⟨ψ_k, w⟩ and the curvature of a step ‖A_iᵀ d‖² is
-    G_ss + G_aa − 2 G_sa: a pass over the held outputs touches only their nonzeros."""
+    G_ss + G_aa − 2 G_sa: a pass over the held outputs touches only their nonzeros.
+    The vectors are kept end to end, output k's entries at ``ptr[k]:ptr[k + 1]`` of
+    ``indices`` and ``values`` (the layout of the cached passes), so that the scores
+    and a Gram row are one compiled call each."""
 
-    __slots__ = ("indices", "values", "losses", "weights", "gram")
+    __slots__ = ("ptr", "indices", "values", "losses", "weights", "gram")
 
-    def __init__(self):
-        self.indices, self.values, self.losses, self.weights = [], [], [], []
+    def __init__(self, kind=np.int32):
+        self.ptr = np.zeros(1, dtype=np.int64)
+        self.indices = np.zeros(0, dtype=kind)
+        self.values = np.zeros(0)
+        self.losses = np.zeros(0)
+        self.weights = []
         self.gram = np.zeros((0, 0))
 
     @property
     def nbytes(self):
         """Bytes of the feature vectors and of the Gram matrix."""
-        return self.gram.nbytes + sum(i.nbytes + v.nbytes
-                                      for i, v in zip(self.indices, self.values))
+        return self.gram.nbytes + self.indices.nbytes + self.values.nbytes
+
+    def vector(self, k):
+        """The feature vector of output k: (indices, values), views."""
+        a, b = self.ptr[k], self.ptr[k + 1]
+        return self.indices[a:b], self.values[a:b]
 
     def add(self, indices, values, loss, scratch, weight=0.0, merge=True):
         """The index of the output with feature vector (indices, values) and task loss
         ``loss`` in the set (to :data:`SAME_OUTPUT_TOL`), added with ``weight`` if new
         (``merge=False``: added in any case)."""
         scratch[indices] = values
-        for k, (idx, val) in enumerate(zip(self.indices, self.values)):
-            if merge and abs(self.losses[k] - loss) <= SAME_OUTPUT_TOL and _within(
-                    scratch, indices, values, idx, val, SAME_OUTPUT_TOL):
-                scratch[indices] = 0.0
-                return k
-        row = np.array([float(scratch[idx] @ val) for idx, val
-                        in zip(self.indices, self.values)] + [float(values @ values)])
+        if merge:
+            for k in np.flatnonzero(np.abs(self.losses - loss) <= SAME_OUTPUT_TOL):
+                if _within(scratch, indices, values, *self.vector(k), SAME_OUTPUT_TOL):
+                    scratch[indices] = 0.0
+                    return int(k)
+        row = np.append(segment_dots(self.ptr, self.indices, self.values, scratch),
+                        float(values @ values))
         scratch[indices] = 0.0
-        m = len(self.indices)
+        m = len(self.weights)
         gram = np.empty((m + 1, m + 1))
         gram[:m, :m] = self.gram
         gram[m, :], gram[:, m] = row, row
         self.gram = gram
-        self.indices.append(indices)
-        self.values.append(values)
-        self.losses.append(float(loss))
+        if indices.dtype.itemsize > self.indices.dtype.itemsize:
+            self.indices = self.indices.astype(indices.dtype)
+        self.indices = np.concatenate([self.indices, indices.astype(self.indices.dtype)])
+        self.values = np.concatenate([self.values, values])
+        self.ptr = np.append(self.ptr, self.ptr[-1] + indices.size)
+        self.losses = np.append(self.losses, float(loss))
         self.weights.append(float(weight))
         return m
 
     def scores(self, w):
         """⟨ψ_k, w⟩ + Δ_k of every held output: their loss-augmented scores."""
-        return np.array([float(w[idx] @ val) for idx, val in zip(self.indices, self.values)]
-                        ) + np.asarray(self.losses)
+        return segment_dots(self.ptr, self.indices, self.values, w) + self.losses
+
+    def keep(self, kept):
+        """Hold only the outputs ``kept`` (sorted indices)."""
+        if len(kept) == len(self.weights):
+            return
+        sizes = np.diff(self.ptr)
+        entries = np.repeat(np.isin(np.arange(sizes.size), kept), sizes)
+        self.indices, self.values = self.indices[entries], self.values[entries]
+        self.ptr = np.concatenate([[0], np.cumsum(sizes[kept])]).astype(np.int64)
+        self.losses = self.losses[kept]
+        self.weights = [self.weights[k] for k in kept]
+        self.gram = self.gram[np.ix_(kept, kept)]
 
     def drop_empty(self):
-        keep = [k for k, a in enumerate(self.weights) if a > 0.0]
-        if len(keep) < len(self.weights):
-            for name in ("indices", "values", "losses", "weights"):
-                items = getattr(self, name)
-                setattr(self, name, [items[k] for k in keep])
-            self.gram = self.gram[np.ix_(keep, keep)]
+        if min(self.weights, default=1.0) <= 0.0:
+            self.keep([k for k, a in enumerate(self.weights) if a > 0.0])
 
     def collapse(self, scratch, keep=0):
         """Merge the held outputs but the ``keep`` of largest weight into their one
@@ -108,17 +147,18 @@ class _Block:
         if len(merged) < 2 and keep:
             return
         total = float(sum(self.weights[k] for k in merged))
+        # the union of the merged outputs' indices, sorted, without sorting them: a
+        # mark per parameter (one scan of n_params, against a sort of all their entries)
+        mark = np.zeros(scratch.size, dtype=np.bool_)
         for k in merged:
-            scratch[self.indices[k]] += (self.weights[k] / total) * self.values[k]
-        indices = np.unique(np.concatenate([self.indices[k] for k in merged]))
+            idx, val = self.vector(k)
+            scratch[idx] += (self.weights[k] / total) * val
+            mark[idx] = True
+        indices = np.flatnonzero(mark).astype(self.indices.dtype)
         values = scratch[indices].copy()
         scratch[indices] = 0.0
-        loss = float(sum(self.losses[k] * self.weights[k] for k in merged)) / total
-        held = [(self.indices[k], self.values[k], self.losses[k], self.weights[k])
-                for k in kept]
-        self.__init__()
-        for idx, val, k_loss, weight in held:
-            self.add(idx, val, k_loss, scratch, weight=weight, merge=False)
+        loss = float(self.losses[merged] @ np.asarray(self.weights)[merged]) / total
+        self.keep(kept)
         self.add(indices, values, loss, scratch, weight=total, merge=False)
 
 
@@ -129,16 +169,19 @@ def _pack(blocks):
     sizes = [0 if b is None else len(b.weights) for b in blocks]
     block_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     held = [b for b in blocks if b is not None]
-    vectors = [v for b in held for v in b.values]
-    atom_ptr = np.concatenate([[0], np.cumsum([v.size for v in vectors])]).astype(np.int64)
-    kind = np.int64 if any(i.dtype == np.int64 for b in held for i in b.indices) else np.int32
-    indices = (np.concatenate([i for b in held for i in b.indices]).astype(kind)
-               if vectors else np.zeros(0, dtype=kind))
-    values = np.concatenate(vectors) if vectors else np.zeros(0)
-    losses = np.array([x for b in held for x in b.losses], dtype=np.float64)
+    if not held:
+        empty = np.zeros(0)
+        return (block_ptr, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32),
+                empty, empty, empty, np.zeros(len(blocks) + 1, dtype=np.int64), empty)
+    atom_sizes = np.concatenate([np.diff(b.ptr) for b in held])
+    atom_ptr = np.concatenate([[0], np.cumsum(atom_sizes)]).astype(np.int64)
+    kind = np.int64 if any(b.indices.dtype == np.int64 for b in held) else np.int32
+    indices = np.concatenate([b.indices for b in held]).astype(kind, copy=False)
+    values = np.concatenate([b.values for b in held])
+    losses = np.concatenate([b.losses for b in held])
     weights = np.array([x for b in held for x in b.weights], dtype=np.float64)
     gram_ptr = np.concatenate([[0], np.cumsum([k * k for k in sizes])]).astype(np.int64)
-    gram = (np.concatenate([b.gram.ravel() for b in held]) if held else np.zeros(0))
+    gram = np.concatenate([b.gram.ravel() for b in held])
     return block_ptr, atom_ptr, indices, values, losses, weights, gram_ptr, gram
 
 
@@ -228,7 +271,8 @@ class PairwiseBCFW:
 
     averaging = False
 
-    def __init__(self, risk, lam, weights, max_block_bytes=None, max_total_bytes=None):
+    def __init__(self, risk, lam, weights, max_block_bytes=None, max_total_bytes=None,
+                 oracle_group=ORACLE_GROUP):
         self.risk, self.lam, self.weights = risk, lam, weights
         self.max_block_bytes = max_block_bytes
         self.max_total_bytes = max_total_bytes
@@ -237,13 +281,19 @@ class PairwiseBCFW:
         self.w = np.zeros(risk.features.n_params)
         self.lazy = None
         self.blocks = [None] * n
-        self.warm = per_example_warm_starts(risk)
+        self.groups = _example_groups(n, oracle_group)
+        self.group = np.empty(n, dtype=np.int64)
+        for g, members in enumerate(self.groups):
+            self.group[members] = g
+        # one warm start per group: a group is always solved as one batch
+        self.warm = [{} for _ in self.groups] if keeps_warm_starts(risk) else None
         self.ell = np.zeros(n)
         self.gap_estimate = 0.0
         self.step = 0
         self.cached_passes = []
         self.scratch = np.zeros(risk.features.n_params)
         self.examples = [risk.example(i) for i in range(n)]
+        self.group_examples = [None] * len(self.groups)
 
     # the solver's interface (minimize_bcfw) ----------------------------------------
 
@@ -254,8 +304,13 @@ class PairwiseBCFW:
         """One pass of the oracle over ``order``, then the cached passes."""
         self.gap_estimate = 0.0
         gained = 0.0
-        for i in order:
-            gained += self._oracle_step(i)
+        position = np.empty(self.risk.n_examples, dtype=np.int64)
+        position[order] = np.arange(len(order))
+        first = dict.fromkeys(self.group[order].tolist())
+        for g in first:
+            members = self.groups[g]
+            members = members[np.argsort(position[members], kind="stable")]
+            gained += self._oracle_group(g, members)
         rng = np.random.default_rng(self.step)
         orders = np.array([rng.permutation(order) for _ in range(MAX_CACHED_PASSES)],
                           dtype=np.int64).reshape(MAX_CACHED_PASSES, len(order))
@@ -279,20 +334,39 @@ class PairwiseBCFW:
             return _sparse(*offer(batch_i, parts))
         return _sparse(*features.example_transpose(batch_i, parts))
 
-    def _oracle_step(self, i):
+    def _oracle_group(self, g, members):
+        """The oracle on the examples of group ``g`` in one call at the current w, then
+        their steps in the order of ``members`` (the group's examples, in pass order);
+        returns the dual's raise."""
         risk = self.risk
-        batch_i, y_i = self.examples[i]
-        scores_i = risk.features.scores(batch_i, self.w)
-        options = {} if self.warm is None else {"warm_start": self.warm[i]}
-        y_hat, delta = risk.loss.loss_augmented(risk.decoder, scores_i, y_i, **options)
+        if self.group_examples[g] is None:
+            self.group_examples[g] = _group_of(risk, self.groups[g])
+        batch, y = self.group_examples[g]
+        scores = risk.features.scores(batch, self.w)
+        options = {} if self.warm is None else {"warm_start": self.warm[g]}
+        y_hat, delta = risk.loss.loss_augmented(risk.decoder, scores, y, **options)
+        found = risk.decoder.parts(scores, y_hat)
+        gold = (risk.decoder.parts(scores, y)
+                if any(self.blocks[i] is None for i in members) else None)
+        row = {i: k for k, i in enumerate(self.groups[g].tolist())}
+        gained = 0.0
+        for i in members.tolist():
+            k = row[i]
+            gained += self._oracle_step(i, found.example(k), float(delta[k]),
+                                        None if gold is None else gold.example(k))
+        return gained
+
+    def _oracle_step(self, i, parts, delta, gold=None):
+        """The pairwise step of block i toward the oracle's output (its ``parts`` and
+        task loss ``delta``; ``gold``: the gold output's parts, for a block's first
+        step)."""
+        batch_i = self.examples[i][0]
         block = self.blocks[i]
         held_bytes = 0 if block is None else block.nbytes
         if block is None:
             block = self.blocks[i] = _Block()
-            block.add(*self._feature_vector(batch_i, risk.decoder.parts(scores_i, y_i)),
-                      0.0, self.scratch, weight=1.0)
-        s = block.add(*self._feature_vector(batch_i, risk.decoder.parts(scores_i, y_hat)),
-                      float(delta[0]), self.scratch)
+            block.add(*self._feature_vector(batch_i, gold), 0.0, self.scratch, weight=1.0)
+        s = block.add(*self._feature_vector(batch_i, parts), delta, self.scratch)
         values = block.scores(self.w)
         omega = self.weights[i]
         self.gap_estimate += omega * (values[s] - float(np.dot(block.weights, values)))
@@ -331,8 +405,10 @@ class PairwiseBCFW:
         gamma = block.weights[a] if curvature <= 0.0 else min(numerator / curvature,
                                                                block.weights[a])
         scale = gamma * omega / lam
-        self.w[block.indices[s]] -= scale * block.values[s]
-        self.w[block.indices[a]] += scale * block.values[a]
+        idx_s, val_s = block.vector(s)
+        idx_a, val_a = block.vector(a)
+        self.w[idx_s] -= scale * val_s
+        self.w[idx_a] += scale * val_a
         self.ell[i] += gamma * omega * (block.losses[s] - block.losses[a])
         block.weights[s] += gamma
         block.weights[a] = 0.0 if gamma >= block.weights[a] else block.weights[a] - gamma

@@ -4,7 +4,7 @@
 import numba
 import numpy as np
 
-__all__ = ["cached_passes"]
+__all__ = ["cached_passes", "segment_dots"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -90,3 +90,28 @@ def cached_passes(orders, min_gain, block_ptr, atom_ptr, indices, values, losses
         if gain < min_gain:
             break
     return done
+
+
+@numba.njit(cache=True, nogil=True)
+def segment_dots(ptr, indices, values, dense):
+    """⟨v_k, dense⟩ of sparse vectors kept end to end: v_k has the entries
+    ``ptr[k]:ptr[k + 1]`` of (``indices``, ``values``).
+
+    Parameters
+    ----------
+    ptr : ndarray of shape (n_vectors + 1,), int64
+    indices : ndarray of int32 or int64
+    values : ndarray of float64
+    dense : ndarray of float64
+
+    Returns
+    -------
+    ndarray of shape (n_vectors,)
+    """
+    out = np.zeros(ptr.size - 1)
+    for k in range(ptr.size - 1):
+        total = 0.0
+        for e in range(ptr[k], ptr[k + 1]):
+            total += dense[indices[e]] * values[e]
+        out[k] = total
+    return out
