@@ -6,7 +6,7 @@ import numpy as np
 
 from ._bcfw_pairwise_kernels import cached_passes, segment_dots
 
-__all__ = ["MAX_CACHED_PASSES", "ORACLE_GROUP", "PairwiseBCFW", "keeps_warm_starts",
+__all__ = ["MAX_CACHED_PASSES", "ORACLE_GROUP", "PairwiseBCFW", "oracle_group_size", "keeps_warm_starts",
            "per_example_warm_starts"]
 
 #: Passes over the kept outputs after each pass of the oracle, at most.
@@ -27,10 +27,20 @@ SAME_OUTPUT_TOL = 1e-6
 #: the oracle's pass raised it.
 CACHED_PASS_GAIN = 0.01
 
-#: Examples whose oracle calls a pass of the oracle makes together, at the w before
-#: their steps: one call of the decoder (which solves its examples in parallel) per
-#: group of this many, always the same examples (a warm start per group).
+#: Examples whose oracle calls a pass of the oracle makes together, at most: one call
+#: of the decoder (which solves its examples in parallel) per group, always the same
+#: examples (a warm start per group), at the w before the group's steps.
 ORACLE_GROUP = 32
+
+#: The steps of a group see an oracle as old as the group's earlier steps: groups take
+#: at most this fraction of the examples.
+GROUP_FRACTION = 0.01
+
+
+def oracle_group_size(n_examples):
+    """Examples per group of the oracle pass: :data:`ORACLE_GROUP`, or fewer on fewer
+    than ORACLE_GROUP / :data:`GROUP_FRACTION` examples (at least one)."""
+    return int(min(ORACLE_GROUP, max(1, int(n_examples * GROUP_FRACTION))))
 
 
 def keeps_warm_starts(risk):
@@ -272,7 +282,7 @@ class PairwiseBCFW:
     averaging = False
 
     def __init__(self, risk, lam, weights, max_block_bytes=None, max_total_bytes=None,
-                 oracle_group=ORACLE_GROUP):
+                 oracle_group=None):
         self.risk, self.lam, self.weights = risk, lam, weights
         self.max_block_bytes = max_block_bytes
         self.max_total_bytes = max_total_bytes
@@ -281,7 +291,8 @@ class PairwiseBCFW:
         self.w = np.zeros(risk.features.n_params)
         self.lazy = None
         self.blocks = [None] * n
-        self.groups = _example_groups(n, oracle_group)
+        self.groups = _example_groups(n, oracle_group_size(n) if oracle_group is None
+                                      else oracle_group)
         self.group = np.empty(n, dtype=np.int64)
         for g, members in enumerate(self.groups):
             self.group[members] = g
@@ -293,7 +304,7 @@ class PairwiseBCFW:
         self.cached_passes = []
         self.scratch = np.zeros(risk.features.n_params)
         self.examples = [risk.example(i) for i in range(n)]
-        self.group_examples = [None] * len(self.groups)
+        self.group_examples = [_group_of(risk, members) for members in self.groups]
 
     # the solver's interface (minimize_bcfw) ----------------------------------------
 
@@ -306,11 +317,12 @@ class PairwiseBCFW:
         gained = 0.0
         position = np.empty(self.risk.n_examples, dtype=np.int64)
         position[order] = np.arange(len(order))
-        first = dict.fromkeys(self.group[order].tolist())
-        for g in first:
+        visits = []
+        for g in dict.fromkeys(self.group[order].tolist()):
             members = self.groups[g]
-            members = members[np.argsort(position[members], kind="stable")]
-            gained += self._oracle_group(g, members)
+            visits.append((g, members[np.argsort(position[members], kind="stable")]))
+        for g, members in visits:
+            gained += self._group_steps(g, members, *self._oracle(g))
         rng = np.random.default_rng(self.step)
         orders = np.array([rng.permutation(order) for _ in range(MAX_CACHED_PASSES)],
                           dtype=np.int64).reshape(MAX_CACHED_PASSES, len(order))
@@ -334,20 +346,22 @@ class PairwiseBCFW:
             return _sparse(*offer(batch_i, parts))
         return _sparse(*features.example_transpose(batch_i, parts))
 
-    def _oracle_group(self, g, members):
-        """The oracle on the examples of group ``g`` in one call at the current w, then
-        their steps in the order of ``members`` (the group's examples, in pass order);
-        returns the dual's raise."""
+    def _oracle(self, g):
+        """The oracle on the examples of group ``g`` in one call at the current w: the
+        parts of its outputs, their task losses, and the gold outputs' parts when a
+        block of the group has not yet been started (else None)."""
         risk = self.risk
-        if self.group_examples[g] is None:
-            self.group_examples[g] = _group_of(risk, self.groups[g])
         batch, y = self.group_examples[g]
         scores = risk.features.scores(batch, self.w)
         options = {} if self.warm is None else {"warm_start": self.warm[g]}
         y_hat, delta = risk.loss.loss_augmented(risk.decoder, scores, y, **options)
-        found = risk.decoder.parts(scores, y_hat)
         gold = (risk.decoder.parts(scores, y)
-                if any(self.blocks[i] is None for i in members) else None)
+                if any(self.blocks[i] is None for i in self.groups[g]) else None)
+        return risk.decoder.parts(scores, y_hat), np.asarray(delta, dtype=np.float64), gold
+
+    def _group_steps(self, g, members, found, delta, gold):
+        """The steps of group ``g``'s examples toward the oracle's outputs ``found``, in
+        the order of ``members``; returns the dual's raise."""
         row = {i: k for k, i in enumerate(self.groups[g].tolist())}
         gained = 0.0
         for i in members.tolist():
