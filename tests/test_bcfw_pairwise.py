@@ -302,3 +302,42 @@ def test_all_blocks_stay_within_their_total_bytes(monkeypatch):
                     steps="pairwise", random_state=0)
     assert seen["past"] > 0 and seen["held"] > 1, seen
     assert result.duality_gaps[-1] < result.duality_gaps[0]
+
+
+def test_groups_of_the_oracle_pass_are_one_call_each_and_reach_the_optimum(monkeypatch):
+    X, Y = _data(n=120, n_labels=6, seed=3)
+    risk = _risk(X, Y, alpha=0.1)
+    reference = _quiet(minimize_bcfw, risk, max_iter=40, tol=0.0, check_gap_every=1,
+                       steps="pairwise", random_state=0)
+    sizes = []
+    relaxed = FactorGraphDecoder.relaxed_loss_augmented_map
+
+    def counted(self, scores, *args, **kwargs):
+        sizes.append(scores.n_examples)
+        return relaxed(self, scores, *args, **kwargs)
+
+    init = pairwise_module.PairwiseBCFW.__init__
+
+    def grouped(self, *args, **kwargs):
+        init(self, *args, **{**kwargs, "oracle_group": 16})
+        # the groups partition the examples
+        assert sorted(np.concatenate(self.groups).tolist()) == list(range(120))
+
+    monkeypatch.setattr(FactorGraphDecoder, "relaxed_loss_augmented_map", counted)
+    monkeypatch.setattr(pairwise_module.PairwiseBCFW, "__init__", grouped)
+    result = _quiet(minimize_bcfw, risk, max_iter=40, tol=0.0, check_gap_every=1,
+                    steps="pairwise", random_state=0)
+    steps = [k for k in sizes if k < 120]       # the duality gap's calls take all 120
+    # 40 passes of 7 groups of 16 and one of 8
+    assert sorted(steps) == [8] * 40 + [16] * 7 * 40, sorted(set(steps))
+    # the same optimum, each run within its exact gap of it
+    assert result.duality_gaps[-1] < 1e-3
+    assert abs(result.objective_curve[-1] - reference.objective_curve[-1]) <= (
+        result.duality_gaps[-1] + reference.duality_gaps[-1])
+
+
+def test_oracle_groups_take_at_most_one_percent_of_the_examples():
+    size = pairwise_module.oracle_group_size
+    assert size(1) == size(150) == 1
+    assert size(2000) == 20
+    assert size(10**6) == pairwise_module.ORACLE_GROUP

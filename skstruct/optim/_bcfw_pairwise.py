@@ -6,8 +6,8 @@ import numpy as np
 
 from ._bcfw_pairwise_kernels import cached_passes, segment_dots
 
-__all__ = ["MAX_CACHED_PASSES", "ORACLE_GROUP", "PairwiseBCFW", "oracle_group_size", "keeps_warm_starts",
-           "per_example_warm_starts"]
+__all__ = ["MAX_CACHED_PASSES", "ORACLE_GROUP", "PairwiseBCFW", "keeps_warm_starts",
+           "oracle_group_size", "per_example_warm_starts"]
 
 #: Passes over the kept outputs after each pass of the oracle, at most.
 MAX_CACHED_PASSES = 20
@@ -247,12 +247,18 @@ class PairwiseBCFW:
     by less than :data:`CACHED_PASS_GAIN` of the oracle pass's raise (Shah, Kolmogorov &
     Lampert, 2015, multi-plane BCFW).
 
+    The oracle pass calls the oracle once per group of examples (``oracle_group``:
+    always the same examples, so that one warm start serves a group), at the w before
+    the group's steps; each step is still the exact line search above at the current
+    w, so the dual only rises (the mini-batches of Wang et al., 2016, with the steps of a
+    batch taken in turn).
+
     A block holds at most :data:`MAX_HELD_OUTPUTS` outputs in at most
     ``max_block_bytes`` (their sparse feature vectors and Gram matrix), and all blocks
     together at most ``max_total_bytes`` (:func:`minimize_bcfw`: half the dense parts
     of all examples, so that with the packed copy of the cached passes they take what
-    the memory estimates count for BCFW's blocks); past any of them, all but the :data:`COLLAPSE_KEEPS` heaviest are merged into their one convex
-    combination, which keeps the dual (a block whose few outputs are past the bytes
+    the memory estimates count for BCFW's blocks); past any of them, all but the
+    :data:`COLLAPSE_KEEPS` heaviest are merged into their one convex combination, which keeps the dual (a block whose few outputs are past the bytes
     goes on merging until it holds one point, the memory of one dense output).
 
     The iterate is the last one (no averaging: the steps converge without it), and the
@@ -268,6 +274,8 @@ class PairwiseBCFW:
     max_total_bytes : int or None
         The bytes all blocks together may hold (the cached passes pack a copy of them
         beside); None: no limit.
+    oracle_group : int or None
+        Examples per call of the oracle; None: :func:`oracle_group_size`.
 
     References
     ----------
@@ -277,6 +285,8 @@ class PairwiseBCFW:
     block Frank–Wolfe optimization of structured SVMs. ICML.
     Shah, Kolmogorov & Lampert (2015). A multi-plane block-coordinate Frank–Wolfe
     algorithm for training structural SVMs with a costly max-oracle. CVPR.
+    Wang, Sadhanala, Dai, Neiswanger, Sra & Xing (2016). Parallel and distributed
+    block-coordinate Frank–Wolfe algorithms. ICML.
     """
 
     averaging = False
