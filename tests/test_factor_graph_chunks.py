@@ -171,9 +171,9 @@ def test_bcfw_warm_starts_every_oracle_group_from_its_last_lp_map(monkeypatch):
     cold = fit()
     cold_iterations = sum(counts)
     # the same fit to the ADMM's tolerance, in fewer ADMM iterations of the steps
-    # (measured: 25,717 against 27,842 over the 8 passes)
+    # (measured: 17,722 against 22,390 over the 8 passes, in groups of one example)
     assert len(counts) == 8 * -(-150 // oracle_group_size(150))
     np.testing.assert_allclose(warm.objective_curve_, cold.objective_curve_, rtol=1e-4)
     np.testing.assert_allclose(warm.duality_gaps_, cold.duality_gaps_, rtol=1e-3,
                                atol=1e-6)
-    assert warm_iterations < 0.95 * cold_iterations, (warm_iterations, cold_iterations)
+    assert warm_iterations < 0.9 * cold_iterations, (warm_iterations, cold_iterations)

@@ -258,8 +258,9 @@ class PairwiseBCFW:
     together at most ``max_total_bytes`` (:func:`minimize_bcfw`: half the dense parts
     of all examples, so that with the packed copy of the cached passes they take what
     the memory estimates count for BCFW's blocks); past any of them, all but the
-    :data:`COLLAPSE_KEEPS` heaviest are merged into their one convex combination, which keeps the dual (a block whose few outputs are past the bytes
-    goes on merging until it holds one point, the memory of one dense output).
+    :data:`COLLAPSE_KEEPS` heaviest are merged into their one convex combination,
+    which keeps the dual (a block whose few outputs are past the bytes goes on merging
+    until it holds one point, the memory of one dense output).
 
     The iterate is the last one (no averaging: the steps converge without it), and the
     duality gap the solver reports is exact, as for Frank–Wolfe steps.
@@ -367,7 +368,8 @@ class PairwiseBCFW:
         y_hat, delta = risk.loss.loss_augmented(risk.decoder, scores, y, **options)
         gold = (risk.decoder.parts(scores, y)
                 if any(self.blocks[i] is None for i in self.groups[g]) else None)
-        return risk.decoder.parts(scores, y_hat), np.asarray(delta, dtype=np.float64), gold
+        found = risk.decoder.parts(scores, y_hat)
+        return found, np.asarray(delta, dtype=np.float64), gold
 
     def _group_steps(self, g, members, found, delta, gold):
         """The steps of group ``g``'s examples toward the oracle's outputs ``found``, in
