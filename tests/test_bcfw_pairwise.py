@@ -106,7 +106,7 @@ def test_blocks_past_their_memory_collapse_and_keep_the_dual(monkeypatch):
     collapse = pairwise_module._Block.collapse
 
     def recorded(self, scratch, keep=0):
-        w = np.random.default_rng(0).normal(size=scratch.shape)
+        w = np.random.default_rng(0).normal(size=scratch[1].shape)
 
         def dual_parts():
             return (float(np.dot(self.losses, self.weights)),
@@ -118,7 +118,7 @@ def test_blocks_past_their_memory_collapse_and_keep_the_dual(monkeypatch):
         collapse(self, scratch, keep)
         assert len(self.weights) <= max(keep + 1, 1) or len(self.weights) == held
         np.testing.assert_allclose(dual_parts(), before, rtol=1e-12, atol=1e-12)
-        assert not scratch.any()
+        assert not any(part.any() for part in scratch)
         collapses.append(self.nbytes)
         return None
 
@@ -168,23 +168,24 @@ def test_structured_svm_on_a_factor_graph_stops_on_its_gap_by_pairwise_steps():
     assert model.predict(X).shape == Y.shape
 
 
-def _dense_cached_passes(orders, min_gain, block_ptr, atom_ptr, indices, values, losses,
-                         weights, omega, lam, w, ell):
-    """The cached passes as dense numpy: each block's feature vectors as rows of a
-    matrix, the curvature from ψ_s − ψ_a itself (the slow reference)."""
+def _dense_cached_passes(orders, min_gain, blocks, losses, weights, omega, lam, w, ell):
+    """The cached passes as dense numpy: each block's feature vectors in full
+    (``_Block.vector``) as rows of a matrix, the curvature from ψ_s − ψ_a itself (the
+    slow reference). ``losses``, ``weights``: packed, one entry per output."""
     n_params = w.size
+    starts = np.cumsum([0] + [0 if b is None else len(b.weights) for b in blocks])
     done = 0
     for order in orders:
         gain = 0.0
         for b in order:
-            atoms = range(block_ptr[b], block_ptr[b + 1])
-            if len(atoms) < 2:
+            if blocks[b] is None or len(blocks[b].weights) < 2:
                 continue
+            atoms = list(range(starts[b], starts[b + 1]))
             psi = np.zeros((len(atoms), n_params))
-            for row, k in enumerate(atoms):
-                psi[row, indices[atom_ptr[k]:atom_ptr[k + 1]]] = values[atom_ptr[k]:
-                                                                        atom_ptr[k + 1]]
-            v = psi @ w + losses[list(atoms)]
+            for row in range(len(atoms)):
+                idx, val = blocks[b].vector(row)
+                np.add.at(psi[row], idx, val)
+            v = psi @ w + losses[atoms]
             s = int(np.argmax(v))
             held = [j for j in range(len(atoms)) if j != s and weights[atoms[j]] > 0]
             if not held:
@@ -208,33 +209,51 @@ def _dense_cached_passes(orders, min_gain, block_ptr, atom_ptr, indices, values,
     return done
 
 
+def _random_factors(rng, n_inner, n_params, offset):
+    """Random sparse (r_idx, r_val, p_idx, p_val): r within [0, n_inner), p within
+    [offset, n_params)."""
+    r_idx = np.sort(rng.choice(n_inner, size=int(rng.integers(0, 4)), replace=False))
+    p_idx = np.sort(rng.choice(np.arange(offset, n_params), size=int(rng.integers(1, 6)),
+                               replace=False))
+    return (r_idx.astype(np.int64), rng.normal(size=r_idx.size),
+            p_idx.astype(np.int64), rng.normal(size=p_idx.size))
+
+
 def test_the_compiled_cached_passes_are_the_dense_reference():
     from skstruct.optim._bcfw_pairwise_kernels import cached_passes
 
     rng = np.random.default_rng(4)
-    n_params, n_blocks = 12, 12
+    # ψ = x ⊗ r + p: x over 4 feature rows of 3 entries (parameters 0..11), p beyond
+    n_inner, n_rows, n_params, n_blocks = 3, 4, 20, 12
     blocks = []
     for b in range(n_blocks):
-        block = pairwise_module._Block()
-        scratch = np.zeros(n_params)
+        rows = np.sort(rng.choice(n_rows, size=int(rng.integers(0, 3)), replace=False))
+        block = pairwise_module._Block(rows.astype(np.int64) * n_inner,
+                                       rng.normal(size=rows.size))
+        scratch = (np.zeros(n_params), np.zeros(n_params))
         for k in range(int(rng.integers(1, 5))):
-            idx = np.sort(rng.choice(n_params, size=int(rng.integers(1, 8)), replace=False))
-            block.add(idx.astype(np.int32), rng.normal(size=idx.size),
+            block.add(_random_factors(rng, n_inner, n_params, n_rows * n_inner),
                       float(rng.uniform(0, 3)), scratch, weight=1.0)
         total = sum(block.weights)
         block.weights = [a / total for a in block.weights]
         blocks.append(block)
     blocks.append(None)
     packed = pairwise_module._pack(blocks)
+    # the Gram matrices are those of the vectors in full
+    for block in blocks[:-1]:
+        full = np.zeros((len(block.weights), n_params))
+        for k in range(len(block.weights)):
+            np.add.at(full[k], *block.vector(k))
+        np.testing.assert_allclose(block.gram, full @ full.T, rtol=1e-12, atol=1e-12)
     omega = np.full(n_blocks + 1, 1.0 / n_blocks)
     orders = np.array([rng.permutation(n_blocks + 1) for _ in range(6)])
     w0, ell0 = rng.normal(size=n_params), rng.uniform(size=n_blocks + 1)
-    compiled = [w0.copy(), ell0.copy(), packed[5].copy()]
-    reference = [w0.copy(), ell0.copy(), packed[5].copy()]
-    done = cached_passes(orders, 0.0, *packed[:5], compiled[2], *packed[6:], omega, 0.005,
-                         compiled[0], compiled[1], np.empty(8))
-    expected = _dense_cached_passes(orders, 0.0, *packed[:5], reference[2], omega, 0.005,
-                                    reference[0], reference[1])
+    compiled = [w0.copy(), ell0.copy(), packed[11].copy()]
+    reference = [w0.copy(), ell0.copy(), packed[11].copy()]
+    done = cached_passes(orders, 0.0, *packed[:11], compiled[2], *packed[12:], omega,
+                         0.005, compiled[0], compiled[1], np.empty(8))
+    expected = _dense_cached_passes(orders, 0.0, blocks, packed[10], reference[2], omega,
+                                    0.005, reference[0], reference[1])
     assert done == expected == 6
     for got, want in zip(compiled, reference):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

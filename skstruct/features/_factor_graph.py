@@ -132,11 +132,59 @@ class FactorGraphFeatures(LinearFeatures):
                                         grad.pair.sum(axis=0),
                                         _extra(grad, self.n_extra).sum(axis=0)])
 
+    def factored_example_transpose(self, batch, parts):
+        """A_iᵀ parts of one example, factored as x ⊗ r + p: the entry
+        ``x_pos[f] + r_idx[j]`` is ``x_val[f] * r_val[j]`` (x_i W's parameters), and p
+        holds the rest, [u | v | e] at the bias, PAIR and extra parameters. Only
+        nonzeros, in O(nnz(x_i) + nnz(u) + nnz(v)); x depends on the example alone (the
+        pairwise solver keeps it once per example and r, p per output it holds).
+
+        Parameters
+        ----------
+        batch : SequenceBatch
+            One example.
+        parts : FactorGraphParts
+            Of that example.
+
+        Returns
+        -------
+        x_pos, x_val : ndarray of int64, ndarray of float64
+            Columns × n_outputs and values of the example's nonzero features.
+        r_idx, r_val : ndarray of int64, ndarray of float64
+            The variables that are not zero and their parts u.
+        p_idx, p_val : ndarray of int64, ndarray of float64
+            Distinct, disjoint from the x ⊗ r entries; nonzero.
+        """
+        X = batch.X
+        if sp.issparse(X):
+            X = X.tocsr()
+            if not X.has_canonical_format:
+                X = X.copy()
+                X.sum_duplicates()
+            cols, vals = X.indices.astype(np.int64), X.data.astype(np.float64)
+        else:
+            row = np.asarray(X, dtype=np.float64).ravel()
+            cols = np.flatnonzero(row)
+            vals = row[cols]
+        keep = vals != 0.0
+        cols, vals = cols[keep], vals[keep]
+        u = np.asarray(parts.unary, dtype=np.float64).ravel()
+        pair = np.asarray(parts.pair, dtype=np.float64).ravel()
+        extra = _extra(parts, self.n_extra).ravel()
+        on = np.flatnonzero(u)
+        pz, ez = np.flatnonzero(pair), np.flatnonzero(extra)
+        m = self.n_outputs
+        start = self.n_features * m
+        p_idx = np.concatenate([start + on, start + m + pz,
+                                start + m + self.n_pairs + ez]).astype(np.int64)
+        p_val = np.concatenate([u[on], pair[pz], extra[ez]])
+        return (cols * m, vals, on.astype(np.int64), u[on].copy(), p_idx, p_val)
+
     def sparse_example_transpose(self, batch, parts):
         """:meth:`example_transpose` of one example's parts without its zero entries:
         the nonzeros of A_iᵀ parts = [x_i ⊗ u | u | v | e] for the variables u that are
-        not zero, in O(nnz(x_i) · nnz(u) + nnz(v)) (the pairwise solver keeps one such
-        vector per output it holds).
+        not zero, in O(nnz(x_i) · nnz(u) + nnz(v)) (:meth:`factored_example_transpose`
+        expanded).
 
         Parameters
         ----------
@@ -152,28 +200,10 @@ class FactorGraphFeatures(LinearFeatures):
         values : ndarray of float64
             Nonzero.
         """
-        X = batch.X
-        if sp.issparse(X):
-            X = X.tocsr()
-            if not X.has_canonical_format:
-                X = X.copy()
-                X.sum_duplicates()
-            cols, vals = X.indices.astype(np.int64), X.data.astype(np.float64)
-        else:
-            row = np.asarray(X, dtype=np.float64).ravel()
-            cols = np.flatnonzero(row)
-            vals = row[cols]
-        u = np.asarray(parts.unary, dtype=np.float64).ravel()
-        pair = np.asarray(parts.pair, dtype=np.float64).ravel()
-        extra = _extra(parts, self.n_extra).ravel()
-        on = np.flatnonzero(u)
-        pz, ez = np.flatnonzero(pair), np.flatnonzero(extra)
-        m = self.n_outputs
-        start = self.n_features * m
-        indices = np.concatenate([(cols[:, None] * m + on).ravel(), start + on,
-                                  start + m + pz, start + m + self.n_pairs + ez])
-        values = np.concatenate([np.outer(vals, u[on]).ravel(), u[on], pair[pz],
-                                 extra[ez]])
+        x_pos, x_val, r_idx, r_val, p_idx, p_val = self.factored_example_transpose(
+            batch, parts)
+        indices = np.concatenate([(x_pos[:, None] + r_idx[None, :]).ravel(), p_idx])
+        values = np.concatenate([np.outer(x_val, r_val).ravel(), p_val])
         keep = values != 0.0
         return indices[keep], values[keep]
 

@@ -4,7 +4,7 @@ reuse the outputs each block already holds."""
 
 import numpy as np
 
-from ._bcfw_pairwise_kernels import cached_passes, segment_dots
+from ._bcfw_pairwise_kernels import cached_passes, factored_dots, move_by, segment_dots
 
 __all__ = ["MAX_CACHED_PASSES", "ORACLE_GROUP", "PairwiseBCFW", "keeps_warm_starts",
            "oracle_group_size", "per_example_warm_starts"]
@@ -72,74 +72,120 @@ def _group_of(risk, members):
 class _Block:
     """The dual block of one example as a convex combination of outputs (its active
     set), each kept as its feature vector ψ_k = A_iᵀ μ_k (the parameters its parts
-    score, sparse), with its task loss Δ_k, weight α_k > 0 and the Gram matrix
+    score), with its task loss Δ_k, weight α_k > 0 and the Gram matrix
     G_kl = ⟨ψ_k, ψ_l⟩ of the set.
 
-    A score ⟨μ_k, η_i⟩ is then ⟨ψ_k, w⟩ and the curvature of a step ‖A_iᵀ d‖² is
-    G_ss + G_aa − 2 G_sa: a pass over the held outputs touches only their nonzeros.
-    The vectors are kept end to end, output k's entries at ``ptr[k]:ptr[k + 1]`` of
-    ``indices`` and ``values`` (the layout of the cached passes), so that the scores
-    and a Gram row are one compiled call each."""
+    A vector is kept factored, ψ_k = x ⊗ r_k + p_k: x (the example's own, shared by
+    all its outputs: entries ``x_pos[f] + j`` of ψ are x_val[f] r_k[j]) and, per output,
+    the sparse r_k and the sparse rest p_k (disjoint from the x ⊗ r entries). For a
+    factor graph's features x is the example's feature row, r_k its variables' parts u
+    and p_k = [u | v | e]: an output takes nnz(u) + nnz(p) entries, not
+    nnz(x) nnz(u) + nnz(p). A feature map without the factored form gives p_k = ψ_k
+    and no x. Then ⟨ψ_k, ψ_l⟩ = ‖x‖² ⟨r_k, r_l⟩ + ⟨p_k, p_l⟩, a score ⟨μ_k, η_i⟩ is
+    ⟨ψ_k, w⟩ and the curvature of a step ‖A_iᵀ d‖² is G_ss + G_aa − 2 G_sa.
 
-    __slots__ = ("ptr", "indices", "values", "losses", "weights", "gram")
+    The outputs' r and p are kept end to end (output k's r at ``r_ptr[k]:r_ptr[k + 1]``
+    of ``r_idx``, ``r_val``; its p likewise), the layout of the cached passes."""
 
-    def __init__(self, kind=np.int32):
-        self.ptr = np.zeros(1, dtype=np.int64)
-        self.indices = np.zeros(0, dtype=kind)
-        self.values = np.zeros(0)
+    __slots__ = ("x_pos", "x_val", "x_norm", "r_ptr", "r_idx", "r_val", "p_ptr",
+                 "p_idx", "p_val", "losses", "weights", "gram")
+
+    def __init__(self, x_pos=None, x_val=None):
+        self.x_pos = np.zeros(0, dtype=np.int64) if x_pos is None else x_pos
+        self.x_val = np.zeros(0) if x_val is None else x_val
+        self.x_norm = float(self.x_val @ self.x_val)
+        self.r_ptr = np.zeros(1, dtype=np.int64)
+        self.r_idx = np.zeros(0, dtype=np.int64)
+        self.r_val = np.zeros(0)
+        self.p_ptr = np.zeros(1, dtype=np.int64)
+        self.p_idx = np.zeros(0, dtype=np.int64)
+        self.p_val = np.zeros(0)
         self.losses = np.zeros(0)
         self.weights = []
         self.gram = np.zeros((0, 0))
 
     @property
     def nbytes(self):
-        """Bytes of the feature vectors and of the Gram matrix."""
-        return self.gram.nbytes + self.indices.nbytes + self.values.nbytes
+        """Bytes of the factored feature vectors and of the Gram matrix."""
+        return sum(a.nbytes for a in (self.gram, self.x_pos, self.x_val, self.r_ptr,
+                                      self.r_idx, self.r_val, self.p_ptr, self.p_idx,
+                                      self.p_val))
+
+    def factors(self, k):
+        """Output k's (r_idx, r_val, p_idx, p_val), views."""
+        a, b = self.r_ptr[k], self.r_ptr[k + 1]
+        c, d = self.p_ptr[k], self.p_ptr[k + 1]
+        return self.r_idx[a:b], self.r_val[a:b], self.p_idx[c:d], self.p_val[c:d]
 
     def vector(self, k):
-        """The feature vector of output k: (indices, values), views."""
-        a, b = self.ptr[k], self.ptr[k + 1]
-        return self.indices[a:b], self.values[a:b]
+        """The feature vector ψ_k of output k in full: (indices, values)."""
+        r_idx, r_val, p_idx, p_val = self.factors(k)
+        return (np.concatenate([(self.x_pos[:, None] + r_idx[None, :]).ravel(), p_idx]),
+                np.concatenate([np.outer(self.x_val, r_val).ravel(), p_val]))
 
-    def add(self, indices, values, loss, scratch, weight=0.0, merge=True):
-        """The index of the output with feature vector (indices, values) and task loss
-        ``loss`` in the set (to :data:`SAME_OUTPUT_TOL`), added with ``weight`` if new
-        (``merge=False``: added in any case)."""
-        scratch[indices] = values
+    def add(self, factors, loss, scratch, weight=0.0, merge=True):
+        """The index of the output of factors (r_idx, r_val, p_idx, p_val) and task
+        loss ``loss`` in the set (to :data:`SAME_OUTPUT_TOL`), added with ``weight`` if
+        new (``merge=False``: added in any case). ``scratch``: (r scratch, p scratch),
+        zeros, left so."""
+        r_idx, r_val, p_idx, p_val = factors
+        r_scratch, p_scratch = scratch
+        r_scratch[r_idx] = r_val
+        p_scratch[p_idx] = p_val
+        found = None
         if merge:
             for k in np.flatnonzero(np.abs(self.losses - loss) <= SAME_OUTPUT_TOL):
-                if _within(scratch, indices, values, *self.vector(k), SAME_OUTPUT_TOL):
-                    scratch[indices] = 0.0
-                    return int(k)
-        row = np.append(segment_dots(self.ptr, self.indices, self.values, scratch),
-                        float(values @ values))
-        scratch[indices] = 0.0
+                k_r_idx, k_r_val, k_p_idx, k_p_val = self.factors(k)
+                if (_within(r_scratch, r_idx, r_val, k_r_idx, k_r_val, SAME_OUTPUT_TOL)
+                        and _within(p_scratch, p_idx, p_val, k_p_idx, k_p_val,
+                                    SAME_OUTPUT_TOL)):
+                    found = int(k)
+                    break
+        if found is None:
+            row = (self.x_norm * segment_dots(self.r_ptr, self.r_idx, self.r_val, r_scratch)
+                   + segment_dots(self.p_ptr, self.p_idx, self.p_val, p_scratch))
+            row = np.append(row, self.x_norm * float(r_val @ r_val) + float(p_val @ p_val))
+        r_scratch[r_idx] = 0.0
+        p_scratch[p_idx] = 0.0
+        if found is not None:
+            return found
         m = len(self.weights)
         gram = np.empty((m + 1, m + 1))
         gram[:m, :m] = self.gram
         gram[m, :], gram[:, m] = row, row
         self.gram = gram
-        if indices.dtype.itemsize > self.indices.dtype.itemsize:
-            self.indices = self.indices.astype(indices.dtype)
-        self.indices = np.concatenate([self.indices, indices.astype(self.indices.dtype)])
-        self.values = np.concatenate([self.values, values])
-        self.ptr = np.append(self.ptr, self.ptr[-1] + indices.size)
+        self.r_idx = np.concatenate([self.r_idx, r_idx])
+        self.r_val = np.concatenate([self.r_val, r_val])
+        self.r_ptr = np.append(self.r_ptr, self.r_ptr[-1] + r_idx.size)
+        self.p_idx = np.concatenate([self.p_idx, p_idx])
+        self.p_val = np.concatenate([self.p_val, p_val])
+        self.p_ptr = np.append(self.p_ptr, self.p_ptr[-1] + p_idx.size)
         self.losses = np.append(self.losses, float(loss))
         self.weights.append(float(weight))
         return m
 
     def scores(self, w):
         """⟨ψ_k, w⟩ + Δ_k of every held output: their loss-augmented scores."""
-        return segment_dots(self.ptr, self.indices, self.values, w) + self.losses
+        return factored_dots(self.x_pos, self.x_val, self.r_ptr, self.r_idx, self.r_val,
+                             self.p_ptr, self.p_idx, self.p_val, w) + self.losses
+
+    def move(self, w, k, scale):
+        """w += scale ψ_k."""
+        move_by(w, scale, self.x_pos, self.x_val, *self.factors(k))
 
     def keep(self, kept):
         """Hold only the outputs ``kept`` (sorted indices)."""
         if len(kept) == len(self.weights):
             return
-        sizes = np.diff(self.ptr)
-        entries = np.repeat(np.isin(np.arange(sizes.size), kept), sizes)
-        self.indices, self.values = self.indices[entries], self.values[entries]
-        self.ptr = np.concatenate([[0], np.cumsum(sizes[kept])]).astype(np.int64)
+        chosen = np.isin(np.arange(len(self.weights)), kept)
+        for name in ("r", "p"):
+            ptr = getattr(self, name + "_ptr")
+            sizes = np.diff(ptr)
+            entries = np.repeat(chosen, sizes)
+            setattr(self, name + "_idx", getattr(self, name + "_idx")[entries])
+            setattr(self, name + "_val", getattr(self, name + "_val")[entries])
+            setattr(self, name + "_ptr",
+                    np.concatenate([[0], np.cumsum(sizes[kept])]).astype(np.int64))
         self.losses = self.losses[kept]
         self.weights = [self.weights[k] for k in kept]
         self.gram = self.gram[np.ix_(kept, kept)]
@@ -151,48 +197,57 @@ class _Block:
     def collapse(self, scratch, keep=0):
         """Merge the held outputs but the ``keep`` of largest weight into their one
         point Σ_k α_k ψ_k / Σ_k α_k (its loss likewise), held with weight Σ_k α_k: the
-        same dual, in the memory of ``keep`` + 1 outputs."""
+        same dual, in the memory of ``keep`` + 1 outputs (the merged point is factored
+        like its outputs: x is common to them)."""
         order = np.argsort(self.weights)[::-1]
         kept, merged = sorted(order[:keep].tolist()), order[keep:].tolist()
         if len(merged) < 2 and keep:
             return
         total = float(sum(self.weights[k] for k in merged))
-        # the union of the merged outputs' indices, sorted, without sorting them: a
-        # mark per parameter (one scan of n_params, against a sort of all their entries)
-        mark = np.zeros(scratch.size, dtype=np.bool_)
-        for k in merged:
-            idx, val = self.vector(k)
-            scratch[idx] += (self.weights[k] / total) * val
-            mark[idx] = True
-        indices = np.flatnonzero(mark).astype(self.indices.dtype)
-        values = scratch[indices].copy()
-        scratch[indices] = 0.0
+        merged_factors = []
+        for part, dense in zip((0, 2), scratch):
+            # the union of the merged outputs' indices, sorted, without sorting them
+            mark = np.zeros(dense.size, dtype=np.bool_)
+            for k in merged:
+                idx, val = self.factors(k)[part:part + 2]
+                dense[idx] += (self.weights[k] / total) * val
+                mark[idx] = True
+            indices = np.flatnonzero(mark)
+            merged_factors += [indices, dense[indices].copy()]
+            dense[indices] = 0.0
         loss = float(self.losses[merged] @ np.asarray(self.weights)[merged]) / total
         self.keep(kept)
-        self.add(indices, values, loss, scratch, weight=total, merge=False)
+        self.add(tuple(merged_factors), loss, scratch, weight=total, merge=False)
 
 
 def _pack(blocks):
     """The blocks in the flat arrays of
-    :func:`~skstruct.optim._bcfw_pairwise_kernels.cached_passes`: block_ptr, atom_ptr,
-    indices, values, losses, weights, gram_ptr, gram (None blocks hold nothing)."""
+    :func:`~skstruct.optim._bcfw_pairwise_kernels.cached_passes`: block_ptr, x_ptr,
+    x_pos, x_val, r_ptr, r_idx, r_val, p_ptr, p_idx, p_val, losses, weights, gram_ptr,
+    gram (None blocks hold nothing)."""
     sizes = [0 if b is None else len(b.weights) for b in blocks]
     block_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    x_sizes = [0 if b is None else b.x_pos.size for b in blocks]
+    x_ptr = np.concatenate([[0], np.cumsum(x_sizes)]).astype(np.int64)
     held = [b for b in blocks if b is not None]
-    if not held:
-        empty = np.zeros(0)
-        return (block_ptr, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32),
-                empty, empty, empty, np.zeros(len(blocks) + 1, dtype=np.int64), empty)
-    atom_sizes = np.concatenate([np.diff(b.ptr) for b in held])
-    atom_ptr = np.concatenate([[0], np.cumsum(atom_sizes)]).astype(np.int64)
-    kind = np.int64 if any(b.indices.dtype == np.int64 for b in held) else np.int32
-    indices = np.concatenate([b.indices for b in held]).astype(kind, copy=False)
-    values = np.concatenate([b.values for b in held])
-    losses = np.concatenate([b.losses for b in held])
-    weights = np.array([x for b in held for x in b.weights], dtype=np.float64)
     gram_ptr = np.concatenate([[0], np.cumsum([k * k for k in sizes])]).astype(np.int64)
-    gram = np.concatenate([b.gram.ravel() for b in held])
-    return block_ptr, atom_ptr, indices, values, losses, weights, gram_ptr, gram
+
+    def joined(name, dtype):
+        arrays = [getattr(b, name) for b in held]
+        return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(
+            0, dtype=dtype)
+
+    def pointers(name):
+        sizes = [np.diff(getattr(b, name)) for b in held]
+        total = np.concatenate(sizes) if sizes else np.zeros(0, dtype=np.int64)
+        return np.concatenate([[0], np.cumsum(total)]).astype(np.int64)
+
+    weights = np.array([x for b in held for x in b.weights], dtype=np.float64)
+    return (block_ptr, x_ptr, joined("x_pos", np.int64), joined("x_val", np.float64),
+            pointers("r_ptr"), joined("r_idx", np.int64), joined("r_val", np.float64),
+            pointers("p_ptr"), joined("p_idx", np.int64), joined("p_val", np.float64),
+            joined("losses", np.float64), weights, gram_ptr,
+            np.concatenate([b.gram.ravel() for b in held]) if held else np.zeros(0))
 
 
 def _unpack_weights(blocks, block_ptr, weights):
@@ -218,11 +273,10 @@ def _within(scratch, indices, values, idx, val, tol):
 
 
 def _sparse(indices, values):
-    """(indices, values) without the zero entries, indices int32 when they fit."""
+    """(indices, values) without the zero entries."""
     keep = values != 0.0
-    indices = np.asarray(indices)[keep]
-    dtype = np.int32 if indices.size == 0 or indices.max() < 2**31 - 1 else np.int64
-    return indices.astype(dtype), np.ascontiguousarray(values[keep], dtype=np.float64)
+    return (np.asarray(indices)[keep].astype(np.int64),
+            np.ascontiguousarray(values[keep], dtype=np.float64))
 
 
 class PairwiseBCFW:
@@ -313,7 +367,8 @@ class PairwiseBCFW:
         self.gap_estimate = 0.0
         self.step = 0
         self.cached_passes = []
-        self.scratch = np.zeros(risk.features.n_params)
+        self.scratch = (np.zeros(risk.features.n_params),
+                        np.zeros(risk.features.n_params))
         self.examples = [risk.example(i) for i in range(n)]
         self.group_examples = [_group_of(risk, members) for members in self.groups]
 
@@ -342,20 +397,24 @@ class PairwiseBCFW:
                              np.ascontiguousarray(self.weights, dtype=np.float64),
                              float(self.lam), self.w, self.ell,
                              np.empty(max(1, int(np.diff(packed[0]).max(initial=0)))))
-        _unpack_weights(self.blocks, packed[0], packed[5])
+        _unpack_weights(self.blocks, packed[0], packed[11])
         self.total_bytes = sum(b.nbytes for b in self.blocks if b is not None)
         self.cached_passes.append(int(done))
 
     # steps -------------------------------------------------------------------------
 
     def _feature_vector(self, batch_i, parts):
-        """ψ = A_iᵀ parts, sparse: the feature map's own nonzeros when it offers them
-        (``sparse_example_transpose``), else those of ``example_transpose``."""
+        """ψ = A_iᵀ parts factored (:class:`_Block`): (x_pos, x_val) and (r_idx, r_val,
+        p_idx, p_val), the feature map's factored form when it offers it
+        (``factored_example_transpose``), else x and r empty and p the nonzeros of
+        ``example_transpose``."""
         features = self.risk.features
-        offer = getattr(features, "sparse_example_transpose", None)
+        offer = getattr(features, "factored_example_transpose", None)
         if offer is not None:
-            return _sparse(*offer(batch_i, parts))
-        return _sparse(*features.example_transpose(batch_i, parts))
+            x_pos, x_val, *factors = offer(batch_i, parts)
+            return (x_pos, x_val), tuple(factors)
+        empty = np.zeros(0, dtype=np.int64), np.zeros(0)
+        return empty, (*empty, *_sparse(*features.example_transpose(batch_i, parts)))
 
     def _oracle(self, g):
         """The oracle on the examples of group ``g`` in one call at the current w: the
@@ -390,9 +449,10 @@ class PairwiseBCFW:
         block = self.blocks[i]
         held_bytes = 0 if block is None else block.nbytes
         if block is None:
-            block = self.blocks[i] = _Block()
-            block.add(*self._feature_vector(batch_i, gold), 0.0, self.scratch, weight=1.0)
-        s = block.add(*self._feature_vector(batch_i, parts), delta, self.scratch)
+            x, factors = self._feature_vector(batch_i, gold)
+            block = self.blocks[i] = _Block(*x)
+            block.add(factors, 0.0, self.scratch, weight=1.0)
+        s = block.add(self._feature_vector(batch_i, parts)[1], delta, self.scratch)
         values = block.scores(self.w)
         omega = self.weights[i]
         self.gap_estimate += omega * (values[s] - float(np.dot(block.weights, values)))
@@ -431,10 +491,8 @@ class PairwiseBCFW:
         gamma = block.weights[a] if curvature <= 0.0 else min(numerator / curvature,
                                                                block.weights[a])
         scale = gamma * omega / lam
-        idx_s, val_s = block.vector(s)
-        idx_a, val_a = block.vector(a)
-        self.w[idx_s] -= scale * val_s
-        self.w[idx_a] += scale * val_a
+        block.move(self.w, s, -scale)
+        block.move(self.w, a, scale)
         self.ell[i] += gamma * omega * (block.losses[s] - block.losses[a])
         block.weights[s] += gamma
         block.weights[a] = 0.0 if gamma >= block.weights[a] else block.weights[a] - gamma
