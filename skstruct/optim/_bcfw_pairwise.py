@@ -62,13 +62,6 @@ def _example_groups(n, size, seed=0):
     return [np.sort(order[k:k + size]) for k in range(0, n, size)]
 
 
-def _group_of(risk, members):
-    """The inputs and encoded outputs of examples ``members`` together: (batch, y)."""
-    offsets = risk.batch.output_offsets
-    rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in members])
-    return risk.batch.take(members), risk.y[rows]
-
-
 class _Block:
     """The dual block of one example as a convex combination of outputs (its active
     set), each kept as its feature vector ψ_k = A_iᵀ μ_k (the parameters its parts
@@ -370,7 +363,7 @@ class PairwiseBCFW:
         self.scratch = (np.zeros(risk.features.n_params),
                         np.zeros(risk.features.n_params))
         self.examples = [risk.example(i) for i in range(n)]
-        self.group_examples = [_group_of(risk, members) for members in self.groups]
+        self.group_examples = [risk.examples(members) for members in self.groups]
 
     # the solver's interface (minimize_bcfw) ----------------------------------------
 

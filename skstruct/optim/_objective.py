@@ -98,6 +98,13 @@ class RegularizedRisk:
         a, b = self.batch.output_offsets[i], self.batch.output_offsets[i + 1]
         return self.batch.take([i]), self.y[a:b]
 
+    def examples(self, indices):
+        """Inputs and encoded outputs of examples ``indices`` together, in that order:
+        (SequenceBatch, y)."""
+        offsets = self.batch.output_offsets
+        rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in indices])
+        return self.batch.take(indices), self.y[rows]
+
     def _example(self, i):
         """:meth:`example`, kept for every example after the first request."""
         if self._examples is None:
