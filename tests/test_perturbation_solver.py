@@ -96,7 +96,9 @@ def test_a_callback_returning_true_stops_after_that_iteration(recorded_runs):
 def test_verbose_prints_one_progress_line_per_iteration(capsys):
     X, Y = _multilabel_data()
     PerturbedMAPClassifier(candidates="proposal", max_iter=4, random_state=0, verbose=1).fit(X, Y)
-    lines = capsys.readouterr().out.splitlines()
+    # where its kernels are not cached yet, the first fit says so first, on its own line
+    lines = [line for line in capsys.readouterr().out.splitlines()
+             if not line.startswith("compiling ")]
     assert len(lines) == 4
     for n, line in enumerate(lines, start=1):
         assert re.match(rf"iter\s+{n}/4  objective\s+\S+  candidates \S+  nonzero \d+  "
