@@ -16,10 +16,18 @@ import sys
 
 import pytest
 
-# Short fits on purpose: the same scores, not the optimum, are under test.
-pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-
+# A hang never ends; a child whose kernels are cached ends in seconds. The kernels are
+# compiled first, once, by `compiled_kernels` (a cold cache on a busy two-core machine
+# can take minutes), so that only the forks and threads under test count against this.
 TIMEOUT = 120
+COMPILE_TIMEOUT = 1200
+
+pytestmark = [
+    # Short fits on purpose: the same scores, not the optimum, are under test.
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+    # pytest-timeout's limit (the ini's 300 s) counts the fixture's compile too.
+    pytest.mark.timeout(COMPILE_TIMEOUT + 4 * TIMEOUT),
+]
 
 # Runs first in every child interpreter. Defines X, y (small chunking data), `model` (a fit
 # in this process), `big` (chain scores large enough for every kernel thread) and
@@ -62,21 +70,22 @@ def report(**values):
 """
 
 
-def run_child(code, env=None, setup=SETUP):
+def run_child(code, env=None, setup=SETUP, timeout=TIMEOUT):
     """Run ``setup + code`` in a fresh interpreter; return what it passed to ``report``.
 
-    The child gets its own process group, killed whole on timeout (pool workers included).
+    The child gets its own process group, killed whole after ``timeout`` seconds (pool
+    workers included).
     """
     child_env = dict(os.environ if env is None else env)
     process = subprocess.Popen([sys.executable, "-c", setup + code], env=child_env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
     try:
-        out, err = process.communicate(timeout=TIMEOUT)
+        out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         out, err = process.communicate()
-        pytest.fail(f"hung for {TIMEOUT} s; stderr:\n{err[-3000:]}")
+        pytest.fail(f"hung for {timeout} s; stderr:\n{err[-3000:]}")
     assert process.returncode == 0, err[-3000:]
     results = [line for line in out.splitlines() if line.startswith("RESULT ")]
     assert results, f"no result; stderr:\n{err[-3000:]}"
@@ -100,6 +109,16 @@ def default_env():
     """This environment without a threading layer chosen by the caller."""
     return {k: v for k, v in os.environ.items()
             if k not in ("NUMBA_THREADING_LAYER", "NUMBA_THREADING_LAYER_PRIORITY")}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def compiled_kernels():
+    """Compile (or load) the kernels every child runs, before any child is timed.
+
+    The setup alone, in a child without forks or threads; the cache it fills is the one
+    the children read.
+    """
+    run_child("report()", timeout=COMPILE_TIMEOUT)
 
 
 fork_only = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
