@@ -25,7 +25,8 @@ COMPILE_TIMEOUT = 1200
 pytestmark = [
     # Short fits on purpose: the same scores, not the optimum, are under test.
     pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
-    # pytest-timeout's limit (the ini's 300 s) counts the fixture's compile too.
+    # pytest-timeout's limit (the ini's 300 s) counts the fixtures too: the compile, the
+    # shared child of `fork_and_threads` and a test's own child, with room to spare.
     pytest.mark.timeout(COMPILE_TIMEOUT + 4 * TIMEOUT),
 ]
 
